@@ -1,0 +1,58 @@
+# Makefile — `make` builds everything, `make test` runs every test, `make demo` runs the demo.
+BUILD   := $(CURDIR)/build
+ASAN    := $(CURDIR)/build-asan
+PYTHON  ?= python3
+VENV    := $(BUILD)/venv
+VPY     := $(VENV)/bin/python
+JOBS    ?= 2
+PYTEST_ARGS ?=
+
+.PHONY: all c asan py test test-unit test-py lint demo clean help
+
+all: c py
+
+help:
+	@echo "make          build daemon, layer, workloads and the scaf command into build/"
+	@echo "make demo     run two workloads unmodified and under scaf, print the table"
+	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
+	@echo "make lint     ruff over the Python code"
+	@echo "make clean    remove build/ and build-asan/"
+
+c:
+	cmake -S . -B $(BUILD)/cmake -DSCAF_OUT=$(BUILD) >/dev/null
+	cmake --build $(BUILD)/cmake -j$(JOBS)
+
+asan:
+	cmake -S . -B $(ASAN)/cmake -DSCAF_OUT=$(ASAN) -DSCAF_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN)/cmake -j$(JOBS)
+
+py: $(VENV)/.stamp $(BUILD)/bin/scaf
+
+$(VENV)/.stamp: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(BUILD)/bin/scaf: tools/scaf.in
+	mkdir -p $(BUILD)/bin
+	sed -e 's|@ROOT@|$(CURDIR)|g' tools/scaf.in > $@
+	chmod +x $@
+
+test: all asan test-unit test-py
+
+test-unit:
+	cd $(BUILD)/cmake && ctest --output-on-failure
+	cd $(ASAN)/cmake && ctest --output-on-failure
+
+# The daemon robustness tests also run against the sanitized daemon.
+test-py: all asan
+	SCAF_ASAN_SCAFD=$(ASAN)/bin/scafd $(VPY) -m pytest $(PYTEST_ARGS) tests
+
+lint: py
+	$(VENV)/bin/ruff check python tests
+
+demo: all
+	$(BUILD)/bin/scaf demo
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

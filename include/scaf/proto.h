@@ -1,0 +1,140 @@
+/* proto.h — the wire format shared by scafd and its clients: socket messages and the per-client shared page. */
+#ifndef SCAF_PROTO_H
+#define SCAF_PROTO_H
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/*
+ * Versioning rule: struct scaf_msg_header is frozen forever (magic, then
+ * version first) so that a daemon can always read a client's version and
+ * refuse it with a clear message. Any change to any other struct in this file,
+ * or to the meaning of a field, bumps SCAF_PROTO_VERSION.
+ *
+ * All integers are native-endian: both ends run on the same machine.
+ */
+#define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
+#define SCAF_PROTO_VERSION 1u
+
+#define SCAF_NAME_MAX 16     /* like TASK_COMM_LEN, NUL included */
+#define SCAF_CPUSET_WORDS 16 /* 1024 CPUs */
+#define SCAF_MAX_CPUS (SCAF_CPUSET_WORDS * 64)
+#define SCAF_PAGE_SIZE 4096u
+#define SCAF_REFUSE_TEXT 120
+/* A STATUS_REPLY is the only variable-length message; it never exceeds this. */
+#define SCAF_STATUS_MAX (1u << 20)
+
+enum scaf_msg_type {
+    SCAF_MSG_HELLO = 1,        /* client -> daemon: register; answered by WELCOME (+ fd) or REFUSE */
+    SCAF_MSG_WELCOME = 2,      /* daemon -> client: carries the page's memfd via SCM_RIGHTS */
+    SCAF_MSG_REFUSE = 3,       /* daemon -> client: why not; the daemon closes afterwards */
+    SCAF_MSG_STATUS_REQ = 4,   /* anyone -> daemon: ask for the state as JSON */
+    SCAF_MSG_STATUS_REPLY = 5, /* daemon -> asker: header, then `length - 16` bytes of JSON */
+};
+
+enum scaf_refuse_reason {
+    SCAF_REFUSE_VERSION = 1,   /* client speaks another protocol version */
+    SCAF_REFUSE_MALFORMED = 2, /* bad magic, type, length or field value */
+    SCAF_REFUSE_FULL = 3,      /* client table full (scafd --max-clients) */
+    SCAF_REFUSE_INTERNAL = 4,  /* daemon-side failure (memfd, mmap, ...) */
+    SCAF_REFUSE_DUPLICATE = 5, /* this connection already said HELLO */
+};
+
+/* Every message starts with this header; `length` is the whole message, header included. */
+struct scaf_msg_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t length;
+    uint32_t reserved; /* must be 0 */
+};
+static_assert(sizeof(struct scaf_msg_header) == 16, "frozen header layout");
+
+#define SCAF_HELLO_F_NONMALLEABLE 0x1u /* the program already fixed its team size */
+#define SCAF_HELLO_F_ALL (SCAF_HELLO_F_NONMALLEABLE)
+
+struct scaf_msg_hello {
+    struct scaf_msg_header h;
+    uint32_t max_threads; /* 1..SCAF_MAX_CPUS: the largest team the program could have seen */
+    uint32_t flags;       /* SCAF_HELLO_F_*; unknown bits are malformed */
+    char name[SCAF_NAME_MAX]; /* informational only; the daemon prefers /proc/PID/comm */
+    uint32_t reserved[4];     /* must be 0 */
+};
+static_assert(sizeof(struct scaf_msg_hello) == 56, "wire size");
+
+struct scaf_msg_welcome {
+    struct scaf_msg_header h;
+    uint32_t client_id;
+    uint32_t page_size; /* SCAF_PAGE_SIZE */
+    uint32_t cpus;      /* the daemon's N */
+    uint32_t reserved;
+};
+static_assert(sizeof(struct scaf_msg_welcome) == 32, "wire size");
+
+struct scaf_msg_refuse {
+    struct scaf_msg_header h;
+    uint32_t reason;         /* enum scaf_refuse_reason */
+    uint32_t daemon_version; /* SCAF_PROTO_VERSION of the daemon */
+    char text[SCAF_REFUSE_TEXT]; /* NUL-terminated, human readable */
+};
+static_assert(sizeof(struct scaf_msg_refuse) == 144, "wire size");
+
+/* STATUS_REQ is a bare header with length 16. */
+
+/* ---- the shared page: one per client, a memfd the daemon creates ---- */
+
+#define SCAF_PAGE_MAGIC 0x45474150u /* "PAGE" */
+
+enum scaf_control {
+    SCAF_CONTROL_THREADS = 0, /* apply `threads` at each outermost region */
+    SCAF_CONTROL_CPUSET = 1,  /* team fixed; helper thread applies `cpuset` as affinity */
+};
+
+#define SCAF_CLIENT_NONMALLEABLE 0x1u /* team size fixed: control through cpuset */
+#define SCAF_CLIENT_LONG_REGION 0x2u  /* a region has run past SCAF_LONG_REGION_S */
+
+enum scaf_estimate {
+    SCAF_ESTIMATE_NONE = 0,     /* no estimate yet */
+    SCAF_ESTIMATE_ASSUMED = 1,  /* a stated default, not measured */
+    SCAF_ESTIMATE_MEASURED = 2, /* from timings and serial baselines */
+    SCAF_ESTIMATE_COUNTERS = 3, /* from hardware counters (IPC ratio) */
+};
+
+/*
+ * Daemon-written fields follow a seqlock: the daemon makes `seq` odd, writes,
+ * then makes it even and FUTEX_WAKEs it (shared, not private: two processes).
+ * Readers of a single word (threads) need no retry; readers of cpuset retry
+ * while seq is odd or changed. Client-written fields are plain atomics that the
+ * daemon samples at its own rate and never waits for.
+ */
+struct scaf_page {
+    /* daemon -> client */
+    uint32_t magic;   /* SCAF_PAGE_MAGIC */
+    uint32_t version; /* SCAF_PROTO_VERSION */
+    _Atomic uint32_t seq;
+    _Atomic uint32_t threads;  /* allocated team size, >= 1 */
+    _Atomic uint32_t control;  /* enum scaf_control */
+    _Atomic uint32_t cpus;     /* daemon's N, for information */
+    _Atomic uint32_t nclients; /* clients registered now (experiments are lazy while 1) */
+    uint32_t reserved0;
+    _Atomic uint64_t cpuset[SCAF_CPUSET_WORDS]; /* real CPU numbers for this client */
+    uint8_t daemon_reserved[64];
+
+    /* client -> daemon */
+    _Atomic uint32_t client_flags;   /* SCAF_CLIENT_* */
+    _Atomic uint32_t fixed_team;     /* team size of a non-malleable client */
+    _Atomic uint32_t last_team;      /* team size of the latest outermost region */
+    _Atomic uint32_t eff_threads;    /* p': the team size the estimate was measured at */
+    _Atomic uint32_t efficiency_ppm; /* E * 1e6; meaningful when estimate != NONE */
+    _Atomic uint32_t estimate;       /* enum scaf_estimate */
+    _Atomic int32_t experiment_pid;  /* running serial-experiment child, or 0 */
+    _Atomic uint32_t client_seq;     /* bumped by the client after each report */
+    _Atomic uint64_t regions;        /* outermost regions run so far */
+    _Atomic uint64_t experiments;    /* serial experiments completed */
+    uint8_t client_reserved[64];
+};
+static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
+static_assert(sizeof(struct scaf_page) == 336, "page layout is part of the protocol");
+
+#endif

@@ -1,0 +1,20 @@
+/* sockpath.h — where scafd listens and where clients look for it. */
+#ifndef SCAF_SOCKPATH_H
+#define SCAF_SOCKPATH_H
+
+#include <stddef.h>
+
+/*
+ * Search order (the daemon, the layer and the `scaf` command all use it):
+ *   1. $SCAF_SOCKET, if set and non-empty;
+ *   2. $XDG_RUNTIME_DIR/scaf/scafd.sock, if XDG_RUNTIME_DIR is set and non-empty;
+ *   3. /tmp/scaf-$UID/scafd.sock.
+ * A system-wide daemon is started with --socket /run/scaf/scafd.sock and its
+ * clients set SCAF_SOCKET to that path.
+ *
+ * Writes the path into buf. Returns 0, or -1 with errno = ENAMETOOLONG when it
+ * does not fit in buf or in a sockaddr_un.
+ */
+int scaf_sockpath_default(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,7 @@
+"""Entry point for `python -m scaf`."""
+
+import sys
+
+from scaf.cli import main
+
+sys.exit(main())

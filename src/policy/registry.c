@@ -1,0 +1,41 @@
+/* registry.c — the table of policies, name lookup, and the ctypes entry point. */
+#include "scaf/policy.h"
+
+#include <errno.h>
+#include <string.h>
+
+int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
+
+static const struct scaf_policy policies[] = {
+    {"equipartition", "equal shares: floor(N/k) each, the remainder spread", scaf_policy_equipartition},
+};
+
+size_t scaf_policy_count(void)
+{
+    return sizeof(policies) / sizeof(policies[0]);
+}
+
+const struct scaf_policy *scaf_policy_at(size_t index)
+{
+    return index < scaf_policy_count() ? &policies[index] : NULL;
+}
+
+const struct scaf_policy *scaf_policy_lookup(const char *name)
+{
+    for (size_t i = 0; name && i < scaf_policy_count(); i++)
+        if (strcmp(policies[i].name, name) == 0)
+            return &policies[i];
+    errno = ENOENT;
+    return NULL;
+}
+
+int scaf_policy_run(const char *name, uint32_t contexts, uint32_t chunk, uint32_t nclients,
+                    const struct scaf_policy_client *clients, uint32_t *threads, double *coef)
+{
+    const struct scaf_policy *p = scaf_policy_lookup(name);
+    struct scaf_policy_input in = {contexts, chunk, nclients, clients};
+
+    if (!p)
+        return -1;
+    return p->decide(&in, threads, coef);
+}
