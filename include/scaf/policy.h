@@ -18,6 +18,14 @@ struct scaf_policy_client {
     double efficiency;       /* E at p'; < 0 (or NaN) = unknown */
     int32_t measured;        /* 1 measured, 0 assumed/unknown */
     int32_t malleable;       /* 0 = team fixed (controlled by cpuset); counted the same */
+    /*
+     * The coef[] this client got from the previous decide() call, fed back by
+     * the caller; 0 = none. The speedup policy uses it when p' = 1, where a
+     * one-thread reading says nothing about scaling: without it a client that
+     * the model put on one thread would bounce between 1 and an average share.
+     * Appended field: zero-initialising callers keep the old behaviour.
+     */
+    double prev_coef;
 };
 
 struct scaf_policy_input {
@@ -55,5 +63,40 @@ size_t scaf_policy_count(void);
  */
 int scaf_policy_run(const char *name, uint32_t contexts, uint32_t chunk, uint32_t nclients,
                     const struct scaf_policy_client *clients, uint32_t *threads, double *coef);
+
+/* sizeof(struct scaf_policy_client), so that ctypes mirrors can check their layout. */
+size_t scaf_policy_client_size(void);
+
+/* The registered policies, callable directly (the daemon may also go through the registry). */
+int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
+int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
+
+/*
+ * The speedup model alone, before integer rounding and damping: coef[i] is the
+ * C_j the policy uses for client i (measured, carried over, or assumed) and
+ * exact[i] the real-valued share N * w_i / sum(w), w = max(C, 0) (equal shares
+ * when every w is 0). Either output may be NULL. Returns 0, or -1 with
+ * errno = EINVAL. See docs/policy.md for every edge case.
+ */
+int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, double *exact);
+
+/*
+ * Integer partition of `total` closest to the real shares `exact` (n entries,
+ * finite, >= 0; they are weights: scaled to sum to `total`, all-zero = equal).
+ * cap may be NULL; cap[i] = 0 means no cap. Result in out[0..n):
+ *   - n <= total < n*chunk: the unit is 1 instead of `chunk`, every entry >= 1;
+ *   - total >= n*chunk: the unit is `chunk`, every entry >= min(chunk, cap);
+ *   - total < n: every entry is 1 (the only way to give everyone a thread;
+ *     the sum then exceeds total);
+ *   - otherwise the sum is exactly `total`, unless the caps sum to less, in
+ *     which case every entry is its cap.
+ * Entries are multiples of the unit except a capped entry and at most one
+ * entry holding total mod unit. Rounding is largest-error-first: floors in
+ * units, then one unit at a time to the largest (target - entry), ties to the
+ * lowest index; deterministic. Returns 0, or -1 with errno = EINVAL (NULL
+ * arrays, chunk 0, negative or non-finite exact).
+ */
+int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
+                         const uint32_t *cap, uint32_t *out);
 
 #endif

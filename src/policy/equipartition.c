@@ -1,21 +1,48 @@
-/* equipartition.c — equal shares: floor(N/k) each, the remainder spread over the first clients. */
+/* equipartition.c — equal shares: floor(N/k) each in chunks, the remainder spread, caps honoured. */
 #include "scaf/policy.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
+/*
+ * Equal weights through the same integer partition the speedup policy uses,
+ * so the two agree bit for bit when the speedup model sees equal clients:
+ * floor(N/k) (in chunks) each, the remainder one chunk at a time to the
+ * lowest indices, a capped client's excess to the others, and 1 each when
+ * there are more clients than contexts.
+ */
 int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
 {
-    uint32_t k = in->nclients, n = in->contexts;
+    uint32_t k;
+    double *ones = NULL;
+    uint32_t *cap = NULL;
+    int ret = -1;
 
-    if (n == 0 || (k > 0 && (!in->clients || !threads))) {
+    if (!in || in->contexts == 0 || in->chunk == 0 || (in->nclients > 0 && (!in->clients || !threads))) {
         errno = EINVAL;
         return -1;
     }
-    for (uint32_t i = 0; i < k; i++) {
-        uint32_t share = k > n ? 1 : n / k + (i < n % k);
-        threads[i] = share;
-        if (coef)
-            coef[i] = 0.0;
+    k = in->nclients;
+    if (k == 0)
+        return 0;
+    ones = malloc(k * sizeof(*ones));
+    cap = malloc(k * sizeof(*cap));
+    if (!ones || !cap) {
+        errno = ENOMEM;
+        goto out;
     }
-    return 0;
+    for (uint32_t i = 0; i < k; i++) {
+        ones[i] = 1.0;
+        cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
+    }
+    if (scaf_intpart_chunked(ones, k, in->contexts, in->chunk, cap, threads) < 0)
+        goto out;
+    if (coef)
+        for (uint32_t i = 0; i < k; i++)
+            coef[i] = 0.0;
+    ret = 0;
+out:
+    free(ones);
+    free(cap);
+    return ret;
 }

@@ -4,8 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
-
+/* The first entry is the default; SIGUSR1 steps through them in this order. */
 static const struct scaf_policy policies[] = {
     {"equipartition", "equal shares: floor(N/k) each, the remainder spread", scaf_policy_equipartition},
 };
@@ -38,4 +37,9 @@ int scaf_policy_run(const char *name, uint32_t contexts, uint32_t chunk, uint32_
     if (!p)
         return -1;
     return p->decide(&in, threads, coef);
+}
+
+size_t scaf_policy_client_size(void)
+{
+    return sizeof(struct scaf_policy_client);
 }

@@ -1,0 +1,201 @@
+/* intpart.c — chunked integer partition closest to real-valued shares (largest error first). */
+#include "scaf/policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+/*
+ * Water-filling: scale the weights to `total`, then pin every share that
+ * breaks its cap to the cap and every share under its floor to the floor, and
+ * rescale the rest, until nothing breaks a bound. Caps are pinned before
+ * floors because pinning a cap only raises the others (it cannot create new
+ * floor breakers), so each pass pins at least one client and there are at
+ * most n passes. The result is what "closest to the exact shares" means once
+ * bounds exist: the excess of a capped client goes to the others in
+ * proportion to their weights.
+ */
+static void fill_targets(const double *w, uint32_t n, double total, const double *lo, const double *hi,
+                         double *t, unsigned char *pinned)
+{
+    for (uint32_t i = 0; i < n; i++)
+        pinned[i] = 0;
+    for (;;) {
+        double rem = total, wsum = 0.0, w0 = -1.0;
+        uint32_t nfree = 0;
+        int equal = 1, changed = 0;
+
+        for (uint32_t i = 0; i < n; i++) {
+            if (pinned[i]) {
+                rem -= t[i];
+                continue;
+            }
+            if (nfree++ == 0)
+                w0 = w[i];
+            else if (w[i] != w0)
+                equal = 0;
+            wsum += w[i];
+        }
+        if (nfree == 0)
+            return;
+        /*
+         * Equal weights take the exact path rem / nfree, so that equal
+         * weights of any magnitude give bit-identical targets and therefore
+         * exactly the equipartition result.
+         */
+        for (uint32_t i = 0; i < n; i++)
+            if (!pinned[i])
+                t[i] = (equal || wsum <= 0.0) ? rem / nfree : rem * (w[i] / wsum);
+        for (uint32_t i = 0; i < n; i++)
+            if (!pinned[i] && t[i] > hi[i]) {
+                t[i] = hi[i];
+                pinned[i] = 1;
+                changed = 1;
+            }
+        if (changed)
+            continue;
+        for (uint32_t i = 0; i < n; i++)
+            if (!pinned[i] && t[i] < lo[i]) {
+                t[i] = lo[i];
+                pinned[i] = 1;
+                changed = 1;
+            }
+        if (!changed)
+            return;
+    }
+}
+
+int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
+                         const uint32_t *cap, uint32_t *out)
+{
+    double *w = NULL, *t = NULL, *lo_d = NULL, *hi_d = NULL;
+    uint32_t *lo = NULL, *hi = NULL;
+    unsigned char *pinned = NULL;
+    uint64_t sum_hi = 0, sum = 0;
+    uint32_t unit;
+    int ret = -1;
+
+    if (n == 0)
+        return 0;
+    if (!exact || !out || chunk == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!isfinite(exact[i]) || exact[i] < 0.0) {
+            errno = EINVAL;
+            return -1;
+        }
+    if (total < n) {
+        for (uint32_t i = 0; i < n; i++)
+            out[i] = 1;
+        return 0;
+    }
+    /* Below one chunk each, whole chunks cannot reach everyone: fall back to single contexts. */
+    unit = (uint64_t)n * chunk <= total ? chunk : 1;
+
+    w = malloc(n * sizeof(*w));
+    t = malloc(n * sizeof(*t));
+    lo_d = malloc(n * sizeof(*lo_d));
+    hi_d = malloc(n * sizeof(*hi_d));
+    lo = malloc(n * sizeof(*lo));
+    hi = malloc(n * sizeof(*hi));
+    pinned = malloc(n);
+    if (!w || !t || !lo_d || !hi_d || !lo || !hi || !pinned) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t c = (cap && cap[i]) ? cap[i] : total;
+
+        hi[i] = c < total ? c : total;
+        lo[i] = unit < hi[i] ? unit : hi[i];
+        sum_hi += hi[i];
+        w[i] = exact[i];
+        lo_d[i] = lo[i];
+        hi_d[i] = hi[i];
+    }
+    if (sum_hi <= total) {
+        for (uint32_t i = 0; i < n; i++)
+            out[i] = hi[i];
+        ret = 0;
+        goto out;
+    }
+
+    fill_targets(w, n, total, lo_d, hi_d, t, pinned);
+
+    /* Floors in units, never below the minimum nor above the cap. */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = lo[i];
+
+        if (t[i] > lo[i]) {
+            double f = floor(t[i] / unit) * unit;
+
+            v = f >= hi[i] ? hi[i] : (uint32_t)f;
+            if (v < lo[i])
+                v = lo[i];
+        }
+        out[i] = v;
+        sum += v;
+    }
+    /*
+     * Floating-point error in the targets could push the floors a little over
+     * total; take back from whoever is furthest above its target. Cannot loop
+     * forever: sum(lo) <= n*unit <= total.
+     */
+    while (sum > total) {
+        uint32_t best = n;
+        double best_err = 0.0;
+
+        for (uint32_t i = 0; i < n; i++) {
+            double err = t[i] - out[i];
+
+            if (out[i] > lo[i] && (best == n || err < best_err)) {
+                best = i;
+                best_err = err;
+            }
+        }
+        uint64_t step = out[best] - lo[best];
+        if (step > unit)
+            step = unit;
+        if (step > sum - total)
+            step = sum - total;
+        out[best] -= (uint32_t)step;
+        sum -= step;
+    }
+    /*
+     * Largest error first: one unit (or what the cap or the remaining total
+     * allows) to the client furthest below its target; ties to the lowest
+     * index. Terminates: sum(hi) > total, so someone always has room.
+     */
+    while (sum < total) {
+        uint32_t best = n;
+        double best_err = 0.0;
+
+        for (uint32_t i = 0; i < n; i++) {
+            double err = t[i] - out[i];
+
+            if (out[i] < hi[i] && (best == n || err > best_err)) {
+                best = i;
+                best_err = err;
+            }
+        }
+        uint64_t step = hi[best] - out[best];
+        if (step > unit)
+            step = unit;
+        if (step > total - sum)
+            step = total - sum;
+        out[best] += (uint32_t)step;
+        sum += step;
+    }
+    ret = 0;
+out:
+    free(w);
+    free(t);
+    free(lo_d);
+    free(hi_d);
+    free(lo);
+    free(hi);
+    free(pinned);
+    return ret;
+}
