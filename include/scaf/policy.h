@@ -99,4 +99,13 @@ int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, 
 int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
                          const uint32_t *cap, uint32_t *out);
 
+/*
+ * The real-valued targets scaf_intpart_chunked rounds: the weights scaled to
+ * `total`, then water-filled within [min(unit, cap), cap] (a capped client's
+ * excess goes to the others in proportion to their weights). Same arguments
+ * and errors; 1.0 each when total < n; the caps when they sum to <= total.
+ */
+int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *cap,
+                         double *target);
+
 #endif

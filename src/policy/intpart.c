@@ -65,19 +65,32 @@ static void fill_targets(const double *w, uint32_t n, double total, const double
     }
 }
 
-int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
-                         const uint32_t *cap, uint32_t *out)
-{
-    double *w = NULL, *t = NULL, *lo_d = NULL, *hi_d = NULL;
-    uint32_t *lo = NULL, *hi = NULL;
-    unsigned char *pinned = NULL;
-    uint64_t sum_hi = 0, sum = 0;
+/* Bounds and targets shared by the two entry points. */
+struct plan {
     uint32_t unit;
-    int ret = -1;
+    int mode; /* 0 targets valid, 1 all ones (total < n), 2 all caps (caps sum <= total) */
+    double *t, *lo_d, *hi_d;
+    uint32_t *lo, *hi;
+    unsigned char *pinned;
+};
 
-    if (n == 0)
-        return 0;
-    if (!exact || !out || chunk == 0) {
+static void plan_free(struct plan *p)
+{
+    free(p->t);
+    free(p->lo_d);
+    free(p->hi_d);
+    free(p->lo);
+    free(p->hi);
+    free(p->pinned);
+}
+
+static int plan_make(struct plan *p, const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
+                     const uint32_t *cap)
+{
+    uint64_t sum_hi = 0;
+
+    *p = (struct plan){0};
+    if (!exact || chunk == 0) {
         errno = EINVAL;
         return -1;
     }
@@ -86,43 +99,85 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
             errno = EINVAL;
             return -1;
         }
+    p->t = malloc(n * sizeof(*p->t));
+    p->lo_d = malloc(n * sizeof(*p->lo_d));
+    p->hi_d = malloc(n * sizeof(*p->hi_d));
+    p->lo = malloc(n * sizeof(*p->lo));
+    p->hi = malloc(n * sizeof(*p->hi));
+    p->pinned = malloc(n);
+    if (!p->t || !p->lo_d || !p->hi_d || !p->lo || !p->hi || !p->pinned) {
+        plan_free(p);
+        errno = ENOMEM;
+        return -1;
+    }
     if (total < n) {
-        for (uint32_t i = 0; i < n; i++)
-            out[i] = 1;
+        p->mode = 1;
         return 0;
     }
     /* Below one chunk each, whole chunks cannot reach everyone: fall back to single contexts. */
-    unit = (uint64_t)n * chunk <= total ? chunk : 1;
-
-    w = malloc(n * sizeof(*w));
-    t = malloc(n * sizeof(*t));
-    lo_d = malloc(n * sizeof(*lo_d));
-    hi_d = malloc(n * sizeof(*hi_d));
-    lo = malloc(n * sizeof(*lo));
-    hi = malloc(n * sizeof(*hi));
-    pinned = malloc(n);
-    if (!w || !t || !lo_d || !hi_d || !lo || !hi || !pinned) {
-        errno = ENOMEM;
-        goto out;
-    }
+    p->unit = (uint64_t)n * chunk <= total ? chunk : 1;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t c = (cap && cap[i]) ? cap[i] : total;
 
-        hi[i] = c < total ? c : total;
-        lo[i] = unit < hi[i] ? unit : hi[i];
-        sum_hi += hi[i];
-        w[i] = exact[i];
-        lo_d[i] = lo[i];
-        hi_d[i] = hi[i];
+        p->hi[i] = c < total ? c : total;
+        p->lo[i] = p->unit < p->hi[i] ? p->unit : p->hi[i];
+        sum_hi += p->hi[i];
+        p->lo_d[i] = p->lo[i];
+        p->hi_d[i] = p->hi[i];
     }
     if (sum_hi <= total) {
-        for (uint32_t i = 0; i < n; i++)
-            out[i] = hi[i];
-        ret = 0;
-        goto out;
+        p->mode = 2;
+        return 0;
     }
+    fill_targets(exact, n, total, p->lo_d, p->hi_d, p->t, p->pinned);
+    return 0;
+}
 
-    fill_targets(w, n, total, lo_d, hi_d, t, pinned);
+int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *cap,
+                         double *target)
+{
+    struct plan p;
+
+    if (n == 0)
+        return 0;
+    if (!target) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (plan_make(&p, exact, n, total, chunk, cap) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        target[i] = p.mode == 1 ? 1.0 : p.mode == 2 ? p.hi_d[i] : p.t[i];
+    plan_free(&p);
+    return 0;
+}
+
+int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
+                         const uint32_t *cap, uint32_t *out)
+{
+    struct plan p;
+    uint64_t sum = 0;
+    uint32_t unit, *lo, *hi;
+    double *t;
+
+    if (n == 0)
+        return 0;
+    if (!out) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (plan_make(&p, exact, n, total, chunk, cap) < 0)
+        return -1;
+    unit = p.unit;
+    lo = p.lo;
+    hi = p.hi;
+    t = p.t;
+    if (p.mode != 0) {
+        for (uint32_t i = 0; i < n; i++)
+            out[i] = p.mode == 1 ? 1 : hi[i];
+        plan_free(&p);
+        return 0;
+    }
 
     /* Floors in units, never below the minimum nor above the cap. */
     for (uint32_t i = 0; i < n; i++) {
@@ -188,14 +243,6 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
         out[best] += (uint32_t)step;
         sum += step;
     }
-    ret = 0;
-out:
-    free(w);
-    free(t);
-    free(lo_d);
-    free(hi_d);
-    free(lo);
-    free(hi);
-    free(pinned);
-    return ret;
+    plan_free(&p);
+    return 0;
 }

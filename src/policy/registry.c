@@ -6,6 +6,7 @@
 
 /* The first entry is the default; SIGUSR1 steps through them in this order. */
 static const struct scaf_policy policies[] = {
+    {"speedup", "shares by fitted speedup curves S(p) = 1 + C ln p, damped", scaf_policy_speedup},
     {"equipartition", "equal shares: floor(N/k) each, the remainder spread", scaf_policy_equipartition},
 };
 

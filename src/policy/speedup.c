@@ -1,0 +1,242 @@
+/* speedup.c — the max-speedup policy: fit S(p) = 1 + C ln p per client, share N by C, round, damp. */
+#include "scaf/policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+/*
+ * Damping: a client keeps its previous allocation while its new target is
+ * closer to it than max(DAMP_UNITS units, DAMP_FRACTION * prev). One unit is
+ * the smallest step an allocation can take, so anything less is rounding
+ * noise; the fraction covers large allocations, where a few percent of noise
+ * in E moves the target by more than one context.
+ */
+#define DAMP_UNITS 1.0
+#define DAMP_FRACTION 0.10
+
+/*
+ * Efficiencies above 1 are read as 1. Real superlinear speedups exist (cache
+ * effects), but an estimator reading above 1 is far more often noise, and an
+ * unbounded E lets a single noisy client take the whole machine.
+ */
+#define E_MAX 1.0
+
+static int input_ok(const struct scaf_policy_input *in)
+{
+    return in && in->contexts > 0 && in->chunk > 0 && (in->nclients == 0 || in->clients);
+}
+
+int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, double *exact)
+{
+    uint32_t k;
+    double *c = NULL;
+    unsigned char *known = NULL;
+    double pos_sum = 0.0, pos_min = 0.0, pos_max = 0.0, assumed = 1.0, wsum = 0.0, w0 = -1.0;
+    uint32_t npos = 0;
+    int equal = 1, ret = -1;
+
+    if (!input_ok(in)) {
+        errno = EINVAL;
+        return -1;
+    }
+    k = in->nclients;
+    if (k == 0)
+        return 0;
+    c = malloc(k * sizeof(*c));
+    known = malloc(k);
+    if (!c || !known) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        const struct scaf_policy_client *cl = &in->clients[i];
+        double e = cl->efficiency, p = cl->report_threads;
+
+        known[i] = 0;
+        if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
+            /* The dissertation's fit, unclamped: C < 0 when E p' < 1 (slower than serial). */
+            if (e > E_MAX)
+                e = E_MAX;
+            c[i] = (e * p - 1.0) / log(p);
+            known[i] = 1;
+        } else if (isfinite(cl->prev_coef) && cl->prev_coef != 0.0) {
+            /*
+             * p' = 1 (ln 1 = 0), or no estimate this round: one thread says
+             * nothing about scaling, so the curve fitted earlier still stands.
+             */
+            c[i] = cl->prev_coef;
+            known[i] = 1;
+        }
+        if (known[i] && c[i] > 0.0) {
+            pos_sum += c[i];
+            pos_min = npos == 0 || c[i] < pos_min ? c[i] : pos_min;
+            pos_max = npos == 0 || c[i] > pos_max ? c[i] : pos_max;
+            npos++;
+        }
+    }
+    /*
+     * A client without an estimate is assumed average: the mean of the known
+     * positive C (exactly that C when they are all equal, so that equal
+     * clients stay bit-identical). With none known, unknown clients share
+     * equally among themselves (weight 1, reported coef 0 = no model).
+     */
+    if (npos > 0)
+        assumed = pos_min == pos_max ? pos_min : pos_sum / npos;
+    for (uint32_t i = 0; i < k; i++) {
+        double w = known[i] ? (c[i] > 0.0 ? c[i] : 0.0) : assumed;
+
+        if (coef)
+            coef[i] = known[i] ? c[i] : (npos > 0 ? assumed : 0.0);
+        c[i] = w;
+        if (i == 0)
+            w0 = w;
+        else if (w != w0)
+            equal = 0;
+        wsum += w;
+    }
+    /* Nobody gains from threads (every C <= 0): equal shares are the neutral choice. */
+    for (uint32_t i = 0; exact && i < k; i++)
+        exact[i] = (equal || wsum <= 0.0) ? (double)in->contexts / k : in->contexts * (c[i] / wsum);
+    ret = 0;
+out:
+    free(c);
+    free(known);
+    return ret;
+}
+
+/*
+ * Keep clients whose target is within the damping threshold of their valid
+ * previous allocation; the others share what is left. Falls back to the
+ * undamped result `a` whenever that would break the sum, a bound, or leave
+ * an unkept client further from its target than both its threshold and the
+ * undamped result, so damping never costs more than one threshold per client.
+ */
+static int damp(const struct scaf_policy_input *in, const double *t, const uint32_t *cap, uint32_t unit,
+                const uint32_t *a, uint32_t *out)
+{
+    uint32_t k = in->nclients, nrest = 0;
+    uint64_t sum_a = 0, sum_kept = 0, rest_lo = 0, rest_hi = 0;
+    unsigned char *kept = malloc(k);
+    double *rw = malloc(k * sizeof(*rw));
+    uint32_t *rcap = malloc(k * sizeof(*rcap)), *rout = malloc(k * sizeof(*rout));
+    int ret = -1, any = 0;
+
+    if (!kept || !rw || !rcap || !rout) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t prev = in->clients[i].prev, hi = cap[i] && cap[i] < in->contexts ? cap[i] : in->contexts;
+        uint32_t lo = unit < hi ? unit : hi;
+        double thr = DAMP_UNITS * unit, diff = fabs(t[i] - (double)prev);
+
+        if (DAMP_FRACTION * prev > thr)
+            thr = DAMP_FRACTION * prev;
+        kept[i] = prev >= lo && prev <= hi && diff < thr;
+        sum_a += a[i];
+        if (kept[i]) {
+            sum_kept += prev;
+            any = 1;
+        } else {
+            rest_lo += lo;
+            rest_hi += hi;
+        }
+    }
+    if (!any || sum_kept + rest_lo > sum_a)
+        goto undamped;
+    for (uint32_t i = 0; i < k; i++)
+        if (!kept[i]) {
+            rw[nrest] = t[i] > 0.0 ? t[i] : 0.0;
+            rcap[nrest] = cap[i];
+            nrest++;
+        }
+    if (nrest == 0) {
+        if (sum_kept != sum_a)
+            goto undamped;
+    } else {
+        uint64_t rsum = 0;
+
+        if (rest_hi < sum_a - sum_kept)
+            goto undamped;
+        if (scaf_intpart_chunked(rw, nrest, (uint32_t)(sum_a - sum_kept), unit, rcap, rout) < 0)
+            goto out;
+        for (uint32_t j = 0; j < nrest; j++)
+            rsum += rout[j];
+        if (rsum != sum_a - sum_kept)
+            goto undamped;
+    }
+    for (uint32_t i = 0, j = 0; i < k; i++) {
+        uint32_t prev = in->clients[i].prev;
+        double thr = DAMP_UNITS * unit;
+
+        if (DAMP_FRACTION * prev > thr)
+            thr = DAMP_FRACTION * prev;
+        if (kept[i]) {
+            out[i] = prev;
+            continue;
+        }
+        out[i] = rout[j++];
+        if (fabs(out[i] - t[i]) > thr && fabs(out[i] - t[i]) > fabs(a[i] - t[i]))
+            goto undamped;
+    }
+    ret = 0;
+    goto out;
+undamped:
+    for (uint32_t i = 0; i < k; i++)
+        out[i] = a[i];
+    ret = 0;
+out:
+    free(kept);
+    free(rw);
+    free(rcap);
+    free(rout);
+    return ret;
+}
+
+int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+{
+    uint32_t k, unit;
+    double *exact = NULL, *t = NULL;
+    uint32_t *cap = NULL, *a = NULL;
+    int ret = -1;
+
+    if (!input_ok(in) || (in->nclients > 0 && !threads)) {
+        errno = EINVAL;
+        return -1;
+    }
+    k = in->nclients;
+    if (k == 0)
+        return 0;
+    exact = malloc(k * sizeof(*exact));
+    t = malloc(k * sizeof(*t));
+    cap = malloc(k * sizeof(*cap));
+    a = malloc(k * sizeof(*a));
+    if (!exact || !t || !cap || !a) {
+        errno = ENOMEM;
+        goto out;
+    }
+    if (scaf_policy_speedup_model(in, coef, exact) < 0)
+        goto out;
+    for (uint32_t i = 0; i < k; i++)
+        cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
+    if (scaf_intpart_chunked(exact, k, in->contexts, in->chunk, cap, a) < 0)
+        goto out;
+    if (k > in->contexts) {
+        /* Everyone gets 1: nothing to damp. */
+        for (uint32_t i = 0; i < k; i++)
+            threads[i] = a[i];
+        ret = 0;
+        goto out;
+    }
+    if (scaf_intpart_targets(exact, k, in->contexts, in->chunk, cap, t) < 0)
+        goto out;
+    unit = (uint64_t)k * in->chunk <= in->contexts ? in->chunk : 1;
+    ret = damp(in, t, cap, unit, a, threads);
+out:
+    free(exact);
+    free(t);
+    free(cap);
+    free(a);
+    return ret;
+}
