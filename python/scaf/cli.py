@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 
 from scaf import __version__
 
@@ -23,8 +24,20 @@ COMMANDS = [
     "sim",
 ]
 
+DESCRIPTION = """\
+Space-share the machine among OpenMP programs that run at the same time.
+
+A daemon (scafd) decides how many threads each program may use; a layer
+preloaded into each program (libscaf_gomp.so) applies that count at every
+parallel region. Programs are not modified or recompiled.
+"""
+
 EPILOG = """\
+socket: --socket P, else $SCAF_SOCKET, else $XDG_RUNTIME_DIR/scaf/scafd.sock,
+        else /tmp/scaf-$UID/scafd.sock
+
 examples:
+  make demo                                 build, then compare two programs with and without scaf
   scaf daemon --policy equipartition        start a daemon in the foreground
   scaf run -- ./my_omp_program args         run a program under scaf
   scaf status                               show clients and their threads
@@ -32,10 +45,18 @@ examples:
 """
 
 
+def _broken(name: str, err: BaseException) -> Callable[[argparse.Namespace], int]:
+    def run(_args: argparse.Namespace) -> int:
+        print(f"scaf: the {name} command cannot load: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scaf",
-        description="Space-share the machine among OpenMP programs that run at the same time.",
+        description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -44,12 +65,23 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"scaf.{name}")
+            module.register(sub)
         except ModuleNotFoundError as e:
             if e.name == f"scaf.{name}":
                 continue  # not built yet
-            raise
-        module.register(sub)
+            _add_broken(sub, name, e)
+        except Exception as e:  # noqa: BLE001 - one broken command must not take the others down
+            _add_broken(sub, name, e)
     return parser
+
+
+def _add_broken(sub: argparse._SubParsersAction, name: str, err: BaseException) -> None:
+    cmd = name.removesuffix("_cmd")
+    if cmd in sub.choices:
+        return
+    p = sub.add_parser(cmd, help=f"(cannot load: {err})", add_help=False, prefix_chars="\x01")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_broken(cmd, err))
 
 
 def main(argv: list[str] | None = None) -> int:

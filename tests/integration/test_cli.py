@@ -1,0 +1,283 @@
+"""The scaf command line as a user meets it: help, exit codes, errors, LD_PRELOAD, signals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from conftest import SCAF, short_tmpdir
+from scaf import paths
+
+COMMANDS = ["daemon", "run", "status", "demo"]
+
+
+def scaf(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), *args], capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture
+def nosock() -> Iterator[str]:
+    """An environment's worth of socket where no daemon is: a fresh, empty private directory."""
+    d = short_tmpdir()
+    yield os.path.join(d, "scafd.sock")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def env_with(**kw: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.update(kw)
+    return env
+
+
+def test_top_level_help_lists_commands() -> None:
+    r = scaf("--help")
+    assert r.returncode == 0, r.stderr
+    for cmd in COMMANDS:
+        assert f"\n    {cmd} " in r.stdout
+    assert "examples:" in r.stdout
+    assert "cannot load" not in r.stdout, r.stdout
+
+
+def test_no_command_is_usage_error() -> None:
+    r = scaf()
+    assert r.returncode == 2
+    assert "usage: scaf" in r.stderr
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_help(cmd: str) -> None:
+    r = scaf(cmd, "--help")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"usage: scaf {cmd}")
+    assert "examples:" in r.stdout
+    assert r.stderr == ""
+
+
+def test_daemon_help_lists_scafd_options() -> None:
+    r = scaf("daemon", "--help")
+    assert r.returncode == 0
+    # These come from running `scafd --help`, not from scaf's own text.
+    assert "scafd's options" in r.stdout
+    for opt in ("--socket", "--policy", "--cpus", "--idle-exit", "--shared"):
+        assert opt in r.stdout.split("scafd's options", 1)[1], opt
+
+
+@pytest.mark.parametrize("cmd", ["run", "status"])
+def test_help_documents_exit_status_and_environment(cmd: str) -> None:
+    r = scaf(cmd, "--help")
+    assert "exit status:" in r.stdout
+    assert "SCAF_SOCKET" in r.stdout
+
+
+# --- scaf status without a daemon -------------------------------------------------------------
+
+
+def test_status_without_daemon(nosock: str) -> None:
+    r = scaf("status", env=env_with(SCAF_SOCKET=nosock))
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"scaf: no daemon answers on {nosock} (")
+    assert r.stdout == ""
+
+
+def test_status_json_without_daemon(nosock: str) -> None:
+    r = scaf("status", "--json", "--socket", nosock)
+    assert r.returncode == 1
+    assert f"no daemon answers on {nosock}" in r.stderr
+    assert r.stdout == ""
+
+
+def test_status_socket_is_a_directory(nosock: str) -> None:
+    d = os.path.dirname(nosock)
+    r = scaf("status", "--socket", d)
+    assert r.returncode == 1
+    assert f"socket path {d} is a directory" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_status_socket_path_too_long() -> None:
+    path = "/tmp/" + "x" * 200 + "/scafd.sock"
+    r = scaf("status", env=env_with(SCAF_SOCKET=path))
+    assert r.returncode == 1
+    assert "too long" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_status_socket_is_a_regular_file(tmp_path: os.PathLike[str]) -> None:
+    f = os.path.join(tmp_path, "plain")
+    with open(f, "w") as fh:
+        fh.write("not a socket\n")
+    r = scaf("status", "--socket", f)
+    assert r.returncode == 1
+    assert "is not a socket" in r.stderr
+    with open(f) as fh:
+        assert fh.read() == "not a socket\n"  # loses nothing
+
+
+# --- scaf run: exit statuses, without a daemon (--no-start) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["true"], 0),
+        (["false"], 1),
+        (["sh", "-c", "exit 7"], 7),
+        (["sh", "-c", "kill -KILL $$"], 128 + signal.SIGKILL),
+        (["sh", "-c", "kill -TERM $$"], 128 + signal.SIGTERM),
+    ],
+)
+def test_run_exit_status(nosock: str, argv: list[str], code: int) -> None:
+    r = scaf("run", "--no-start", "--", *argv, env=env_with(SCAF_SOCKET=nosock))
+    assert r.returncode == code, r.stderr
+    assert not os.path.exists(nosock), "--no-start must not start a daemon"
+
+
+def test_run_command_not_found(nosock: str) -> None:
+    r = scaf("run", "--no-start", "--", "scaf-no-such-command-xyz", env=env_with(SCAF_SOCKET=nosock))
+    assert r.returncode == 127
+    assert r.stderr == "scaf: scaf-no-such-command-xyz: command not found\n"
+
+
+def test_run_missing_path_is_127(nosock: str) -> None:
+    r = scaf("run", "--no-start", "--", "/nonexistent/prog", env=env_with(SCAF_SOCKET=nosock))
+    assert r.returncode == 127
+    assert "/nonexistent/prog" in r.stderr
+
+
+def test_run_not_executable_is_126(nosock: str, tmp_path: os.PathLike[str]) -> None:
+    f = os.path.join(tmp_path, "script.sh")
+    with open(f, "w") as fh:
+        fh.write("#!/bin/sh\necho hi\n")
+    os.chmod(f, 0o644)
+    r = scaf("run", "--no-start", "--", f, env=env_with(SCAF_SOCKET=nosock))
+    assert r.returncode == 126
+    assert "Permission denied" in r.stderr
+
+
+def test_run_command_not_found_starts_no_daemon(nosock: str) -> None:
+    r = scaf("run", "--", "scaf-no-such-command-xyz", env=env_with(SCAF_SOCKET=nosock))
+    assert r.returncode == 127
+    assert "started a daemon" not in r.stderr
+    assert not os.path.exists(nosock)
+
+
+@pytest.mark.parametrize("argv", [[], ["--"], ["--no-start"], ["--socket", "/tmp/x.sock", "--"]])
+def test_run_without_command_is_usage_error(argv: list[str]) -> None:
+    r = scaf("run", *argv)
+    assert r.returncode == 2
+    assert "usage: scaf run" in r.stderr and "no command" in r.stderr
+
+
+def test_run_unknown_option_is_usage_error() -> None:
+    r = scaf("run", "--bogus", "--", "true")
+    assert r.returncode == 2
+
+
+def test_run_passes_arguments_and_stdio_untouched(nosock: str) -> None:
+    r = subprocess.run([str(SCAF), "run", "--no-start", "--", "sh", "-c", 'printf "%s|" "$@"; cat', "sh",
+                        "a b", "--help", "", "-x"],
+                       input="from stdin\n", capture_output=True, text=True, env=env_with(SCAF_SOCKET=nosock),
+                       timeout=30, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "a b|--help||-x|from stdin\n"
+    assert r.stderr == ""
+
+
+# --- scaf run: the environment it gives the program ------------------------------------------------
+
+
+def test_run_appends_to_ld_preload(nosock: str) -> None:
+    pre = "/lib/x86_64-linux-gnu/libm.so.6" if os.path.exists("/lib/x86_64-linux-gnu/libm.so.6") else ""
+    if not pre:
+        pre = subprocess.run(["sh", "-c", "ldconfig -p | awk '/libm.so.6 / {print $NF; exit}'"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert pre, "need a real library to preload"
+    r = scaf("run", "--no-start", "--", "sh", "-c", 'echo "$LD_PRELOAD"; echo "$SCAF_SOCKET"',
+             env=env_with(SCAF_SOCKET=nosock, LD_PRELOAD=pre))
+    assert r.returncode == 0, r.stderr
+    preload, sock = r.stdout.splitlines()
+    assert preload.replace(":", " ").split() == [pre, str(paths.layer())]
+    assert sock == nosock
+
+
+def test_run_sets_ld_preload_when_none(nosock: str) -> None:
+    r = scaf("run", "--no-start", "--", "sh", "-c", 'echo "$LD_PRELOAD"', env=env_with(SCAF_SOCKET=nosock))
+    assert r.stdout.strip() == str(paths.layer())
+
+
+def test_run_does_not_preload_the_layer_twice(nosock: str) -> None:
+    layer = str(paths.layer())
+    r = scaf("run", "--no-start", "--", "sh", "-c", 'echo "$LD_PRELOAD"',
+             env=env_with(SCAF_SOCKET=nosock, LD_PRELOAD=layer))
+    assert r.stdout.strip().replace(":", " ").split() == [layer]
+
+
+def test_run_socket_option_wins_over_environment(nosock: str) -> None:
+    other = nosock + ".other"
+    r = scaf("run", "--no-start", "--socket", other, "--", "sh", "-c", 'echo "$SCAF_SOCKET"',
+             env=env_with(SCAF_SOCKET=nosock))
+    assert r.stdout.strip() == other
+
+
+def test_run_missing_layer_says_run_make(nosock: str) -> None:
+    empty = short_tmpdir()
+    try:
+        r = scaf("run", "--no-start", "--", "true", env=env_with(SCAF_SOCKET=nosock, SCAF_BUILD=empty))
+    finally:
+        shutil.rmtree(empty)
+    assert r.returncode == 125
+    assert "libscaf_gomp.so" in r.stderr and "run make" in r.stderr
+
+
+def test_run_unusable_socket_fails_clearly(nosock: str) -> None:
+    d = os.path.dirname(nosock)
+    r = scaf("run", "--", "true", env=env_with(SCAF_SOCKET=d))
+    assert r.returncode == 125
+    assert f"socket path {d} is a directory" in r.stderr and "--no-start" in r.stderr
+
+
+# --- scaf run: signals ----------------------------------------------------------------------------
+
+TRAP = """
+import signal, sys, time
+signal.signal(signal.{sig}, lambda *a: sys.exit({code}))
+print("ready", flush=True)
+time.sleep(60)
+sys.exit(99)
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 3), ("SIGINT", 4), ("SIGHUP", 5), ("SIGUSR1", 6),
+                                           ("SIGUSR2", 8), ("SIGQUIT", 9)])
+def test_run_forwards_signals(nosock: str, sig: str, code: int) -> None:
+    p = subprocess.Popen([str(SCAF), "run", "--no-start", "--", "python3", "-c", TRAP.format(sig=sig, code=code)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env_with(SCAF_SOCKET=nosock))
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline() == "ready\n"
+        p.send_signal(getattr(signal, sig))
+        assert p.wait(timeout=20) == code, p.stderr.read() if p.stderr else ""
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_run_program_killed_by_forwarded_signal(nosock: str) -> None:
+    p = subprocess.Popen([str(SCAF), "run", "--no-start", "--", "sh", "-c", "echo ready; exec sleep 60"],
+                         stdout=subprocess.PIPE, text=True, env=env_with(SCAF_SOCKET=nosock))
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline() == "ready\n"
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=20) == 128 + signal.SIGTERM
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
