@@ -1,0 +1,339 @@
+"""`scaf trace`: how much of each CPU each process tree used, period by period (like pidpcpu)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TextIO
+
+FORMAT_VERSION = 1
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+EPILOG = """\
+output (text, the default; one row per tree and CPU with nonzero use in a period):
+  # scaf-trace 1 period=0.1 cpus=2 start=1700000000.000 clock=schedstat
+  # tree 4242 ep
+  0.100 4242@0 0.981
+  0.100 4242@1 0.122
+  columns: seconds since the start (end of the period), root pid of the tree @ CPU,
+  fraction of that CPU the tree used during the period (1.000 = the whole CPU).
+  --csv writes the same rows as `time,pid,name,cpu,usage` with a header.
+
+  A tree is the given process, its threads and all its descendants (found at each
+  sample, so children forked later count too; a descendant stays in the tree when
+  its parent exits). Each thread's CPU time in the period is charged to the CPU it
+  ran on last, as the original pidpcpu did.
+
+examples:
+  scaf trace 4242 4243                       trace two running programs until they exit
+  scaf trace -o run.trace -- scaf run -- ./build/workloads/ep --size W
+  scaf trace --csv --period 0.5 -o t.csv 4242
+  scaf plot trace run.trace -o run.png       draw it
+"""
+
+
+@dataclass
+class Tree:
+    """One traced process tree: its root and every member seen so far."""
+
+    root: int
+    name: str
+    # pid -> starttime (ticks since boot) of members; starttime guards against pid reuse.
+    members: dict[int, int] = field(default_factory=dict)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError, PermissionError, OSError):
+        return None
+
+
+def _stat_fields(text: str) -> list[str]:
+    """Fields after `comm` (which may hold spaces and parentheses): [state, ppid, ...]."""
+    return text[text.rindex(")") + 2 :].split()
+
+
+def proc_stat(pid: int) -> tuple[int, int, str] | None:
+    """(ppid, starttime, comm) of a live process, or None when it is gone or a zombie."""
+    text = _read(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    try:
+        rest = _stat_fields(text)
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        if rest[0] in ("Z", "X"):
+            return None
+        return int(rest[1]), int(rest[19]), comm
+    except (ValueError, IndexError):
+        return None
+
+
+def all_parents() -> dict[int, tuple[int, int]]:
+    """pid -> (ppid, starttime) of every live process (one /proc scan)."""
+    out: dict[int, tuple[int, int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        st = proc_stat(int(entry.name))
+        if st:
+            out[int(entry.name)] = (st[0], st[1])
+    return out
+
+
+def thread_times(pid: int) -> Iterator[tuple[int, int, int]]:
+    """(tid, cpu time in ns, last CPU) for each thread of a process.
+
+    schedstat gives nanoseconds; utime+stime (clock ticks) is the fallback where the
+    kernel lacks schedstats.
+    """
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for t in tids:
+        text = _read(f"/proc/{pid}/task/{t}/stat")
+        if not text:
+            continue
+        try:
+            rest = _stat_fields(text)
+            cpu = int(rest[36])
+            ns: int | None = None
+            sched = _read(f"/proc/{pid}/task/{t}/schedstat")
+            if sched:
+                ns = int(sched.split()[0])
+            if ns is None:
+                ns = (int(rest[11]) + int(rest[12])) * 1_000_000_000 // CLK_TCK
+        except (ValueError, IndexError):
+            continue
+        yield int(t), ns, cpu
+
+
+class Sampler:
+    """Samples per-tree, per-CPU CPU use; call sample() once per period."""
+
+    def __init__(self, roots: list[int], names: dict[int, str] | None = None):
+        self.trees: list[Tree] = []
+        names = names or {}
+        for pid in roots:
+            st = proc_stat(pid)
+            if st is None:
+                raise ProcessLookupError(pid)
+            tree = Tree(pid, names.get(pid) or st[2])
+            tree.members[pid] = st[1]
+            self.trees.append(tree)
+        self.roots = {t.root for t in self.trees}
+        # (pid, tid) -> cumulative ns at the previous sample.
+        self.prev: dict[tuple[int, int], int] = {}
+        self.prev_time: float | None = None
+
+    def _discover(self) -> None:
+        """Adds new descendants to each tree; drops members that exited (or whose pid was reused)."""
+        procs = all_parents()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in procs.items():
+            children.setdefault(ppid, []).append(pid)
+        for tree in self.trees:
+            alive = {p: s for p, s in tree.members.items() if procs.get(p, (0, -1))[1] == s}
+            todo = list(alive)
+            while todo:
+                p = todo.pop()
+                for c in children.get(p, ()):
+                    # Another traced root owns its own subtree.
+                    if c in alive or c in self.roots:
+                        continue
+                    alive[c] = procs[c][1]
+                    todo.append(c)
+            tree.members = alive
+
+    def alive(self) -> bool:
+        return any(t.members for t in self.trees)
+
+    def sample(self) -> tuple[float, list[tuple[Tree, dict[int, float]]]]:
+        """(now, [(tree, {cpu: fraction of the CPU used since the previous sample})])."""
+        self._discover()
+        now = time.monotonic()
+        first = self.prev_time is None
+        elapsed = 0.0 if first else now - self.prev_time  # type: ignore[operator]
+        current: dict[tuple[int, int], int] = {}
+        result: list[tuple[Tree, dict[int, float]]] = []
+        for tree in self.trees:
+            per_cpu: dict[int, float] = {}
+            for pid in tree.members:
+                for tid, ns, cpu in thread_times(pid):
+                    key = (pid, tid)
+                    current[key] = ns
+                    # A thread first seen after the first sample was born since the previous
+                    # one (threads and forked children start at zero), so all its time counts.
+                    base = self.prev.get(key, ns if first else 0)
+                    delta = ns - base
+                    if delta > 0 and elapsed > 0:
+                        per_cpu[cpu] = per_cpu.get(cpu, 0.0) + delta / (elapsed * 1e9)
+            result.append((tree, per_cpu))
+        self.prev = current
+        self.prev_time = now
+        return now, result
+
+
+class Writer:
+    """Streams trace rows as text (pidpcpu style) or CSV."""
+
+    def __init__(self, out: TextIO, csv: bool, period: float, start_unix: float, clock: str):
+        self.out = out
+        self.csv = csv
+        if csv:
+            out.write("time,pid,name,cpu,usage\n")
+        else:
+            out.write(
+                f"# scaf-trace {FORMAT_VERSION} period={period:g} cpus={os.cpu_count()} "
+                f"start={start_unix:.3f} clock={clock}\n"
+            )
+        self.named: set[int] = set()
+
+    def rows(self, t: float, result: list[tuple[Tree, dict[int, float]]]) -> None:
+        for tree, per_cpu in result:
+            if not self.csv and tree.root not in self.named:
+                self.out.write(f"# tree {tree.root} {tree.name}\n")
+                self.named.add(tree.root)
+            for cpu in sorted(per_cpu):
+                use = per_cpu[cpu]
+                if round(use, 3) <= 0:
+                    continue
+                if self.csv:
+                    name = tree.name.replace(",", "_")
+                    self.out.write(f"{t:.3f},{tree.root},{name},{cpu},{use:.3f}\n")
+                else:
+                    self.out.write(f"{t:.3f} {tree.root}@{cpu} {use:.3f}\n")
+        self.out.flush()
+
+
+def _clock_kind() -> str:
+    return "schedstat" if os.path.exists("/proc/self/schedstat") else "ticks"
+
+
+def trace(
+    roots: list[int],
+    out: TextIO,
+    period: float,
+    csv: bool,
+    child: subprocess.Popen[bytes] | None = None,
+    names: dict[int, str] | None = None,
+) -> None:
+    """Samples until every tree is gone (or `child` ends), writing rows to `out`."""
+    sampler = Sampler(roots, names)
+    start = time.monotonic()
+    writer = Writer(out, csv, period, time.time(), _clock_kind())
+    sampler.sample()
+    deadline = start
+    try:
+        while True:
+            deadline += period
+            delay = deadline - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                deadline = time.monotonic()  # fell behind: do not burst to catch up
+            done = child is not None and child.poll() is not None
+            now, result = sampler.sample()
+            writer.rows(now - start, result)
+            if done or not sampler.alive():
+                return
+    except KeyboardInterrupt:
+        return
+
+
+def _run_command(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        child = subprocess.Popen(args.command)
+    except OSError as e:
+        print(f"scaf trace: cannot run {args.command[0]}: {e.strerror or e}", file=sys.stderr)
+        return 127
+    # The command shares our terminal: Ctrl-C reaches it directly; we keep sampling until it ends.
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        try:
+            trace([child.pid], out, args.period, args.csv, child=child,
+                  names={child.pid: os.path.basename(args.command[0])})
+        except ProcessLookupError:
+            pass  # the command ended before the first sample
+        rc = child.wait()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    return 128 - rc if rc < 0 else rc
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    if args.period <= 0 or args.period > 3600:
+        print(f"scaf trace: --period must be in (0, 3600] seconds, not {args.period}", file=sys.stderr)
+        return 2
+    command = list(args.target)
+    if command and command[0] == "--":
+        command = command[1:]
+        args.command = command
+        if not command:
+            print("scaf trace: nothing to run after --", file=sys.stderr)
+            return 2
+    else:
+        args.command = None
+    pids: list[int] = []
+    if args.command is None:
+        if not command:
+            print("scaf trace: give PIDs to trace or -- COMMAND (see --help)", file=sys.stderr)
+            return 2
+        for p in command:
+            if not p.isdigit() or int(p) <= 0:
+                print(f"scaf trace: not a process id: {p!r} (run a command with `-- CMD`)",
+                      file=sys.stderr)
+                return 2
+            pids.append(int(p))
+    with contextlib.ExitStack() as stack:
+        out: TextIO = sys.stdout
+        if args.output:
+            try:
+                out = stack.enter_context(open(args.output, "w", buffering=1))
+            except OSError as e:
+                print(f"scaf trace: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+                return 1
+        try:
+            if args.command is not None:
+                return _run_command(args, out)
+            try:
+                trace(list(dict.fromkeys(pids)), out, args.period, args.csv)
+            except ProcessLookupError as e:
+                print(f"scaf trace: no such process: {e.args[0]}", file=sys.stderr)
+                return 1
+            return 0
+        except BrokenPipeError:
+            # The reader went away (e.g. `| head`); stop quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "trace",
+        help="sample how much of each CPU each process tree uses",
+        description=(
+            "Sample, for each process tree (all threads, all descendants), how much of each CPU "
+            "it used in each period. Stops when the traced processes exit; with `-- CMD` runs "
+            "CMD, traces it, and exits with its status."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--period", type=float, default=0.1, metavar="S",
+                   help="sampling period in seconds (default 0.1)")
+    p.add_argument("--csv", action="store_true", help="write CSV with a header instead of text rows")
+    p.add_argument("-o", "--output", metavar="FILE", help="write rows to FILE (default stdout)")
+    p.add_argument("target", nargs=argparse.REMAINDER, metavar="PID... | -- CMD ARGS",
+                   help="process ids to trace, or -- and a command to run and trace")
+    p.set_defaults(func=cmd_trace)

@@ -1,0 +1,98 @@
+"""`scaf plot` makes valid PNGs from the documented trace and daemon-log formats."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT, SCAF
+
+FIXTURES = ROOT / "tests" / "fixtures"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def scaf(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), *args], check=False, capture_output=True, text=True, timeout=120)
+
+
+def assert_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and len(data) > 1000
+
+
+def test_plot_trace_text_and_csv(tmp_path: Path) -> None:
+    for name in ("small.trace", "small_trace.csv"):
+        out = tmp_path / f"{name}.png"
+        res = scaf("plot", "trace", str(FIXTURES / name), "-o", str(out), "--title", "fixture")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == str(out)
+        assert_png(out)
+
+
+def test_plot_alloc(tmp_path: Path) -> None:
+    out = tmp_path / "alloc.png"
+    res = scaf("plot", "alloc", str(FIXTURES / "alloc.jsonl"), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert_png(out)
+
+
+def test_default_output_next_to_input(tmp_path: Path) -> None:
+    src = tmp_path / "run.trace"
+    src.write_text((FIXTURES / "small.trace").read_text())
+    res = scaf("plot", "trace", str(src))
+    assert res.returncode == 0, res.stderr
+    assert_png(tmp_path / "run.png")
+
+
+def test_functions_for_the_demo(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "python"))
+    from scaf.plot import plot_alloc_log, plot_trace
+
+    a = plot_alloc_log(FIXTURES / "alloc.jsonl", tmp_path / "a.png")
+    t = plot_trace(FIXTURES / "small.trace", tmp_path / "t.png")
+    assert_png(a)
+    assert_png(t)
+
+
+def test_real_trace_plots(tmp_path: Path) -> None:
+    trace = tmp_path / "real.trace"
+    spin = "import time\nend=time.monotonic()+0.4\nwhile time.monotonic()<end: pass"
+    res = scaf("trace", "-o", str(trace), "--", sys.executable, "-c", spin)
+    assert res.returncode == 0, res.stderr
+    res = scaf("plot", "trace", str(trace), "-o", str(tmp_path / "real.png"))
+    assert res.returncode == 0, res.stderr
+    assert_png(tmp_path / "real.png")
+
+
+def test_bad_inputs_are_refused_without_output(tmp_path: Path) -> None:
+    out = tmp_path / "x.png"
+    cases = [
+        ("trace", FIXTURES / "alloc.jsonl", "not a scaf trace row"),
+        ("alloc", FIXTURES / "small.trace", "no status lines"),
+        ("trace", tmp_path / "missing.trace", "cannot read"),
+    ]
+    empty = tmp_path / "empty.trace"
+    empty.write_text("# scaf-trace 1 period=0.1 cpus=2 start=0 clock=schedstat\n")
+    cases.append(("trace", empty, "no trace rows"))
+    for kind, src, msg in cases:
+        res = scaf("plot", kind, str(src), "-o", str(out))
+        assert res.returncode == 1, (kind, src, res.stderr)
+        assert msg in res.stderr
+        assert not out.exists()
+    res = scaf("plot")
+    assert res.returncode == 2
+
+
+def test_alloc_log_tolerates_a_torn_last_line(tmp_path: Path) -> None:
+    log = tmp_path / "torn.jsonl"
+    log.write_text((FIXTURES / "alloc.jsonl").read_text() + '{"version":1,"time":17')
+    res = scaf("plot", "alloc", str(log), "-o", str(tmp_path / "torn.png"))
+    assert res.returncode == 0, res.stderr
+    assert_png(tmp_path / "torn.png")
+
+
+def test_help() -> None:
+    for args in (("plot", "--help"), ("plot", "trace", "--help"), ("plot", "alloc", "--help")):
+        res = scaf(*args)
+        assert res.returncode == 0 and "examples:" in res.stdout

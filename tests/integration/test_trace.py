@@ -1,0 +1,107 @@
+"""`scaf trace` against real processes: tree attribution, command mode, formats, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import SCAF
+
+# The parent sleeps while a child it forks after tracing started burns a CPU.
+PARENT = r"""
+import os, sys, time
+print("ready", flush=True)
+time.sleep(0.5)
+pid = os.fork()
+if pid == 0:
+    end = time.monotonic() + 1.5
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def scaf(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), *args], check=False, capture_output=True, text=True, timeout=timeout)
+
+
+def rows(text: str) -> list[tuple[float, int, int, float]]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        t, who, use = line.split()
+        pid, cpu = who.split("@")
+        out.append((float(t), int(pid), int(cpu), float(use)))
+    return out
+
+
+def test_busy_child_counts_for_parent_tree() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        res = scaf("trace", "--period", "0.1", str(parent.pid))
+    finally:
+        parent.wait(timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("# scaf-trace 1 period=0.1 ")
+    assert f"# tree {parent.pid} " in res.stdout
+    data = rows(res.stdout)
+    assert data, res.stdout
+    # Only the traced root appears, and its tree used CPU although the parent only slept.
+    assert {pid for _, pid, _, _ in data} == {parent.pid}
+    assert sum(u for *_, u in data) > 0.3
+    assert all(u > 0 for *_, u in data)
+    times = [t for t, *_ in data]
+    assert times == sorted(times)
+
+
+def test_command_mode_exit_status_and_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "t.trace"
+    spin = "import time\nend=time.monotonic()+0.5\nwhile time.monotonic()<end: pass\nraise SystemExit(7)"
+    res = scaf("trace", "--period", "0.1", "-o", str(out), "--", sys.executable, "-c", spin)
+    assert res.returncode == 7, res.stderr
+    text = out.read_text()
+    assert text.startswith("# scaf-trace 1 ")
+    assert rows(text) and all(cpu >= 0 for _, _, cpu, _ in rows(text))
+
+
+def test_command_mode_killed_by_signal() -> None:
+    res = scaf("trace", "--", "sh", "-c", "kill -TERM $$")
+    assert res.returncode == 128 + 15
+
+
+def test_csv_format(tmp_path: Path) -> None:
+    out = tmp_path / "t.csv"
+    spin = "import time\nend=time.monotonic()+0.4\nwhile time.monotonic()<end: pass"
+    res = scaf("trace", "--csv", "--period", "0.1", "-o", str(out), "--", sys.executable, "-c", spin)
+    assert res.returncode == 0, res.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == "time,pid,name,cpu,usage"
+    assert len(lines) > 1
+    for line in lines[1:]:
+        t, pid, name, cpu, use = line.split(",")
+        assert float(t) > 0 and int(pid) > 0 and name and int(cpu) >= 0 and float(use) > 0
+
+
+def test_bad_input() -> None:
+    res = scaf("trace", "notapid")
+    assert res.returncode == 2 and "not a process id" in res.stderr
+    res = scaf("trace")
+    assert res.returncode == 2 and "PIDs" in res.stderr
+    res = scaf("trace", "--period", "0", "1")
+    assert res.returncode == 2 and "--period" in res.stderr
+    res = scaf("trace", "--", "/nonexistent/program")
+    assert res.returncode == 127 and "cannot run" in res.stderr
+    # A pid that is not running: pid_max is at most 2**22, so this one cannot exist.
+    res = scaf("trace", str(2**22 + 1))
+    assert res.returncode == 1 and "no such process" in res.stderr
+
+
+def test_help() -> None:
+    res = scaf("trace", "--help")
+    assert res.returncode == 0
+    assert "pid@cpu" in res.stdout.replace("4242@0", "pid@cpu") and "examples:" in res.stdout
