@@ -1,0 +1,46 @@
+/* bound.c — the largest team a program could have seen, and its affinity mask at startup. */
+#include "layer.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+static unsigned bound_threads = 1;
+static cpu_set_t bound_affinity;
+
+/*
+ * Runs in the layer's constructor, after libgomp's own constructor (libgomp is
+ * our DT_NEEDED, so it is initialised first) and before any program code can
+ * call omp_set_num_threads. The real omp_get_max_threads() then returns the
+ * initial nthreads-var: the first value of OMP_NUM_THREADS, else the number of
+ * CPUs in the affinity mask. That is exactly what the program could see, so no
+ * allocation may exceed it (programs size per-thread arrays from it).
+ */
+void scaf_bound_init(void)
+{
+    int n = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
+
+    CPU_ZERO(&bound_affinity);
+    if (sched_getaffinity(0, sizeof bound_affinity, &bound_affinity) != 0 ||
+        CPU_COUNT(&bound_affinity) == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+        CPU_ZERO(&bound_affinity);
+        for (long i = 0; i < cpus && i < CPU_SETSIZE; i++)
+            CPU_SET((int)i, &bound_affinity);
+    }
+    if (n < 1)
+        n = CPU_COUNT(&bound_affinity);
+    if (n < 1)
+        n = 1;
+    bound_threads = (unsigned)n;
+}
+
+unsigned scaf_bound_threads(void)
+{
+    return bound_threads;
+}
+
+const cpu_set_t *scaf_bound_affinity(void)
+{
+    return &bound_affinity;
+}

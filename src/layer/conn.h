@@ -1,0 +1,53 @@
+/* conn.h — the layer's connection to scafd: lazy first connect, handshake, page mapping, reconnect, fork. */
+#ifndef SCAF_LAYER_CONN_H
+#define SCAF_LAYER_CONN_H
+
+#include <stdatomic.h>
+
+struct scaf_page;
+
+/* Where the layer stands; read on the region path only while no page is mapped. */
+enum scaf_conn_state {
+    SCAF_CONN_UNTRIED = 0, /* nothing tried yet: the next outermost region connects */
+    SCAF_CONN_INERT = 1,   /* disabled, no daemon, or refused: pass everything through */
+    SCAF_CONN_LIVE = 2,    /* connected once; the helper thread keeps it (or reconnects) */
+};
+extern _Atomic int scaf_conn_state;
+
+/* Outcome of one handshake attempt. */
+enum scaf_conn_result {
+    SCAF_CONN_OK = 0,
+    SCAF_CONN_ABSENT = 1,          /* no daemon listens (or the path is unusable) */
+    SCAF_CONN_REFUSED = 2,         /* the daemon said REFUSE (full, malformed, ...) */
+    SCAF_CONN_REFUSED_VERSION = 3, /* the daemon speaks another protocol: never retry */
+    SCAF_CONN_BROKEN = 4,          /* protocol or mapping error */
+};
+
+/*
+ * Called once from the layer's constructor: reads SCAF_DISABLE and registers
+ * the fork handlers. The state starts UNTRIED (INERT when disabled).
+ */
+void scaf_conn_init(void);
+
+/*
+ * The first connect, made lazily by the first outermost region or omp_* call
+ * so that processes that never run OpenMP never become clients. Thread-safe;
+ * only the first caller connects. Returns the page, or NULL when the layer is
+ * (now) inert.
+ */
+struct scaf_page *scaf_conn_first(void);
+
+/* Helper thread only. Nonzero when the daemon closed our connection (EOF or error). */
+int scaf_conn_lost(void);
+
+/* Helper thread only. Closes the dead connection; the last page stays published. */
+void scaf_conn_drop(void);
+
+/*
+ * Helper thread only. One reconnect attempt; on success publishes the new page
+ * (the old one stays mapped: region threads may still read it). Returns the
+ * attempt's enum scaf_conn_result.
+ */
+enum scaf_conn_result scaf_conn_reconnect(void);
+
+#endif

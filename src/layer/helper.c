@@ -1,0 +1,217 @@
+/* helper.c — the one thread the layer adds: sleeps on the page futex, applies CPU sets, reconnects. */
+#include "helper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "layer.h"
+
+/* How often the helper looks at the socket (daemon death) when no wake comes. */
+#define TICK_MS 300
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+
+static _Atomic int helper_started;
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Shared (not private) futex: the daemon, another process, wakes it. */
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val, unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+/*
+ * Reads control and cpuset consistently under the page's seqlock. Returns 0,
+ * or -1 when the daemon kept the page mid-update for too long (try next tick).
+ */
+static int read_control(struct scaf_page *p, uint32_t *control, uint64_t words[SCAF_CPUSET_WORDS])
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        uint32_t s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
+
+        if (s1 & 1u) {
+            sched_yield();
+            continue;
+        }
+        *control = atomic_load_explicit(&p->control, memory_order_relaxed);
+        for (int i = 0; i < SCAF_CPUSET_WORDS; i++)
+            words[i] = atomic_load_explicit(&p->cpuset[i], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&p->seq, memory_order_relaxed) == s1)
+            return 0;
+    }
+    return -1;
+}
+
+/* Applies `set` to every thread of this process. Returns how many threads took it. */
+static int apply_all(const cpu_set_t *set)
+{
+    /* getdents64 on a stack buffer: no malloc, no stdio in the helper. */
+    char buf[4096];
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int applied = 0;
+    ssize_t n;
+
+    if (fd < 0)
+        return 0;
+    while ((n = getdents64(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; off < n;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + off);
+            char *end;
+            long tid = strtol(d->d_name, &end, 10);
+
+            off += d->d_reclen;
+            if (*end != 0 || tid <= 0)
+                continue;
+            /* ESRCH: the thread exited meanwhile; nothing to do. */
+            if (sched_setaffinity((pid_t)tid, sizeof *set, set) == 0)
+                applied++;
+        }
+    }
+    close(fd);
+    return applied;
+}
+
+/*
+ * The daemon's CPU set, kept within the mask the program started with (a user
+ * who pinned the program with taskset stays obeyed); when the two do not meet,
+ * the daemon's set as given.
+ */
+static int cpuset_from_page(const uint64_t words[SCAF_CPUSET_WORDS], cpu_set_t *out)
+{
+    cpu_set_t inter;
+
+    CPU_ZERO(out);
+    for (int i = 0; i < SCAF_MAX_CPUS && i < CPU_SETSIZE; i++)
+        if (words[i / 64] >> (i % 64) & 1u)
+            CPU_SET(i, out);
+    if (CPU_COUNT(out) == 0)
+        return -1;
+    CPU_AND(&inter, out, scaf_bound_affinity());
+    if (CPU_COUNT(&inter) > 0)
+        *out = inter;
+    return 0;
+}
+
+/*
+ * Applies the page's control. Under CPUSET it re-applies every tick, so threads
+ * the program created since (and libgomp's pool) follow too. Back under
+ * THREADS it restores the startup mask once.
+ */
+static void apply_control(struct scaf_page *p, int *applied)
+{
+    uint64_t words[SCAF_CPUSET_WORDS];
+    uint32_t control;
+    cpu_set_t set;
+
+    if (read_control(p, &control, words) != 0)
+        return;
+    if (control == SCAF_CONTROL_CPUSET) {
+        if (cpuset_from_page(words, &set) == 0) {
+            int n = apply_all(&set);
+            if (!*applied)
+                scaf_layer_log("CPU-set control: %d CPUs applied to %d threads", CPU_COUNT(&set), n);
+            *applied = 1;
+        }
+    } else if (*applied) {
+        apply_all(scaf_bound_affinity());
+        *applied = 0;
+        scaf_layer_log("back to thread-count control: startup affinity restored");
+    }
+}
+
+static void reconnect(void)
+{
+    unsigned delay = BACKOFF_MIN_MS;
+
+    scaf_conn_drop();
+    for (;;) {
+        enum scaf_conn_result res = scaf_conn_reconnect();
+
+        if (res == SCAF_CONN_OK) {
+            scaf_layer_log("reconnected");
+            return;
+        }
+        if (res == SCAF_CONN_REFUSED_VERSION) {
+            /* A daemon of another protocol will not change its mind: keep the last allocation for good. */
+            scaf_layer_log("new daemon speaks another protocol: giving up reconnecting");
+            for (;;)
+                pause();
+        }
+        sleep_ms(delay);
+        delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
+    }
+}
+
+static void *helper_main(void *arg)
+{
+    int applied = 0;
+
+    (void)arg;
+    for (;;) {
+        struct scaf_page *p = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
+        uint32_t seq;
+
+        if (!p) {
+            sleep_ms(TICK_MS);
+            continue;
+        }
+        seq = atomic_load_explicit(&p->seq, memory_order_acquire);
+        apply_control(p, &applied);
+        futex_wait(&p->seq, seq, TICK_MS);
+        if (scaf_conn_lost())
+            reconnect();
+    }
+    return NULL;
+}
+
+int scaf_helper_start(void)
+{
+    sigset_t all, old;
+    pthread_attr_t attr;
+    pthread_t tid;
+    int err;
+
+    if (atomic_exchange(&helper_started, 1))
+        return 0;
+    /* The helper inherits a fully blocked mask: no program signal handler ever runs on it. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    err = pthread_create(&tid, &attr, helper_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        atomic_store(&helper_started, 0);
+        errno = err;
+        return -1;
+    }
+    pthread_setname_np(tid, "scaf-helper");
+    return 0;
+}
+
+void scaf_helper_forget(void)
+{
+    atomic_store(&helper_started, 0);
+}

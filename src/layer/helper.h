@@ -1,0 +1,11 @@
+/* helper.h — the one thread the layer adds: page futex, CPU-set affinity, daemon-death detection, reconnect. */
+#ifndef SCAF_LAYER_HELPER_H
+#define SCAF_LAYER_HELPER_H
+
+/* Start the helper thread (once per process). Returns 0, or -1 with errno from pthread_create. */
+int scaf_helper_start(void);
+
+/* In a forked child: the helper thread does not exist there; let the child start its own. */
+void scaf_helper_forget(void);
+
+#endif
