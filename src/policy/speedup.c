@@ -22,6 +22,13 @@
  */
 #define E_MAX 1.0
 
+/*
+ * No real fit comes near this ((p-1)/ln p is 7e7 at p = 2^31), but a
+ * carried-over prev_coef is only as sane as its caller: the bound keeps sums
+ * of weights finite whatever arrives.
+ */
+#define C_MAX 1e9
+
 static int input_ok(const struct scaf_policy_input *in)
 {
     return in && in->contexts > 0 && in->chunk > 0 && (in->nclients == 0 || in->clients);
@@ -68,6 +75,10 @@ int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, 
             c[i] = cl->prev_coef;
             known[i] = 1;
         }
+        if (known[i] && c[i] > C_MAX)
+            c[i] = C_MAX;
+        if (known[i] && c[i] < -C_MAX)
+            c[i] = -C_MAX;
         if (known[i] && c[i] > 0.0) {
             pos_sum += c[i];
             pos_min = npos == 0 || c[i] < pos_min ? c[i] : pos_min;

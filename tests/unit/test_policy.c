@@ -1,0 +1,432 @@
+/* test_policy.c — table, property and damping tests for the policies and the registry. */
+#include "scaf/policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXK 48
+#define UNKNOWN (-1.0)
+/* p', E, prev, cap, prev_coef */
+#define F(P, E, PREV, CAP, COEF) {.p = (P), .e = (E), .prev = (PREV), .cap = (CAP), .prev_coef = (COEF)}
+
+static int failures;
+
+static void fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "FAIL %s: %s\n", what, detail);
+    failures++;
+}
+
+static void fmt(char *buf, size_t len, const uint32_t *v, uint32_t n)
+{
+    size_t off = 0;
+
+    buf[0] = 0;
+    for (uint32_t i = 0; i < n && off + 12 < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? "," : "", v[i]);
+}
+
+/* A client as the tables describe it: cap 0 = none, E < 0 = unknown. */
+struct cl {
+    uint32_t p;    /* p' (report_threads) */
+    double e;      /* E at p' */
+    uint32_t prev; /* previous allocation */
+    uint32_t cap;
+    double prev_coef;
+};
+
+static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client *out)
+{
+    for (uint32_t i = 0; i < k; i++) {
+        out[i] = (struct scaf_policy_client){
+            .max_threads = c[i].cap ? c[i].cap : 1u << 20,
+            .prev = c[i].prev,
+            .report_threads = c[i].p,
+            .efficiency = c[i].e,
+            .measured = c[i].e >= 0,
+            .malleable = 1,
+            .prev_coef = c[i].prev_coef,
+        };
+    }
+}
+
+struct tcase {
+    const char *name;
+    const char *policy;
+    uint32_t contexts, chunk, k;
+    struct cl c[6];
+    uint32_t want[6];
+};
+
+/* Worked numbers are in docs/policy.md; C = (E p' - 1) / ln p'. */
+static const struct tcase cases[] = {
+    /* equipartition */
+    {"equi 16/3", "equipartition", 16, 1, 3, {{0}}, {6, 5, 5}},
+    {"equi chunked 10/3 c2", "equipartition", 10, 2, 3, {{0}}, {4, 4, 2}},
+    {"equi k > N gives 1", "equipartition", 3, 1, 5, {{0}}, {1, 1, 1, 1, 1}},
+    {"equi cap excess to others", "equipartition", 12, 1, 3, {{.cap = 2}, {0}, {0}}, {2, 5, 5}},
+    {"equi all capped", "equipartition", 12, 1, 3, {{.cap = 2}, {.cap = 3}, {.cap = 1}}, {2, 3, 1}},
+    {"equi N < k*chunk", "equipartition", 5, 2, 3, {{0}}, {2, 2, 1}},
+    {"equi single", "equipartition", 7, 2, 1, {{0}}, {7}},
+    /* speedup: the model */
+    {"ep vs crit on 4", "speedup", 4, 1, 2, {F(2, 0.95, 0, 0, 0), F(2, 0.60, 0, 0, 0)}, {3, 1}},
+    {"0.9 vs 0.5 at 8 on 16", "speedup", 16, 1, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {11, 5}},
+    {"same, chunk 2", "speedup", 16, 2, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {10, 6}},
+    {"single client takes all", "speedup", 16, 1, 1, {F(8, 0.3, 0, 0, 0)}, {16}},
+    {"single client up to cap", "speedup", 16, 1, 1, {F(8, 0.9, 0, 5, 0)}, {5}},
+    {"k > N gives 1", "speedup", 3, 1, 5, {F(2, 0.9, 0, 0, 0), F(2, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(2, 0.5, 0, 0, 0), F(2, 0.7, 0, 0, 0)}, {1, 1, 1, 1, 1}},
+    {"all unknown = equipartition", "speedup", 16, 1, 3, {F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {6, 5, 5}},
+    {"unknown = mean of known", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {8, 8, 8}},
+    {"NaN efficiency is unknown", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(8, NAN, 0, 0, 0)}, {8, 8, 8}},
+    {"p'=1 without history is unknown", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(1, 1.0, 0, 0, 0)}, {8, 8, 8}},
+    {"p'=1 keeps a non-scaler down", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, -0.5), F(4, 0.9, 7, 0, 0)}, {1, 7}},
+    {"p'=1 keeps a scaler's history", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, 2.6), F(4, 0.9, 7, 0, 0)}, {5, 3}},
+    {"E p' < 1 gets one chunk", "speedup", 8, 1, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.9, 0, 0, 0)}, {1, 7}},
+    {"E p' < 1, chunk 2", "speedup", 8, 2, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.9, 0, 0, 0)}, {2, 6}},
+    {"every C <= 0 = equipartition", "speedup", 8, 1, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0)}, {4, 4}},
+    {"E > 1 read as 1", "speedup", 8, 1, 2, {F(4, 1.5, 0, 0, 0), F(4, 1.0, 0, 0, 0)}, {4, 4}},
+    {"equal E, equal p' = equipartition", "speedup", 16, 1, 3, {F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0)}, {6, 5, 5}},
+    {"cap excess to the others", "speedup", 16, 1, 3, {F(8, 0.9, 0, 3, 0), F(8, 0.5, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {3, 7, 6}},
+    {"known non-scalers, unknown newcomer", "speedup", 12, 1, 3, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {1, 1, 10}},
+    /* damping: target 10.78/5.22, prev 10/6 is within one context of it */
+    {"damping keeps prev", "speedup", 16, 1, 2, {F(8, 0.9, 10, 0, 0), F(8, 0.5, 6, 0, 0)}, {10, 6}},
+    {"damping lets a real change through", "speedup", 16, 1, 2, {F(8, 0.9, 8, 0, 0), F(8, 0.2, 8, 0, 0)}, {15, 1}},
+    {"damping: arrival re-partitions", "speedup", 16, 1, 3, {F(8, 0.8, 8, 0, 0), F(8, 0.8, 8, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {6, 5, 5}},
+    {"damping: prev sum != N is ignored", "speedup", 15, 1, 2, {F(8, 0.8, 8, 0, 0), F(8, 0.8, 8, 0, 0)}, {8, 7}},
+};
+
+static void run_table(void)
+{
+    for (size_t n = 0; n < sizeof(cases) / sizeof(cases[0]); n++) {
+        const struct tcase *tc = &cases[n];
+        struct scaf_policy_client cl[6];
+        uint32_t out[6];
+        double coef[6];
+        char got[64], want[64], msg[200];
+
+        to_clients(tc->c, tc->k, cl);
+        if (scaf_policy_run(tc->policy, tc->contexts, tc->chunk, tc->k, cl, out, coef) != 0) {
+            fail(tc->name, strerror(errno));
+            continue;
+        }
+        if (memcmp(out, tc->want, tc->k * sizeof(*out)) != 0) {
+            fmt(got, sizeof(got), out, tc->k);
+            fmt(want, sizeof(want), tc->want, tc->k);
+            snprintf(msg, sizeof(msg), "[%s N=%u chunk=%u] got {%s}, want {%s}", tc->policy, tc->contexts,
+                     tc->chunk, got, want);
+            fail(tc->name, msg);
+        }
+    }
+}
+
+static int near(double a, double b)
+{
+    return fabs(a - b) < 1e-9 * (1 + fabs(b));
+}
+
+static void run_model(void)
+{
+    struct cl c[4] = {F(8, 0.9, 0, 0, 0), F(1, 1.0, 0, 0, -0.25), F(4, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)};
+    struct scaf_policy_client cl[4];
+    struct scaf_policy_input in = {16, 1, 4, cl};
+    double coef[4], exact[4], c0 = (0.9 * 8 - 1) / log(8), c2 = (0.1 * 4 - 1) / log(4);
+    char msg[200];
+
+    to_clients(c, 4, cl);
+    if (scaf_policy_speedup_model(&in, coef, exact) != 0) {
+        fail("model", strerror(errno));
+        return;
+    }
+    /* Measured: the formula; carried: prev_coef; E p' < 1: negative C; unknown: mean of the positive known. */
+    if (!near(coef[0], c0) || !near(coef[1], -0.25) || !near(coef[2], c2) || !near(coef[3], c0)) {
+        snprintf(msg, sizeof(msg), "coef %.6f %.6f %.6f %.6f, want %.6f -0.25 %.6f %.6f", coef[0], coef[1],
+                 coef[2], coef[3], c0, c2, c0);
+        fail("model coefficients", msg);
+    }
+    if (!near(exact[0], 8) || exact[1] != 0 || exact[2] != 0 || !near(exact[3], 8)) {
+        snprintf(msg, sizeof(msg), "exact %.4f %.4f %.4f %.4f, want 8 0 0 8", exact[0], exact[1], exact[2], exact[3]);
+        fail("model exact shares", msg);
+    }
+    /* No known client: coef 0 (no model), equal shares. */
+    struct cl u[2] = {F(0, UNKNOWN, 0, 0, 0), F(1, 1.0, 0, 0, 0)};
+    to_clients(u, 2, cl);
+    in.nclients = 2;
+    if (scaf_policy_speedup_model(&in, coef, exact) != 0 || coef[0] != 0 || coef[1] != 0 || exact[0] != 8 ||
+        exact[1] != 8)
+        fail("model with nothing known", "want coef 0 and exact 8 each");
+}
+
+static void run_errors_and_registry(void)
+{
+    struct scaf_policy_client cl[2] = {{.max_threads = 4}, {.max_threads = 4}};
+    uint32_t out[2];
+
+    for (size_t p = 0; p < scaf_policy_count(); p++) {
+        const struct scaf_policy *pol = scaf_policy_at(p);
+        struct scaf_policy_input zero_n = {0, 1, 2, cl}, zero_chunk = {4, 0, 2, cl}, no_clients = {4, 1, 2, NULL};
+        struct scaf_policy_input none = {4, 1, 0, NULL};
+
+        errno = 0;
+        if (pol->decide(&zero_n, out, NULL) != -1 || errno != EINVAL)
+            fail(pol->name, "contexts 0 must be EINVAL");
+        errno = 0;
+        if (pol->decide(&zero_chunk, out, NULL) != -1 || errno != EINVAL)
+            fail(pol->name, "chunk 0 must be EINVAL");
+        errno = 0;
+        if (pol->decide(&no_clients, out, NULL) != -1 || errno != EINVAL)
+            fail(pol->name, "NULL clients must be EINVAL");
+        if (pol->decide(&none, NULL, NULL) != 0)
+            fail(pol->name, "no clients must succeed");
+        if (scaf_policy_lookup(pol->name) != pol)
+            fail(pol->name, "lookup by name");
+    }
+    if (scaf_policy_count() != 2 || strcmp(scaf_policy_at(0)->name, "speedup") != 0 ||
+        strcmp(scaf_policy_at(1)->name, "equipartition") != 0 || scaf_policy_at(2) != NULL)
+        fail("registry", "want speedup (default) then equipartition");
+    errno = 0;
+    if (scaf_policy_lookup("nosuch") != NULL || errno != ENOENT)
+        fail("registry", "unknown name must be NULL with ENOENT");
+    errno = 0;
+    if (scaf_policy_run("nosuch", 4, 1, 2, cl, out, NULL) != -1 || errno != ENOENT)
+        fail("registry", "run of unknown name must be -1 with ENOENT");
+    if (scaf_policy_client_size() != sizeof(struct scaf_policy_client))
+        fail("registry", "scaf_policy_client_size");
+}
+
+/* Values no sane caller sends still give a valid allocation, never an error or UB. */
+static void run_garbage(void)
+{
+    struct scaf_policy_client cl[4] = {
+        {.max_threads = 0, .prev = UINT32_MAX, .report_threads = UINT32_MAX, .efficiency = 1e308, .prev_coef = 1e308},
+        {.max_threads = UINT32_MAX, .prev = 3, .report_threads = 2, .efficiency = -INFINITY, .prev_coef = -1e308},
+        {.max_threads = 1, .prev = 0, .report_threads = 0, .efficiency = INFINITY, .prev_coef = NAN},
+        {.max_threads = 2, .prev = 1, .report_threads = 1, .efficiency = NAN, .prev_coef = 1e308},
+    };
+
+    for (size_t p = 0; p < scaf_policy_count(); p++) {
+        const struct scaf_policy *pol = scaf_policy_at(p);
+        struct scaf_policy_input in = {64, 3, 4, cl};
+        uint32_t out[4];
+        double coef[4];
+        char msg[200];
+
+        if (pol->decide(&in, out, coef) != 0) {
+            fail(pol->name, "garbage fields must still give an allocation");
+            continue;
+        }
+        if (out[0] + out[1] + out[2] + out[3] != 64 || out[2] != 1 || out[3] > 2 || !out[0] || !out[1]) {
+            snprintf(msg, sizeof(msg), "garbage fields gave %u %u %u %u", out[0], out[1], out[2], out[3]);
+            fail(pol->name, msg);
+        }
+        for (int i = 0; i < 4; i++)
+            if (!isfinite(coef[i]))
+                fail(pol->name, "coef must stay finite");
+    }
+}
+
+static uint64_t rng_state = 0x9011C7ULL;
+
+static uint32_t rnd(uint32_t bound)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32) % bound;
+}
+
+static double urand(void)
+{
+    return rnd(1u << 30) / (double)(1u << 30);
+}
+
+/* Every policy, random snapshots: >= 1 each, caps, no context twice, exact use, determinism. */
+static void run_properties(uint32_t rounds)
+{
+    uint32_t checked = 0, equal_checked = 0;
+
+    for (uint32_t r = 0; r < rounds && failures < 20; r++) {
+        uint32_t k = 1 + rnd(MAXK), n = rnd(4) == 0 ? 1 + rnd(k) : 1 + rnd(512), chunk = 1 + rnd(4);
+        struct scaf_policy_client cl[MAXK];
+        uint32_t out[MAXK], again[MAXK], eq[MAXK];
+        uint64_t sum_cap = 0;
+        int capped = rnd(3) == 0;
+        char where[96], msg[200];
+
+        for (uint32_t i = 0; i < k; i++) {
+            cl[i] = (struct scaf_policy_client){
+                .max_threads = capped && rnd(2) ? 1 + rnd(n + 2) : n,
+                .prev = rnd(3) ? rnd(n + 1) : 0,
+                .report_threads = rnd(n + 2),
+                .efficiency = rnd(5) == 0 ? -1.0 : rnd(10) == 0 ? NAN : 1.3 * urand(),
+                .measured = 1,
+                .malleable = 1,
+                .prev_coef = rnd(3) == 0 ? 4 * urand() - 1 : 0,
+            };
+            sum_cap += cl[i].max_threads < n ? cl[i].max_threads : n;
+        }
+        for (size_t p = 0; p < scaf_policy_count(); p++) {
+            const struct scaf_policy *pol = scaf_policy_at(p);
+            struct scaf_policy_input in = {n, chunk, k, cl};
+            uint64_t sum = 0;
+
+            snprintf(where, sizeof(where), "%s round %u (N=%u k=%u chunk=%u)", pol->name, r, n, k, chunk);
+            if (pol->decide(&in, out, NULL) != 0 || pol->decide(&in, again, NULL) != 0) {
+                fail(where, strerror(errno));
+                continue;
+            }
+            checked++;
+            if (memcmp(out, again, k * sizeof(*out)) != 0)
+                fail(where, "not deterministic");
+            for (uint32_t i = 0; i < k; i++) {
+                sum += out[i];
+                if (out[i] < 1)
+                    fail(where, "a client got 0");
+                if (k <= n && out[i] > cl[i].max_threads) {
+                    snprintf(msg, sizeof(msg), "client %u got %u over its cap %u", i, out[i], cl[i].max_threads);
+                    fail(where, msg);
+                }
+                if (k > n && out[i] != 1)
+                    fail(where, "k > N must give everyone 1");
+            }
+            if (k <= n && sum != (sum_cap < n ? sum_cap : n)) {
+                snprintf(msg, sizeof(msg), "sum %llu, want %llu (contexts given twice or left idle)",
+                         (unsigned long long)sum, (unsigned long long)(sum_cap < n ? sum_cap : n));
+                fail(where, msg);
+            }
+        }
+        /* Equal efficiencies at equal p', new clients: speedup must be exactly equipartition. */
+        {
+            struct scaf_policy_input in = {n, chunk, k, cl};
+            double e = 1.2 * urand();
+            uint32_t p = rnd(n + 2);
+
+            for (uint32_t i = 0; i < k; i++) {
+                cl[i].efficiency = e;
+                cl[i].report_threads = p;
+                cl[i].prev = 0;
+                cl[i].prev_coef = 0;
+            }
+            if (scaf_policy_speedup(&in, out, NULL) != 0 || scaf_policy_equipartition(&in, eq, NULL) != 0) {
+                fail("equal efficiencies", strerror(errno));
+                continue;
+            }
+            equal_checked++;
+            if (memcmp(out, eq, k * sizeof(*out)) != 0) {
+                char a[200], b[200];
+
+                fmt(a, sizeof(a), out, k);
+                fmt(b, sizeof(b), eq, k);
+                snprintf(msg, sizeof(msg), "E=%.3f p'=%u: speedup {%.60s} != equipartition {%.60s}", e, p, a, b);
+                fail("equal efficiencies", msg);
+            }
+        }
+    }
+    printf("policy properties: %u random decisions checked, %u equal-efficiency snapshots == equipartition\n",
+           checked, equal_checked);
+}
+
+/*
+ * Noisy equal efficiencies, fed back as a daemon would: p' = prev = last
+ * allocation, prev_coef = last coef. Counts rounds where any allocation
+ * changed, with the real (damped) policy and with the same model rounded
+ * without damping.
+ */
+static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped, uint32_t rounds)
+{
+    struct scaf_policy_client cl[MAXK];
+    struct scaf_policy_input in = {n, chunk, k, cl};
+    uint32_t out[MAXK], last[MAXK], changes = 0;
+    double coef[MAXK], exact[MAXK];
+
+    for (uint32_t i = 0; i < k; i++)
+        cl[i] = (struct scaf_policy_client){.max_threads = n, .efficiency = -1.0, .malleable = 1};
+    for (uint32_t r = 0; r < rounds; r++) {
+        uint64_t sum = 0;
+        int rc;
+
+        if (damped) {
+            rc = scaf_policy_speedup(&in, out, coef);
+        } else {
+            uint32_t cap[MAXK];
+
+            for (uint32_t i = 0; i < k; i++)
+                cap[i] = cl[i].max_threads;
+            rc = scaf_policy_speedup_model(&in, coef, exact);
+            if (rc == 0)
+                rc = scaf_intpart_chunked(exact, k, n, chunk, cap, out);
+        }
+        if (rc != 0) {
+            fail("damping", strerror(errno));
+            return 0;
+        }
+        for (uint32_t i = 0; i < k; i++)
+            sum += out[i];
+        if (sum != n)
+            fail("damping", "sum invariant broken");
+        if (r > 0 && memcmp(out, last, k * sizeof(*out)) != 0)
+            changes++;
+        memcpy(last, out, k * sizeof(*out));
+        for (uint32_t i = 0; i < k; i++) {
+            cl[i].prev = out[i];
+            cl[i].report_threads = out[i];
+            cl[i].prev_coef = coef[i];
+            cl[i].efficiency = 0.8 + 0.1 * (urand() - 0.5); /* 0.8 +- 0.05 */
+        }
+    }
+    return changes;
+}
+
+static void run_damping(void)
+{
+    static const struct {
+        uint32_t n, k, chunk;
+    } setups[] = {{16, 2, 1}, {64, 4, 1}, {48, 3, 2}, {128, 2, 1}, {256, 8, 1}};
+    const uint32_t rounds = 200, limit = 5;
+    char msg[200];
+
+    for (size_t s = 0; s < sizeof(setups) / sizeof(setups[0]); s++) {
+        uint64_t seed = rng_state;
+        uint32_t d = noisy_rounds(setups[s].n, setups[s].k, setups[s].chunk, 1, rounds);
+
+        rng_state = seed; /* the same noise for both */
+        uint32_t u = noisy_rounds(setups[s].n, setups[s].k, setups[s].chunk, 0, rounds);
+
+        printf("damping N=%-3u k=%u chunk=%u, E=0.8+-0.05, %u rounds: %u changes damped, %u undamped\n",
+               setups[s].n, setups[s].k, setups[s].chunk, rounds, d, u);
+        if (d > limit) {
+            snprintf(msg, sizeof(msg), "N=%u k=%u: %u changes in %u rounds (limit %u)", setups[s].n, setups[s].k, d,
+                     rounds, limit);
+            fail("damping", msg);
+        }
+    }
+    /* Damping must not hide a real change: one client's efficiency collapses. */
+    {
+        struct scaf_policy_client cl[2] = {
+            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.8, .malleable = 1},
+            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.25, .malleable = 1},
+        };
+        struct scaf_policy_input in = {16, 1, 2, cl};
+        uint32_t out[2];
+
+        if (scaf_policy_speedup(&in, out, NULL) != 0 || out[1] >= 8)
+            fail("damping", "a collapsed efficiency must lose threads at once");
+    }
+}
+
+int main(void)
+{
+    run_table();
+    run_model();
+    run_errors_and_registry();
+    run_garbage();
+    run_properties(5000);
+    run_damping();
+    if (failures) {
+        fprintf(stderr, "test_policy: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_policy: all passed\n");
+    return 0;
+}
