@@ -1,0 +1,323 @@
+/* main.c — scafd's command line: options, --help, start-up checks, exit status. */
+#include "daemon.h"
+#include "scaf/sockpath.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* Exit status: 0 clean exit (signal, --idle-exit, --help), 1 runtime failure, 2 bad command line. */
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+static const char USAGE[] = "usage: scafd [OPTIONS]   (scafd --help for details)\n";
+
+static void help(void)
+{
+    printf("NAME\n"
+           "    scafd - the scaf daemon: space-shares the machine among OpenMP programs\n"
+           "\n"
+           "SYNOPSIS\n"
+           "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
+           "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
+           "          [--no-lookout] [--shared] [-v] [--help] [--version]\n"
+           "\n"
+           "DESCRIPTION\n"
+           "    scafd decides how many threads each client program may use. Programs become\n"
+           "    clients when they run with libscaf_gomp.so preloaded (what `scaf run` does):\n"
+           "    the layer connects to this socket, receives a shared page, and applies the\n"
+           "    thread count written there at each outermost parallel region. scafd\n"
+           "    reallocates at --rate Hz and at once whenever a client arrives or leaves.\n"
+           "    Contexts kept busy by processes that are not clients are measured once a\n"
+           "    second from /proc and are not handed out. It needs no privileges, runs in\n"
+           "    the foreground and logs on stderr.\n"
+           "\n"
+           "OPTIONS\n"
+           "    --socket PATH      listen on PATH. Default: $SCAF_SOCKET, else\n"
+           "                       $XDG_RUNTIME_DIR/scaf/scafd.sock, else /tmp/scaf-$UID/scafd.sock.\n"
+           "                       A missing parent directory is created (mode 0700).\n"
+           "    --policy NAME      allocation policy (default: %s). Known policies:\n",
+           scaf_policy_lookup("speedup") ? "speedup" : scaf_policy_at(0)->name);
+    for (size_t i = 0; i < scaf_policy_count(); i++)
+        printf("                         %-14s %s\n", scaf_policy_at(i)->name, scaf_policy_at(i)->description);
+    printf("    --cpus N           allocate as if N hardware contexts were available, instead of\n"
+           "                       the affinity mask limited by the cgroup's cpu.max quota\n"
+           "    --rate HZ          referee rate: reallocations per second (default 4)\n"
+           "    -t, --scoreboard SECS\n"
+           "                       print a PID NAME THREADS NLWP table, plus an `all` row, on\n"
+           "                       stdout every SECS seconds\n"
+           "    --log FILE         append one JSON line per allocation change to FILE (the status\n"
+           "                       JSON: time, cpus, available, policy, and per client pid, name,\n"
+           "                       threads, malleable, cpuset, ...)\n"
+           "    --idle-exit SECS   exit (status 0) after SECS seconds without clients; 0 = never\n"
+           "                       (default). `scaf run` starts its per-user daemon with it.\n"
+           "    --max-clients N    size of the client table (default 256, at most %u); client\n"
+           "                       number N+1 is refused with a clear reason\n"
+           "    --chunk C          allocation granularity in contexts (default: the SMT width\n"
+           "                       of the first CPU, from /sys topology)\n"
+           "    --no-lookout       ignore load from processes that are not clients\n"
+           "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
+           "                       any user's programs may join\n"
+           "    -v, --verbose      log arrivals, departures and allocations on stderr\n"
+           "    -h, --help         show this help and exit\n"
+           "    -V, --version      show version and protocol and exit\n"
+           "\n"
+           "SIGNALS\n"
+           "    SIGUSR1            switch to the next policy (in the order listed above)\n"
+           "    SIGTERM, SIGINT    exit 0 and remove the socket; clients keep their last\n"
+           "                       allocation and reconnect when a daemon returns\n"
+           "\n"
+           "FILES\n"
+           "    PATH.lock          next to the socket: held while scafd runs, so only one daemon\n"
+           "                       serves a path; a socket left by a dead daemon is replaced\n"
+           "\n"
+           "EXIT STATUS\n"
+           "    0  exited on SIGTERM/SIGINT or --idle-exit\n"
+           "    1  could not start or keep serving (socket path unusable, another daemon\n"
+           "       already serving it, log file unwritable, ...)\n"
+           "    2  bad command line\n"
+           "\n"
+           "EXAMPLES\n"
+           "    scafd                                  per-user daemon on the default socket\n"
+           "    scafd --policy equipartition -t 5      equal shares, scoreboard every 5 s\n"
+           "    scafd --cpus 16 --log alloc.jsonl      allocate as if there were 16 contexts\n"
+           "    sudo scafd --socket /run/scaf/scafd.sock --shared\n"
+           "                                           system-wide daemon; clients then set\n"
+           "                                           SCAF_SOCKET=/run/scaf/scafd.sock\n"
+           "    kill -USR1 $(pidof scafd)              switch policy at run time\n"
+           "\n"
+           "SEE ALSO\n"
+           "    scaf(1): scaf run, scaf status; docs/daemon.md in the source tree\n",
+           SCAFD_MAX_CLIENTS_LIMIT);
+}
+
+static int bad(const char *opt, const char *arg, const char *why)
+{
+    fprintf(stderr, "scafd: invalid %s '%s': %s\n%s", opt, arg, why, USAGE);
+    return -1;
+}
+
+static int parse_u32(const char *opt, const char *arg, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+    char why[64];
+
+    errno = 0;
+    v = strtoul(arg, &end, 10);
+    snprintf(why, sizeof why, "expected an integer from %u to %u", lo, hi);
+    if (errno || end == arg || *end || arg[0] == '-' || v < lo || v > hi)
+        return bad(opt, arg, why);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_secs(const char *opt, const char *arg, double lo, bool lo_open, double hi, double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi)
+        return bad(opt, arg, lo_open ? "expected a positive number" : "expected a number >= 0");
+    *out = v;
+    return 0;
+}
+
+static void unknown_policy(const char *name)
+{
+    fprintf(stderr, "scafd: unknown policy '%s' (known:", name);
+    for (size_t i = 0; i < scaf_policy_count(); i++)
+        fprintf(stderr, " %s", scaf_policy_at(i)->name);
+    fprintf(stderr, ")\n");
+}
+
+/* Fills d->opt from argv. Returns 0, 1 when the program should exit 0 (--help), or -1 on a usage error. */
+static int parse_args(struct scafd *d, int argc, char **argv)
+{
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED };
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, O_SOCKET},
+        {"policy", required_argument, NULL, O_POLICY},
+        {"cpus", required_argument, NULL, O_CPUS},
+        {"rate", required_argument, NULL, O_RATE},
+        {"scoreboard", required_argument, NULL, 't'},
+        {"log", required_argument, NULL, O_LOG},
+        {"idle-exit", required_argument, NULL, O_IDLE},
+        {"max-clients", required_argument, NULL, O_MAXC},
+        {"chunk", required_argument, NULL, O_CHUNK},
+        {"no-lookout", no_argument, NULL, O_NOLOOK},
+        {"shared", no_argument, NULL, O_SHARED},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {0, 0, 0, 0},
+    };
+    const char *policy = NULL, *socket = NULL;
+    struct scafd_opts *o = &d->opt;
+    int ch;
+
+    o->rate_hz = 4;
+    o->max_clients = 256;
+    o->lookout = true;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":t:vhV", opts, NULL)) != -1) {
+        int r = 0;
+        switch (ch) {
+        case O_SOCKET:
+            socket = optarg;
+            break;
+        case O_POLICY:
+            policy = optarg;
+            break;
+        case O_CPUS:
+            r = parse_u32("--cpus", optarg, 1, SCAF_MAX_CPUS, &o->cpus);
+            break;
+        case O_RATE:
+            r = parse_secs("--rate", optarg, 0, true, 1000, &o->rate_hz);
+            break;
+        case 't':
+            r = parse_secs("-t", optarg, 0, true, 86400, &o->scoreboard_s);
+            break;
+        case O_LOG:
+            o->log_path = optarg;
+            break;
+        case O_IDLE:
+            r = parse_secs("--idle-exit", optarg, 0, false, 1e9, &o->idle_exit_s);
+            break;
+        case O_MAXC:
+            r = parse_u32("--max-clients", optarg, 1, SCAFD_MAX_CLIENTS_LIMIT, &o->max_clients);
+            break;
+        case O_CHUNK:
+            r = parse_u32("--chunk", optarg, 1, SCAF_MAX_CPUS, &o->chunk);
+            break;
+        case O_NOLOOK:
+            o->lookout = false;
+            break;
+        case O_SHARED:
+            o->shared = true;
+            break;
+        case 'v':
+            o->verbose++;
+            break;
+        case 'h':
+            help();
+            return 1;
+        case 'V':
+            printf("scafd (scaf) 0.1.0, protocol %u\n", SCAF_PROTO_VERSION);
+            return 1;
+        case ':':
+            fprintf(stderr, "scafd: option %s needs a value\n%s", argv[optind - 1], USAGE);
+            return -1;
+        default:
+            fprintf(stderr, "scafd: unknown option %s\n%s", argv[optind - 1], USAGE);
+            return -1;
+        }
+        if (r < 0)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "scafd: unexpected argument '%s'\n%s", argv[optind], USAGE);
+        return -1;
+    }
+
+    d->policy = policy ? scaf_policy_lookup(policy) : scaf_policy_lookup("speedup");
+    if (!d->policy && policy) {
+        unknown_policy(policy);
+        return -1;
+    }
+    if (!d->policy)
+        d->policy = scaf_policy_at(0);
+    for (size_t i = 0; i < scaf_policy_count(); i++)
+        if (scaf_policy_at(i) == d->policy)
+            d->policy_index = i;
+
+    if (socket) {
+        if (!*socket || strlen(socket) >= sizeof o->socket) {
+            fprintf(stderr, "scafd: cannot use socket path '%s': %s\n", socket,
+                    *socket ? "longer than a Unix socket address allows" : "empty");
+            return -2;
+        }
+        snprintf(o->socket, sizeof o->socket, "%s", socket);
+    } else {
+        const char *env = getenv("SCAF_SOCKET");
+        if (scaf_sockpath_default(o->socket, sizeof o->socket) < 0) {
+            fprintf(stderr, "scafd: the default socket path is too long for a Unix socket; use --socket\n");
+            return -2;
+        }
+        o->socket_is_default = !(env && *env);
+    }
+    return 0;
+}
+
+/* Room for the client table's descriptors: the soft limit is often 1024. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct scafd d = {0};
+    sigset_t mask;
+    int rc = EXIT_RUNTIME, pr;
+
+    d.lfd = d.sigfd = d.epfd = d.lockfd = -1;
+    d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = -1;
+    pr = parse_args(&d, argc, argv);
+    if (pr == 1)
+        return 0;
+    if (pr == -2)
+        return EXIT_RUNTIME; /* the socket path cannot be used: same status as a failed bind */
+    if (pr < 0)
+        return EXIT_USAGE;
+
+    if (scaf_capacity_detect(&d.cap, d.opt.cpus) < 0) {
+        scaf_say("cannot read this process's CPU affinity: %s", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    d.chunk = d.opt.chunk ? d.opt.chunk : d.cap.smt;
+    d.available = d.cap.n;
+    raise_nofile();
+
+    /* Blocked before anything else exists: they are read through a signalfd in the loop. */
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (scaf_client_table_init(&d) < 0) {
+        scaf_say("out of memory for %u clients", d.opt.max_clients);
+        goto out;
+    }
+    if (scaf_log_open(&d) < 0)
+        goto out;
+    if (scaf_listener_open(&d) < 0)
+        goto out;
+    scaf_say("serving %s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
+             d.policy->name, d.cap.n, d.cap.ncpu, d.cap.quota ? ", cgroup quota" : "",
+             d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
+    rc = scaf_loop_run(&d);
+out:
+    scaf_listener_close(&d);
+    scaf_client_table_free(&d);
+    scaf_log_close(&d);
+    {
+        int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd};
+        for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+    }
+    return rc;
+}

@@ -1,0 +1,212 @@
+/* referee.c — the allocation pipeline: collect client pages -> decide (pure policy call) -> apply to pages. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void scaf_cpuset_layout(const uint32_t *share, uint32_t nclients, uint32_t n, const int *cpu, uint32_t ncpu,
+                        uint64_t (*sets)[SCAF_CPUSET_WORDS])
+{
+    uint32_t v = 0; /* next virtual context */
+
+    for (uint32_t i = 0; i < nclients; i++) {
+        memset(sets[i], 0, sizeof sets[i]);
+        for (uint32_t k = 0; k < share[i] && n > 0 && ncpu > 0; k++) {
+            /* Virtual contexts beyond N (more clients than contexts) wrap: those clients share CPUs. */
+            int real = cpu[((v + k) % n) % ncpu];
+            if (real >= 0 && real < SCAF_MAX_CPUS)
+                sets[i][real / 64] |= 1ull << (real % 64);
+        }
+        if (n > 0)
+            v = (v + share[i]) % n;
+    }
+}
+
+int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_referee_snapshot *snap,
+                        struct scaf_referee_alloc *out)
+{
+    uint32_t n = snap->nclients;
+    struct scaf_policy_client *pc = NULL;
+    uint32_t *threads = NULL, *share = NULL;
+    uint64_t(*sets)[SCAF_CPUSET_WORDS] = NULL;
+    double *coef = NULL;
+    struct scaf_policy_input in;
+    int rc = -1;
+
+    if (n == 0)
+        return 0;
+    pc = calloc(n, sizeof *pc);
+    threads = calloc(n, sizeof *threads);
+    share = calloc(n, sizeof *share);
+    coef = calloc(n, sizeof *coef);
+    sets = calloc(n, sizeof *sets);
+    if (!pc || !threads || !share || !coef || !sets) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        pc[i] = snap->clients[i].pol;
+        if (pc[i].max_threads == 0)
+            pc[i].max_threads = 1;
+    }
+    in = (struct scaf_policy_input){snap->available ? snap->available : 1, snap->chunk ? snap->chunk : 1, n, pc};
+    if (policy->decide(&in, threads, coef) < 0)
+        goto out;
+    for (uint32_t i = 0; i < n; i++) {
+        /* Never more than the program could have seen, never none: whatever the policy returned. */
+        uint32_t s = threads[i];
+        share[i] = s < 1 ? 1 : s > pc[i].max_threads ? pc[i].max_threads : s;
+    }
+    scaf_cpuset_layout(share, n, snap->n ? snap->n : in.contexts, snap->cpu, snap->ncpu, sets);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct scaf_referee_client *c = &snap->clients[i];
+        struct scaf_referee_alloc *a = &out[i];
+
+        a->share = share[i];
+        a->coef = coef[i];
+        memcpy(a->cpuset, sets[i], sizeof a->cpuset);
+        if (!c->pol.malleable) {
+            /* Its team size is fixed: the share becomes a CPU set its helper thread applies. */
+            a->threads = c->fixed_team ? c->fixed_team : 1;
+            a->control = SCAF_CONTROL_CPUSET;
+        } else {
+            a->threads = share[i];
+            a->control = c->long_region ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
+        }
+    }
+    rc = 0;
+out:
+    free(pc);
+    free(threads);
+    free(share);
+    free(coef);
+    free(sets);
+    return rc;
+}
+
+static int by_id(const void *a, const void *b, void *arg)
+{
+    const struct scafd *d = arg;
+    uint32_t x = d->conns[*(const uint32_t *)a].id, y = d->conns[*(const uint32_t *)b].id;
+    return (x > y) - (x < y);
+}
+
+/* Reads one page into a snapshot entry. Every field is client-written and so untrusted. */
+static void collect(const struct scafd_conn *c, struct scaf_referee_client *r)
+{
+    struct scaf_page *pg = c->page;
+    uint32_t flags = atomic_load_explicit(&pg->client_flags, memory_order_relaxed);
+    uint32_t fixed = atomic_load_explicit(&pg->fixed_team, memory_order_relaxed);
+    uint32_t eff_threads = atomic_load_explicit(&pg->eff_threads, memory_order_relaxed);
+    uint32_t ppm = atomic_load_explicit(&pg->efficiency_ppm, memory_order_relaxed);
+    uint32_t est = atomic_load_explicit(&pg->estimate, memory_order_relaxed);
+    bool nonmalleable = c->hello_nonmalleable || (flags & SCAF_CLIENT_NONMALLEABLE);
+
+    if (est > SCAF_ESTIMATE_COUNTERS)
+        est = SCAF_ESTIMATE_NONE;
+    if (fixed == 0)
+        fixed = c->max_threads; /* announced at HELLO, team not reported yet */
+    if (fixed > SCAF_MAX_CPUS)
+        fixed = SCAF_MAX_CPUS;
+    memset(r, 0, sizeof *r);
+    /* A fixed team gains nothing from more CPUs than it has threads. */
+    r->pol.max_threads = nonmalleable && fixed < c->max_threads ? fixed : c->max_threads;
+    r->pol.prev = c->applied ? c->alloc.share : 0;
+    r->pol.report_threads = eff_threads > SCAF_MAX_CPUS ? 0 : eff_threads;
+    r->pol.efficiency = est == SCAF_ESTIMATE_NONE ? -1.0 : ppm / 1e6;
+    r->pol.measured = est >= SCAF_ESTIMATE_MEASURED;
+    r->pol.malleable = !nonmalleable;
+    r->fixed_team = fixed;
+    r->long_region = (flags & SCAF_CLIENT_LONG_REGION) != 0;
+}
+
+static bool same_alloc(const struct scaf_referee_alloc *a, const struct scaf_referee_alloc *b)
+{
+    return a->threads == b->threads && a->control == b->control && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
+}
+
+/* Seqlock write of the daemon half of the page, then wake the client's helper thread. */
+static void page_write(struct scaf_page *pg, const struct scaf_referee_alloc *a, uint32_t nclients, uint32_t n)
+{
+    uint32_t s = atomic_load_explicit(&pg->seq, memory_order_relaxed);
+
+    s += s & 1; /* the client can scribble on seq; only its own reads suffer, but keep our parity sane */
+    atomic_store_explicit(&pg->seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&pg->threads, a->threads, memory_order_relaxed);
+    atomic_store_explicit(&pg->control, a->control, memory_order_relaxed);
+    atomic_store_explicit(&pg->cpus, n, memory_order_relaxed);
+    atomic_store_explicit(&pg->nclients, nclients, memory_order_relaxed);
+    for (int w = 0; w < SCAF_CPUSET_WORDS; w++)
+        atomic_store_explicit(&pg->cpuset[w], a->cpuset[w], memory_order_relaxed);
+    atomic_store_explicit(&pg->seq, s + 2, memory_order_release);
+    /* Shared futex (no FUTEX_PRIVATE_FLAG): the waiter is another process mapping the same memfd. */
+    syscall(SYS_futex, &pg->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void scaf_referee_run(struct scafd *d)
+{
+    struct scaf_referee_snapshot snap;
+    uint32_t k = 0;
+    bool changed = d->membership_changed;
+
+    /* collect */
+    for (uint32_t i = 0; i < d->nconns; i++)
+        if (d->conns[i].state == SCAFD_CONN_CLIENT)
+            d->order[k++] = i;
+    qsort_r(d->order, k, sizeof d->order[0], by_id, d);
+    for (uint32_t i = 0; i < k; i++)
+        collect(&d->conns[d->order[i]], &d->rclients[i]);
+    snap = (struct scaf_referee_snapshot){
+        .available = d->available,
+        .n = d->cap.n,
+        .chunk = d->chunk,
+        .nclients = k,
+        .clients = d->rclients,
+        .cpu = d->cap.cpu,
+        .ncpu = d->cap.ncpu,
+    };
+
+    /* decide */
+    if (scaf_referee_decide(d->policy, &snap, d->rallocs) < 0) {
+        scaf_say("policy %s failed (%s); allocations unchanged", d->policy->name, strerror(errno));
+        return;
+    }
+
+    /* apply */
+    for (uint32_t i = 0; i < k; i++) {
+        struct scafd_conn *c = &d->conns[d->order[i]];
+        const struct scaf_referee_alloc *a = &d->rallocs[i];
+        bool differs = !c->applied || !same_alloc(&c->alloc, a);
+
+        if (differs || c->page_nclients != k)
+            page_write(c->page, a, k, d->cap.n);
+        changed |= differs;
+        c->alloc = *a;
+        c->applied = true;
+        c->page_nclients = k;
+    }
+    d->membership_changed = false;
+    if (changed) {
+        scaf_log_write(d);
+        if (d->opt.verbose) {
+            struct scaf_buf b = {0};
+            scaf_buf_printf(&b, "allocation (%s, %u available):", d->policy->name, d->available);
+            for (uint32_t i = 0; i < k; i++) {
+                const struct scafd_conn *c = &d->conns[d->order[i]];
+                scaf_buf_printf(&b, " %s[%d]=%u%s", c->name, (int)c->pid, c->alloc.threads,
+                                c->alloc.control == SCAF_CONTROL_CPUSET ? "(cpuset)" : "");
+            }
+            if (k == 0)
+                scaf_buf_printf(&b, " no clients");
+            if (!b.failed)
+                scaf_say("%s", b.p);
+            scaf_buf_free(&b);
+        }
+    }
+}
