@@ -1,0 +1,174 @@
+/* test_daemon_referee.c — the referee's pure half: cpuset layout and decide() on explicit snapshots, clamps. */
+#include "../../src/daemon/daemon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                                              \
+    do {                                                                                                              \
+        if (!(cond)) {                                                                                                \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
+            fprintf(stderr, __VA_ARGS__);                                                                             \
+            fprintf(stderr, "\n");                                                                                    \
+            failures++;                                                                                               \
+        }                                                                                                             \
+    } while (0)
+
+/* The set as a bit mask of CPUs 0..63 (enough for these tables). */
+static uint64_t mask(const uint64_t *set)
+{
+    for (int w = 1; w < SCAF_CPUSET_WORDS; w++)
+        if (set[w])
+            return ~0ull; /* never expected here */
+    return set[0];
+}
+
+static void layout(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t n, nclients, ncpu;
+        uint32_t share[6];
+        int cpu[8];
+        uint64_t want[6];
+    } cases[] = {
+        {"two halves", 4, 2, 4, {2, 2}, {0, 1, 2, 3}, {0x3, 0xc}},
+        {"uneven", 4, 3, 4, {2, 1, 1}, {0, 1, 2, 3}, {0x3, 0x4, 0x8}},
+        {"--cpus 4 on 2 CPUs", 4, 3, 2, {2, 1, 1}, {0, 1}, {0x3, 0x1, 0x2}},
+        {"virtual > real, big shares", 8, 2, 4, {4, 4}, {0, 1, 2, 3}, {0xf, 0xf}},
+        {"affinity list not from 0", 4, 2, 2, {1, 3}, {4, 6}, {0x10, 0x50}},
+        {"more clients than contexts wrap", 2, 3, 2, {1, 1, 1}, {0, 1}, {0x1, 0x2, 0x1}},
+        {"share 0 gets nothing", 4, 2, 4, {0, 4}, {0, 1, 2, 3}, {0x0, 0xf}},
+        {"CPU past 63", 2, 1, 2, {2}, {1, 65}, {0x2}},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        uint64_t sets[6][SCAF_CPUSET_WORDS];
+        memset(sets, 0xAB, sizeof sets); /* layout must clear what it does not set */
+        scaf_cpuset_layout(cases[t].share, cases[t].nclients, cases[t].n, cases[t].cpu, cases[t].ncpu, sets);
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            CHECK(sets[i][0] == cases[t].want[i], "%s: client %u got %#llx, want %#llx", cases[t].name, i,
+                  (unsigned long long)sets[i][0], (unsigned long long)cases[t].want[i]);
+        if (t == 7)
+            CHECK(sets[0][1] == 0x2, "CPU 65 in word 1: %#llx", (unsigned long long)sets[0][1]);
+    }
+}
+
+static struct scaf_referee_client mk(uint32_t max_threads, int malleable, uint32_t fixed, bool long_region)
+{
+    struct scaf_referee_client c = {0};
+    c.pol.max_threads = max_threads;
+    c.pol.efficiency = -1;
+    c.pol.malleable = malleable;
+    c.fixed_team = fixed;
+    c.long_region = long_region;
+    return c;
+}
+
+static void decide_equipartition(void)
+{
+    const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
+    int cpu[] = {0, 1};
+    struct scaf_referee_client cl[3] = {mk(8, 1, 0, false), mk(8, 0, 3, false), mk(8, 1, 0, true)};
+    struct scaf_referee_client copy[3];
+    struct scaf_referee_alloc out[3], again[3];
+    struct scaf_referee_snapshot s = {.available = 4, .n = 4, .chunk = 1, .nclients = 3, .clients = cl,
+                                      .cpu = cpu, .ncpu = 2};
+
+    CHECK(eq != NULL, "equipartition registered");
+    if (!eq)
+        return;
+    memcpy(copy, cl, sizeof cl);
+    CHECK(scaf_referee_decide(eq, &s, out) == 0, "decide");
+    CHECK(memcmp(copy, cl, sizeof cl) == 0, "decide must not modify its snapshot");
+    CHECK(out[0].share + out[1].share + out[2].share == 4, "shares sum to available");
+    /* malleable: threads follow the share */
+    CHECK(out[0].threads == out[0].share && out[0].control == SCAF_CONTROL_THREADS, "malleable: %u/%u ctl %u",
+          out[0].threads, out[0].share, out[0].control);
+    /* not malleable: its fixed team, controlled by cpuset */
+    CHECK(out[1].threads == 3 && out[1].control == SCAF_CONTROL_CPUSET, "fixed: threads %u ctl %u", out[1].threads,
+          out[1].control);
+    /* a long region: affinity control, threads still the share */
+    CHECK(out[2].threads == out[2].share && out[2].control == SCAF_CONTROL_CPUSET, "long region: ctl %u",
+          out[2].control);
+    for (int i = 0; i < 3; i++)
+        CHECK(mask(out[i].cpuset) != 0 && (mask(out[i].cpuset) & ~0x3ull) == 0, "client %d cpuset %#llx", i,
+              (unsigned long long)mask(out[i].cpuset));
+
+    /* Deterministic: the same snapshot gives the same answer. */
+    CHECK(scaf_referee_decide(eq, &s, again) == 0, "decide again");
+    for (int i = 0; i < 3; i++)
+        CHECK(out[i].share == again[i].share && out[i].threads == again[i].threads &&
+                  out[i].control == again[i].control && out[i].coef == again[i].coef &&
+                  memcmp(out[i].cpuset, again[i].cpuset, sizeof out[i].cpuset) == 0,
+              "deterministic (client %d)", i);
+
+    /* No clients: nothing to do, nothing written. */
+    s.nclients = 0;
+    CHECK(scaf_referee_decide(eq, &s, out) == 0, "empty snapshot");
+}
+
+static void decide_more_clients_than_contexts(void)
+{
+    const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
+    int cpu[] = {0, 1};
+    struct scaf_referee_client cl[6];
+    struct scaf_referee_alloc out[6];
+    struct scaf_referee_snapshot s = {.available = 2, .n = 4, .chunk = 1, .nclients = 6, .clients = cl,
+                                      .cpu = cpu, .ncpu = 2};
+
+    for (int i = 0; i < 6; i++)
+        cl[i] = mk(4, 1, 0, false);
+    CHECK(scaf_referee_decide(eq, &s, out) == 0, "decide");
+    for (int i = 0; i < 6; i++)
+        CHECK(out[i].threads == 1 && mask(out[i].cpuset) != 0, "client %d: %u threads", i, out[i].threads);
+}
+
+/* Policies under test: misbehaving ones, to check the clamps the referee adds. */
+static int wild(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+{
+    for (uint32_t i = 0; i < in->nclients; i++) {
+        threads[i] = i % 2 ? 0 : 5000; /* zero, and far past any max_threads */
+        coef[i] = 1.5;
+    }
+    return 0;
+}
+
+static int failing(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+{
+    (void)in, (void)threads, (void)coef;
+    errno = EINVAL;
+    return -1;
+}
+
+static void decide_clamps(void)
+{
+    const struct scaf_policy wp = {"wild", "test", wild}, fp = {"failing", "test", failing};
+    int cpu[] = {0, 1, 2, 3};
+    struct scaf_referee_client cl[2] = {mk(3, 1, 0, false), mk(8, 1, 0, false)};
+    struct scaf_referee_alloc out[2];
+    struct scaf_referee_snapshot s = {.available = 4, .n = 4, .chunk = 1, .nclients = 2, .clients = cl,
+                                      .cpu = cpu, .ncpu = 4};
+
+    CHECK(scaf_referee_decide(&wp, &s, out) == 0, "wild decide");
+    CHECK(out[0].threads == 3, "capped at max_threads: %u", out[0].threads);
+    CHECK(out[1].threads == 1, "never zero: %u", out[1].threads);
+    CHECK(out[0].coef == 1.5, "coef passed through");
+    errno = 0;
+    CHECK(scaf_referee_decide(&fp, &s, out) == -1 && errno == EINVAL, "policy failure reported");
+}
+
+int main(void)
+{
+    layout();
+    decide_equipartition();
+    decide_more_clients_than_contexts();
+    decide_clamps();
+    if (failures)
+        fprintf(stderr, "%d failure(s)\n", failures);
+    else
+        printf("test_daemon_referee: ok\n");
+    return failures != 0;
+}
