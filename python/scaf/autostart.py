@@ -77,7 +77,8 @@ def answers(sock: str, timeout: float = 2.0) -> dict | None:
 @contextlib.contextmanager
 def _start_lock(sock: str) -> Iterator[None]:
     """Serialize concurrent starters on this socket (scafd's own refusal is the backstop)."""
-    lock = sock + ".lock"
+    # scafd itself holds P.lock while it serves; this one only serializes starters.
+    lock = sock + ".start.lock"
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:

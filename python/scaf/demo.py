@@ -305,7 +305,7 @@ def _raise_exit(signum: int, _frame: object) -> None:
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     if not names:
         print("scaf demo: error: --workloads names no workload", file=sys.stderr)
