@@ -118,6 +118,7 @@ struct scaf_referee_alloc {
     uint32_t share;   /* contexts the policy gave */
     uint32_t threads; /* what the page says: share, or the fixed team */
     uint32_t control; /* enum scaf_control */
+    bool malleable;   /* as decided: status shows this, so it always matches threads and control */
     double coef;
     uint64_t cpuset[SCAF_CPUSET_WORDS];
 };

@@ -69,6 +69,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
 
         a->share = share[i];
         a->coef = coef[i];
+        a->malleable = c->pol.malleable != 0;
         memcpy(a->cpuset, sets[i], sizeof a->cpuset);
         if (!c->pol.malleable) {
             /* Its team size is fixed: the share becomes a CPU set its helper thread applies. */
@@ -127,7 +128,7 @@ static void collect(const struct scafd_conn *c, struct scaf_referee_client *r)
 
 static bool same_alloc(const struct scaf_referee_alloc *a, const struct scaf_referee_alloc *b)
 {
-    return a->threads == b->threads && a->control == b->control && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
+    return a->threads == b->threads && a->control == b->control && a->malleable == b->malleable && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
 }
 
 /* Seqlock write of the daemon half of the page, then wake the client's helper thread. */

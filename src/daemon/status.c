@@ -37,7 +37,7 @@ static void client_json(struct scaf_buf *b, const struct scafd_conn *c)
     scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"name\":", c->id, (int)c->pid);
     scaf_buf_json_string(b, c->name);
     scaf_buf_printf(b, ",\"threads\":%u,\"malleable\":%s,\"cpuset\":[", c->alloc.threads,
-                    c->hello_nonmalleable || (flags & SCAF_CLIENT_NONMALLEABLE) ? "false" : "true");
+                    c->alloc.malleable ? "true" : "false");
     for (int cpu = 0; cpu < SCAF_MAX_CPUS; cpu++)
         if (c->alloc.cpuset[cpu / 64] & (1ull << (cpu % 64))) {
             scaf_buf_printf(b, "%s%d", first ? "" : ",", cpu);

@@ -1,0 +1,320 @@
+"""scafd allocation end to end: real client connections and processes, pages, status, log, scoreboard, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from conftest import ROOT, Daemon
+from scaf import paths, proto
+
+# A real client process: registers, says "ready ID", then holds its connection until stdin closes.
+CLIENT_PY = r"""
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+from scaf import proto
+name = sys.argv[4].encode()
+if name:
+    ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME: what /proc/PID/comm shows
+sock, page, cid = proto.register(sys.argv[2], int(sys.argv[3]))
+print("ready", cid, flush=True)
+sys.stdin.read()
+"""
+
+
+class ClientProc:
+    """A separate process that is a scafd client for as long as it lives."""
+
+    def __init__(self, sock: str, max_threads: int = 8, name: bytes = b""):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CLIENT_PY, str(ROOT / "python"), sock, str(max_threads), name.decode()],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().decode()
+        assert line.startswith("ready"), f"client did not register: {line!r} {self.proc.stderr.read()!r}"
+        self.id = int(line.split()[1])
+        self.pid = self.proc.pid
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if f:
+                f.close()
+
+
+@pytest.fixture
+def procs() -> Iterator[list[ClientProc]]:
+    started: list[ClientProc] = []
+    yield started
+    for p in started:
+        p.close()
+
+
+def threads_by_id(st: dict) -> list[int]:
+    return [c["threads"] for c in sorted(st["clients"], key=lambda c: c["id"])]
+
+
+def log_lines(d: Daemon) -> list[dict]:
+    with open(d.log) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def test_arrival_and_departure_reallocate(scafd: Daemon) -> None:
+    """--cpus 4, equipartition: 1 client -> 4; 2 -> 2+2; 3 -> 2+1+1; departures give the share back."""
+    a, pa, _ = proto.register(scafd.socket, 8)
+    # Allocation happens before WELCOME: the very first read of the page is the share.
+    assert pa.threads == 4 and pa.control == proto.CONTROL_THREADS
+    assert pa.u32("magic") == proto.PAGE_MAGIC and pa.u32("cpus") == 4 and pa.u32("nclients") == 1
+
+    b, pb, _ = proto.register(scafd.socket, 8)
+    assert (pa.threads, pb.threads) == (2, 2)
+    c, pc, _ = proto.register(scafd.socket, 8)
+    assert (pa.threads, pb.threads, pc.threads) == (2, 1, 1)
+    assert pa.u32("nclients") == pb.u32("nclients") == pc.u32("nclients") == 3
+    st = scafd.status()
+    assert threads_by_id(st) == [2, 1, 1]
+    # Pages and status agree, cpusets included (virtual contexts of --cpus 4 mapped onto real CPUs).
+    for page, cl in zip((pa, pb, pc), sorted(st["clients"], key=lambda c: c["id"]), strict=True):
+        assert page.cpuset() == cl["cpuset"] and cl["cpuset"]
+        assert cl["pid"] == os.getpid()
+    seq_before = pb.seq
+
+    a.close()
+    scafd.wait_for(lambda s: threads_by_id(s) == [2, 2], what="2+2 after the first client left")
+    assert (pb.threads, pc.threads) == (2, 2)
+    assert pb.seq > seq_before and pb.seq % 2 == 0, "seqlock: even after a write, and it moved"
+    c.close()
+    scafd.wait_for(lambda s: threads_by_id(s) == [4], what="4 for the last client")
+    assert pb.threads == 4 and pb.u32("nclients") == 1
+    b.close()
+    scafd.wait_for(lambda s: s["clients"] == [], what="no clients")
+
+
+def test_max_threads_caps_the_share(scafd: Daemon) -> None:
+    s1, p1, _ = proto.register(scafd.socket, 1)
+    s2, p2, _ = proto.register(scafd.socket, 8)
+    assert p1.threads == 1, "never more threads than the program could have seen"
+    assert 1 <= p2.threads <= 4
+    s1.close()
+    s2.close()
+
+
+def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
+    s1, p1, _ = proto.register(scafd.socket, 3, flags=proto.HELLO_F_NONMALLEABLE)
+    s2, p2, _ = proto.register(scafd.socket, 8)
+    assert p1.control == proto.CONTROL_CPUSET
+    assert p1.threads == 3, "a fixed team keeps its size; its share is a CPU set"
+    assert p2.control == proto.CONTROL_THREADS and p2.threads == 2
+    st = scafd.status()
+    fixed = next(c for c in st["clients"] if not c["malleable"])
+    assert fixed["threads"] == 3 and fixed["cpuset"] == p1.cpuset() and fixed["cpuset"]
+    assert set(fixed["cpuset"]) <= set(range(os.cpu_count() or 1))
+    s1.close()
+    s2.close()
+
+
+def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
+    """The layer marks a client non-malleable on its page at run time; the referee picks it up."""
+    s, p, _ = proto.register(scafd.socket, 8)
+    assert p.control == proto.CONTROL_THREADS and p.threads == 4
+    p.set_u32("fixed_team", 6)
+    p.set_u32("client_flags", proto.CLIENT_NONMALLEABLE)
+    st = scafd.wait_for(lambda s: s["clients"] and not s["clients"][0]["malleable"], what="non-malleable")
+    assert p.control == proto.CONTROL_CPUSET and p.threads == 6
+    assert st["clients"][0]["threads"] == 6 and st["clients"][0]["cpuset"] == p.cpuset()
+    # A long region also switches to affinity control, keeping its share as the thread count.
+    s2, p2, _ = proto.register(scafd.socket, 8)
+    p2.set_u32("client_flags", proto.CLIENT_LONG_REGION)
+    scafd.wait_for(lambda s: any(c["long_region"] for c in s["clients"]), what="long_region in status")
+    scafd.wait_for(lambda s: p2.control == proto.CONTROL_CPUSET, what="cpuset control for the long region")
+    assert p2.threads == 2
+    s.close()
+    s2.close()
+
+
+def test_client_fields_reach_status(scafd: Daemon) -> None:
+    s, p, _ = proto.register(scafd.socket, 8)
+    p.set_u32("last_team", 4)
+    p.set_u32("eff_threads", 4)
+    p.set_u32("efficiency_ppm", 750000)
+    p.set_u32("estimate", proto.ESTIMATE_MEASURED)
+    p.set_u64("regions", 12345)
+    p.set_u64("experiments", 7)
+    st = scafd.status()
+    (c,) = st["clients"]
+    assert c["last_team"] == 4 and c["regions"] == 12345 and c["experiments"] == 7
+    assert c["efficiency"] == pytest.approx(0.75) and c["estimate"] == "measured"
+    # An estimate value the protocol does not know is treated as none, not trusted.
+    p.set_u32("estimate", 99)
+    c = scafd.status()["clients"][0]
+    assert c["estimate"] == "none" and c["efficiency"] is None
+    s.close()
+
+
+TOP = {
+    "version": int, "daemon_pid": int, "policy": str, "cpus": int, "available": int, "foreign": float,
+    "rate_hz": (int, float), "chunk": int, "time": float, "clients": list,
+}
+CLIENT = {
+    "id": int, "pid": int, "name": str, "threads": int, "malleable": bool, "cpuset": list, "nlwp": int,
+    "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
+    "estimate": str, "long_region": bool, "experiments": int,
+}
+
+
+def test_status_json_fields(scafd: Daemon, procs: list[ClientProc]) -> None:
+    procs.append(ClientProc(scafd.socket, 5, b'we"ird\\na\x01me'))
+    st = scafd.wait_for(lambda s: s["clients"] and s["clients"][0]["nlwp"] >= 1, what="nlwp sampled")
+    assert set(st) == set(TOP)
+    for k, t in TOP.items():
+        assert isinstance(st[k], t), (k, st[k])
+    assert st["version"] == 1 and st["daemon_pid"] == scafd.proc.pid
+    assert st["cpus"] == 4 and st["available"] == 4 and st["foreign"] == 0.0
+    assert st["policy"] == "equipartition" and st["rate_hz"] == 4 and st["chunk"] >= 1
+    assert abs(st["time"] - time.time()) < 600
+    (c,) = st["clients"]
+    assert set(c) == set(CLIENT)
+    for k, t in CLIENT.items():
+        assert isinstance(c[k], t) and not (t is int and isinstance(c[k], bool)), (k, c[k])
+    assert c["pid"] == procs[0].pid and c["id"] == procs[0].id
+    # The kernel's name for the process (control bytes shown as '?'), escaped into valid JSON.
+    assert c["name"] == 'we"ird\\na?me'
+    assert c["max_threads"] == 5 and c["threads"] == 4 and c["malleable"] is True
+    assert c["estimate"] == "none" and c["efficiency"] is None
+
+
+def test_sigkilled_client_share_goes_to_the_others(scafd: Daemon, procs: list[ClientProc]) -> None:
+    s, p, _ = proto.register(scafd.socket, 8)
+    victim = ClientProc(scafd.socket)
+    procs.append(victim)
+    assert p.threads == 2
+    assert {c["pid"] for c in scafd.status()["clients"]} == {os.getpid(), victim.pid}
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.proc.wait()
+    st = scafd.wait_for(lambda s: len(s["clients"]) == 1, what="the killed client gone")
+    # Departure and reallocation happen in the same loop turn: no status ever shows the dead
+    # client gone but its share not yet handed back.
+    assert st["clients"][0]["threads"] == 4 and p.threads == 4
+    last = log_lines(scafd)[-1]
+    assert [c["pid"] for c in last["clients"]] == [os.getpid()] and last["clients"][0]["threads"] == 4
+    s.close()
+
+
+def test_full_table_refused(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--max-clients", "2")
+    a, _, _ = proto.register(d.socket, 4)
+    b, _, _ = proto.register(d.socket, 4)
+    with pytest.raises(proto.Refused) as e:
+        proto.register(d.socket, 4)
+    assert e.value.reason == proto.REFUSE_FULL and "full" in e.value.text
+    assert "refused" in d.stderr() and "full" in d.stderr()
+    assert len(d.status()["clients"]) == 2, "status still answers with a full table"
+    a.close()
+    d.wait_for(lambda s: len(s["clients"]) == 1, what="a free slot")
+    c, pc, _ = proto.register(d.socket, 4)
+    assert pc.threads == 2
+    b.close()
+    c.close()
+
+
+def test_log_one_line_per_change(scafd: Daemon) -> None:
+    s1, _, _ = proto.register(scafd.socket, 8)
+    s2, _, _ = proto.register(scafd.socket, 8)
+    s1.close()
+    scafd.wait_for(lambda s: len(s["clients"]) == 1, what="departure")
+    lines = log_lines(scafd)
+    assert [[c["threads"] for c in ln["clients"]] for ln in lines] == [[4], [2, 2], [4]]
+    for ln in lines:
+        assert {"time", "cpus", "available", "policy", "clients"} <= set(ln)
+        for c in ln["clients"]:
+            assert {"pid", "name", "threads", "malleable", "cpuset"} <= set(c)
+    assert lines[0]["time"] <= lines[1]["time"] <= lines[2]["time"]
+    # The referee keeps running at 4 Hz; with nothing changing it writes nothing.
+    time.sleep(1.0)
+    assert len(log_lines(scafd)) == 3
+    s2.close()
+    scafd.wait_for(lambda s: not s["clients"], what="empty")
+    assert log_lines(scafd)[-1]["clients"] == []
+
+
+def test_scoreboard(scafd_factory: Callable[..., Daemon], procs: list[ClientProc]) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "-t", "0.2")
+    procs.append(ClientProc(d.socket, 8, b"boardtest"))
+    procs.append(ClientProc(d.socket, 8, b"other"))
+    d.wait_for(lambda s: all(c["nlwp"] >= 1 for c in s["clients"]), what="nlwp")
+
+    def board() -> list[list[str]] | None:
+        # stdout and stderr share one file in the fixture: take the last complete table.
+        text = d.stderr()
+        tables = re.findall(r"^ +PID NAME +THREADS +NLWP\n((?:.+\n)*?) +all +\d+ +\d+\n", text, re.MULTILINE)
+        return [row.split() for row in tables[-1].splitlines()] if tables else None
+
+    deadline = time.monotonic() + 10
+    rows = None
+    while time.monotonic() < deadline:
+        rows = board()
+        if rows and len(rows) == 2 and all(int(r[3]) >= 1 for r in rows):
+            break
+        time.sleep(0.1)
+    assert rows and len(rows) == 2, d.stderr()
+    by_pid = {int(r[0]): r for r in rows}
+    assert set(by_pid) == {p.pid for p in procs}
+    assert by_pid[procs[0].pid][1] == "boardtest" and by_pid[procs[0].pid][2] == "2"
+    all_row = re.findall(r"^ +all +(\d+) +(\d+)$", d.stderr(), re.MULTILINE)[-1]
+    assert int(all_row[0]) == 4 and int(all_row[1]) >= 2
+
+
+def known_policies() -> list[str]:
+    r = subprocess.run(
+        [str(paths.scafd()), "--policy", "no-such-policy"], capture_output=True, text=True, timeout=10, check=False
+    )
+    assert r.returncode == 2
+    m = re.search(r"unknown policy 'no-such-policy' \(known: ([^)]*)\)", r.stderr)
+    assert m, r.stderr
+    return m.group(1).split()
+
+
+def test_sigusr1_cycles_policies(scafd: Daemon) -> None:
+    names = known_policies()
+    assert "equipartition" in names
+    start = names.index("equipartition")
+    seen = []
+    for k in range(1, len(names) + 1):
+        os.kill(scafd.proc.pid, signal.SIGUSR1)
+        want = names[(start + k) % len(names)]
+        scafd.wait_for(lambda s, w=want: s["policy"] == w and f"policy is now {w}" in scafd.stderr(),
+                       what=f"policy {want}")
+        seen.append(want)
+        assert scafd.alive()
+    assert seen[-1] == "equipartition" and set(seen) == set(names)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_exit_removes_socket(scafd: Daemon, sig: int) -> None:
+    s, _, _ = proto.register(scafd.socket, 4)
+    assert os.path.exists(scafd.socket)
+    assert scafd.stop(sig) == 0
+    assert not os.path.exists(scafd.socket)
+    assert s.recv(1) == b"", "clients see the connection close"
+    s.close()
+
+
+def test_idle_exit(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--idle-exit", "0.5")
+    s, _, _ = proto.register(d.socket, 4)
+    time.sleep(1.0)
+    assert d.alive(), "a daemon with a client never idles out"
+    s.close()
+    assert d.proc.wait(timeout=10) == 0
+    assert not os.path.exists(d.socket)
+    assert "--idle-exit" in d.stderr()
