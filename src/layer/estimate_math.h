@@ -1,0 +1,119 @@
+/* estimate_math.h — pure arithmetic of the efficiency estimate: region efficiency, the time-weighted window mix, the RC filter. */
+#ifndef SCAF_LAYER_ESTIMATE_MATH_H
+#define SCAF_LAYER_ESTIMATE_MATH_H
+
+/*
+ * Header-only and free of I/O and globals so that tests/unit/test_estimate_math.c
+ * checks exactly the code the layer runs (the layer is a preload library that
+ * unit tests cannot link).
+ */
+#include <math.h>
+#include <stdint.h>
+
+/*
+ * Efficiency of one region instance: serial time / (threads x parallel time).
+ * Clamped to [0, 1]: a value above 1 (superlinear, or a baseline taken on a cold
+ * cache) would tell the policy that more contexts pay off without bound.
+ * Returns -1 when it cannot be computed.
+ */
+static inline double scaf_region_efficiency(uint64_t serial_ns, unsigned threads, uint64_t par_ns)
+{
+    double e;
+
+    if (serial_ns == 0 || threads == 0 || par_ns == 0)
+        return -1.0;
+    e = (double)serial_ns / ((double)threads * (double)par_ns);
+    if (e > 1.0)
+        e = 1.0;
+    return e;
+}
+
+/*
+ * One window of the process's life. Time spent in regions whose call site has
+ * a serial baseline counts with that region's efficiency; time between regions
+ * counts as 1/N (one thread busy on N allocated contexts); region time without
+ * a baseline is left out, which weighs the window as if it ran like the
+ * measured regions.
+ */
+struct scaf_mix {
+    double w_known;   /* ns in measured regions */
+    double we_known;  /* sum of ns x efficiency over them */
+    double w_serial;  /* ns between regions */
+    double we_serial; /* sum of ns x 1/N over them */
+    double wt;        /* sum of ns x team size (measured regions and serial stretches) */
+    double w_unknown; /* ns in regions without a baseline (reported, not mixed) */
+};
+
+static inline void scaf_mix_reset(struct scaf_mix *m)
+{
+    m->w_known = m->we_known = m->w_serial = m->we_serial = m->wt = m->w_unknown = 0.0;
+}
+
+static inline void scaf_mix_add_region(struct scaf_mix *m, uint64_t ns, double eff, unsigned threads)
+{
+    if (eff < 0.0) {
+        m->w_unknown += (double)ns;
+        return;
+    }
+    m->w_known += (double)ns;
+    m->we_known += (double)ns * eff;
+    m->wt += (double)ns * threads;
+}
+
+static inline void scaf_mix_add_serial(struct scaf_mix *m, uint64_t ns, unsigned contexts)
+{
+    if (contexts == 0)
+        contexts = 1;
+    m->w_serial += (double)ns;
+    m->we_serial += (double)ns / contexts;
+    m->wt += (double)ns * contexts;
+}
+
+/*
+ * The window's efficiency and the team size it was measured at (rounded
+ * time-weighted mean, at least 1). Returns 0 and leaves the outputs alone when
+ * no measured region fell in the window: serial stretches alone say nothing
+ * about how the regions scale.
+ */
+static inline int scaf_mix_value(const struct scaf_mix *m, double *eff, unsigned *team)
+{
+    double w = m->w_known + m->w_serial;
+    double t;
+
+    if (m->w_known <= 0.0 || w <= 0.0)
+        return 0;
+    *eff = (m->we_known + m->we_serial) / w;
+    t = m->wt / w + 0.5;
+    *team = t < 1.0 ? 1u : (unsigned)t;
+    return 1;
+}
+
+/*
+ * First-order RC low-pass filter sampled at irregular intervals: the exact
+ * discretisation y += (1 - e^(-dt/tau)) (x - y), so the result does not depend
+ * on how often the layer happens to publish. tau <= 0 passes x through.
+ * `have` == 0 means no previous output: start at x instead of at 0.
+ */
+static inline double scaf_rc_filter(double y, int have, double x, double dt_s, double tau_s)
+{
+    double a;
+
+    if (!have || tau_s <= 0.0)
+        return x;
+    if (dt_s <= 0.0)
+        return y;
+    a = 1.0 - exp(-dt_s / tau_s);
+    return y + a * (x - y);
+}
+
+/* E in parts per million for the page, clamped to [0, 1e6]. */
+static inline uint32_t scaf_eff_to_ppm(double e)
+{
+    if (!(e > 0.0))
+        return 0;
+    if (e >= 1.0)
+        return 1000000u;
+    return (uint32_t)(e * 1e6 + 0.5);
+}
+
+#endif

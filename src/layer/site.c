@@ -1,0 +1,62 @@
+/* site.c — the per-call-site table: lock-free insert-only open addressing, no allocation after load. */
+#include "site.h"
+
+#include <stddef.h>
+
+static struct scaf_site sites[SCAF_SITE_SLOTS];
+static _Atomic unsigned used;
+
+static unsigned slot_of(uintptr_t key)
+{
+    /* Fibonacci hashing: code addresses share low bits (alignment) and high bits (the mapping). */
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+
+    return (unsigned)(h >> 40) % SCAF_SITE_SLOTS;
+}
+
+struct scaf_site *scaf_site_lookup(void (*fn)(void *))
+{
+    uintptr_t key = (uintptr_t)fn;
+    unsigned i;
+
+    if (key == 0)
+        return NULL;
+    i = slot_of(key);
+    for (unsigned n = 0; n < SCAF_SITE_SLOTS; n++, i = (i + 1) % SCAF_SITE_SLOTS) {
+        uintptr_t k = atomic_load_explicit(&sites[i].key, memory_order_acquire);
+
+        if (k == key)
+            return &sites[i];
+        if (k == 0) {
+            uintptr_t expected = 0;
+
+            /* Entries are never removed, so a slot once taken stays the same site forever. */
+            if (atomic_compare_exchange_strong_explicit(&sites[i].key, &expected, key, memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                atomic_fetch_add_explicit(&used, 1, memory_order_relaxed);
+                return &sites[i];
+            }
+            if (expected == key)
+                return &sites[i];
+        }
+    }
+    return NULL;
+}
+
+int scaf_site_claim(struct scaf_site *s)
+{
+    uint32_t expected = 0;
+
+    return atomic_compare_exchange_strong_explicit(&s->busy, &expected, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+void scaf_site_release(struct scaf_site *s)
+{
+    atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
+
+unsigned scaf_site_count(void)
+{
+    return atomic_load_explicit(&used, memory_order_relaxed);
+}

@@ -1,0 +1,44 @@
+/* site.h — per-call-site records of the estimator: a fixed open-addressing table keyed by the outlined function. */
+#ifndef SCAF_LAYER_SITE_H
+#define SCAF_LAYER_SITE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Table capacity; a program with more distinct region sites runs the rest unmeasured. */
+#define SCAF_SITE_SLOTS 1024u
+
+#define SCAF_SITE_NOFORK 0x1u /* an experiment here hit a blocked call or its bound twice: no more forks */
+
+/*
+ * Every field is an atomic because outermost regions on different program
+ * threads may run the same site at once. Counters are updated with relaxed
+ * order: a lost race costs one sample, never a torn value. `busy` is the only
+ * claim: whoever wins it takes the site's next serial baseline.
+ */
+struct scaf_site {
+    _Atomic uintptr_t key;           /* outlined fn; 0 = free slot */
+    _Atomic uint64_t instances;      /* outermost instances seen */
+    _Atomic uint64_t par_ns;         /* wall time of the latest plain instance with >= 2 threads */
+    _Atomic uint32_t par_threads;    /* the team it ran with */
+    _Atomic uint32_t busy;           /* 1 while a baseline (in place or forked) is being taken */
+    _Atomic uint64_t serial_ns;      /* serial baseline (CPU time of one thread); 0 = none */
+    _Atomic uint64_t serial_at_ns;   /* CLOCK_MONOTONIC when it was measured */
+    _Atomic uint64_t next_try_ns;    /* no baseline attempt before this */
+    _Atomic uint64_t serial_ins;     /* experiment child's instructions (counters), 0 = none */
+    _Atomic uint64_t serial_cyc;     /* and cycles */
+    _Atomic uint32_t flags;          /* SCAF_SITE_* */
+    _Atomic uint32_t failures;       /* experiments that ended without a baseline */
+};
+
+/* The record for `fn`, inserted on first use; NULL when fn is NULL or the table is full. Lock-free. */
+struct scaf_site *scaf_site_lookup(void (*fn)(void *));
+
+/* Claim the site for one baseline; nonzero on success. Release with scaf_site_release. */
+int scaf_site_claim(struct scaf_site *s);
+void scaf_site_release(struct scaf_site *s);
+
+/* Sites in use (for diagnostics). */
+unsigned scaf_site_count(void);
+
+#endif
