@@ -1,0 +1,171 @@
+"""`scaf allocate` as a subprocess, and the Python policy binding the simulator uses."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import shlex
+import subprocess
+import tempfile
+
+import pytest
+from conftest import ROOT, SCAF
+from scaf import policy as pol
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), "allocate", *args], check=False, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **(env or {})))
+
+
+def alloc(*args: str) -> list[int]:
+    r = run(*args)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    return [int(x) for x in r.stdout.splitlines()[0].split()]
+
+
+def help_examples() -> list[tuple[str, list[int]]]:
+    """Pairs (command, printed allocation) from the EXAMPLES of `scaf allocate --help`."""
+    r = run("--help")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    out = []
+    for i, line in enumerate(lines[:-1]):
+        m = re.match(r"^\s+scaf allocate (.*)$", line)
+        want = re.match(r"^\s+(\d+(?: \d+)*)\s{2,}", lines[i + 1])
+        if m and want:
+            out.append((m.group(1), [int(x) for x in want.group(1).split()]))
+    return out
+
+
+def test_help_is_complete() -> None:
+    r = run("--help")
+    assert r.returncode == 0
+    for word in ("ALLOC:EFF", "--cpus", "--policy", "--chunk", "--prev", "--cap", "--verbose", "exit status",
+                 "examples", "C = (E p' - 1) / ln p'"):
+        assert word in r.stdout, word
+
+
+def test_help_examples_print_what_they_say() -> None:
+    examples = help_examples()
+    assert len(examples) >= 6
+    for cmd, want in examples:
+        assert alloc(*shlex.split(cmd)) == want, cmd
+
+
+def test_better_scaler_gets_more_and_order_follows_input() -> None:
+    assert alloc("--cpus", "16", "8:0.9", "8:0.5") == [11, 5]
+    assert alloc("--cpus", "16", "8:0.5", "8:0.9") == [5, 11]
+
+
+def test_equal_efficiencies_equal_equipartition() -> None:
+    for n, k in ((16, 3), (7, 2), (64, 5), (3, 3)):
+        clients = ["4:0.8"] * k
+        assert alloc("--cpus", str(n), *clients) == alloc("--cpus", str(n), "--policy", "equipartition", *clients)
+
+
+def test_unknown_and_more_clients_than_cpus() -> None:
+    assert alloc("--cpus", "9", "0:?", "3:?", "5:?") == [3, 3, 3]
+    assert alloc("--cpus", "2", "8:0.9", "8:0.5", "0:?") == [1, 1, 1]
+
+
+def test_random_inputs_keep_the_invariants() -> None:
+    rng = random.Random(7)
+    for _ in range(10):
+        n, k = rng.randint(1, 64), rng.randint(1, 8)
+        chunk = rng.choice([1, 2, 4])
+        clients = [f"{rng.randint(0, n)}:{rng.choice(['?', f'{rng.uniform(0, 1.2):.3f}'])}" for _ in range(k)]
+        out = alloc("--cpus", str(n), "--chunk", str(chunk), *clients)
+        assert len(out) == k and min(out) >= 1
+        assert sum(out) == max(n, k), (n, chunk, clients, out)
+
+
+def test_verbose_table_shows_the_model() -> None:
+    r = run("--cpus", "16", "--verbose", "--prev", "10,6", "8:0.9", "8:0.5")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "10 6"
+    assert any(line.split()[:2] == ["client", "p'"] for line in lines)
+    row0 = next(line for line in lines if line.startswith("0 "))
+    c0 = (0.9 * 8 - 1) / math.log(8)
+    assert f"{c0:.4f}" in row0
+    assert f"{16 * c0 / (c0 + (0.5 * 8 - 1) / math.log(8)):.3f}" in row0  # exact share 10.781
+    assert "damped (undamped: 11)" in row0
+
+
+@pytest.mark.parametrize("client", ["8", "8:", ":0.9", "x:0.9", "8:abc", "8:-1", "8:nan", "8:inf", "-1:0.5"])
+def test_bad_client_is_exit_2(client: str) -> None:
+    r = run("--cpus", "4", "2:0.5", client)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert "error" in r.stderr and client in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--cpus", "0", "2:0.5"],
+    ["--cpus", "-3", "2:0.5"],
+    ["--cpus", "abc", "2:0.5"],
+    ["--cpus", "4", "--chunk", "0", "2:0.5"],
+    ["--cpus", "4", "--prev", "1,2", "2:0.5"],
+    ["--cpus", "4", "--prev", "a", "2:0.5"],
+    ["--cpus", "4", "--cap", "-1", "2:0.5"],
+    ["--cpus", "4", "--policy", "nosuch", "2:0.5"],
+    ["--cpus", "4"],
+    ["2:0.5"],
+])
+def test_bad_arguments_are_exit_2(args: list[str]) -> None:
+    r = run(*args)
+    assert r.returncode == 2, r
+    assert r.stdout == ""
+    assert "error" in r.stderr
+
+
+def test_missing_library_says_run_make() -> None:
+    with tempfile.TemporaryDirectory() as empty:
+        r = run("--cpus", "4", "2:0.5", env={"SCAF_BUILD": empty})
+    assert r.returncode == 1
+    assert "run make" in r.stderr
+
+
+# The Python API the simulator calls.
+
+def test_api_layout_and_names() -> None:
+    assert pol.policy_names()[0] == "speedup"
+    assert set(pol.policy_names()) == {"speedup", "equipartition"}
+    assert pol._load().scaf_policy_client_size() == pol.ctypes.sizeof(pol._CClient)
+
+
+def test_api_allocate_and_feedback() -> None:
+    threads, coef = pol.allocate("speedup", 16, [pol.Client(8, 0.9), pol.Client(8, 0.5)])
+    assert threads == [11, 5]
+    assert coef[0] == pytest.approx((0.9 * 8 - 1) / math.log(8))
+    # p' = 1 with the last coef fed back keeps a non-scaler at one thread.
+    threads, _ = pol.allocate("speedup", 8, [pol.Client(1, 1.0, prev=1, prev_coef=-0.5), pol.Client(4, 0.9, prev=7)])
+    assert threads == [1, 7]
+    assert pol.allocate("equipartition", 4, []) == ([], [])
+
+
+def test_api_intpart_and_errors() -> None:
+    assert pol.intpart([1, 1, 1], 10, 2) == [4, 4, 2]
+    assert pol.targets([10, 1, 1], 16, 1, [4, 0, 0]) == [4.0, 6.0, 6.0]
+    with pytest.raises(ValueError, match="unknown policy"):
+        pol.allocate("nosuch", 4, [pol.Client()])
+    with pytest.raises(ValueError, match="contexts"):
+        pol.allocate("speedup", 0, [pol.Client()])
+    with pytest.raises(ValueError):
+        pol.intpart([1, -1], 4)
+
+
+def test_docs_examples_match() -> None:
+    """Every `$ scaf allocate ...` in docs/policy.md is followed by what it prints."""
+    text = (ROOT / "docs" / "policy.md").read_text()
+    blocks = re.findall(r"^\$ scaf allocate (.*)\n((?:(?!\$ ).*\n)*?)(?=^\$ |^```)", text, re.MULTILINE)
+    assert len(blocks) >= 5
+    assert len(blocks) == text.count("$ scaf allocate"), "an example the pattern does not see"
+    for cmd, expected in blocks:
+        r = run(*shlex.split(cmd))
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert r.stdout == expected, cmd
