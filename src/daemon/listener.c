@@ -24,17 +24,17 @@ static int ensure_parent(const struct scafd *d)
     *slash = '\0';
     /* Per-user directories are private; a system-wide daemon's directory must be reachable by all. */
     if (mkdir(dir, d->opt.shared ? 0755 : 0700) < 0 && errno != EEXIST) {
-        scaf_say("cannot create socket directory %s: %s", dir, strerror(errno));
+        scaf_say("cannot use socket path %s: cannot create directory %s: %s", d->opt.socket, dir, strerror(errno));
         return -1;
     }
     if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        scaf_say("socket directory %s is not a directory", dir);
+        scaf_say("cannot use socket path %s: %s is not a directory", d->opt.socket, dir);
         return -1;
     }
     /* The default path lives in /tmp, where anyone could have made the directory first. */
     if (d->opt.socket_is_default && st.st_uid != getuid()) {
-        scaf_say("socket directory %s belongs to uid %u, not to you (uid %u); refusing to use it", dir,
-                 (unsigned)st.st_uid, (unsigned)getuid());
+        scaf_say("cannot use socket path %s: directory %s belongs to uid %u, not to you (uid %u)", d->opt.socket,
+                 dir, (unsigned)st.st_uid, (unsigned)getuid());
         return -1;
     }
     return 0;
@@ -114,7 +114,7 @@ int scaf_listener_open(struct scafd *d)
     }
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        scaf_say("cannot bind %s: %s", path, strerror(errno));
+        scaf_say("cannot use socket path %s: bind: %s", path, strerror(errno));
         goto fail;
     }
     if (chmod(path, d->opt.shared ? 0666 : 0600) < 0 || listen(fd, 128) < 0 || stat(path, &st) < 0) {
