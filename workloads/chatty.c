@@ -86,7 +86,7 @@ int main(int argc, char **argv)
     case WL_ARGS_RUN:
         break;
     }
-    const int instances = WL_PICK(args.size, 16, 400, 1600);
+    const int instances = WL_PICK(args.size, 16, 600, 2400);
     const long n = 1L << 23; /* about 8 ms per instance at one thread: long enough to fork for */
     const long nb = n / BLOCK;
     uint64_t *x = malloc((size_t)n * sizeof *x);

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
         break;
     }
     const long per_round = 20000;
-    const long rounds = WL_PICK(args.size, 10, 400, 1600);
+    const long rounds = WL_PICK(args.size, 10, 500, 2000);
     const long n = per_round * rounds;
     uint64_t *v = calloc((size_t)n, sizeof *v);
     if (!v) {
