@@ -111,7 +111,9 @@ class Unit:
 
 
 def new_tag() -> str:
-    return uuid.uuid4().hex[:12]
+    """The value of SCAF_BENCH_TAG in every process this bench starts (inherited if already set,
+    so that a caller can find any leftover)."""
+    return os.environ.get(runner.TAG_VAR) or uuid.uuid4().hex[:12]
 
 
 def execute(results: store.Results, units: list[Unit], quiet: bool = False) -> int:

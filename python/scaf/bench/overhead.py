@@ -45,8 +45,13 @@ def overhead_unit(variant: str, spec: tuple[bool, bool, dict[str, str]], rnd: in
                   "size": size, "error": None,
                   "programs": runner.run_together([prog], [0.0], timeout)}
         d = daemon[0]
-        if with_daemon and d is not None and not d.alive():
-            record["error"] = f"private scafd died: {d.stderr()[-400:]}"
+        if with_daemon and d is not None:
+            if not d.alive():
+                record["error"] = f"private scafd died: {d.stderr()[-400:]}"
+            p = record["programs"][0]
+            p["scaf_client"] = p.get("pid") in runner.clients_in_log(d.log)
+            if p["error"] is None and not p["scaf_client"]:
+                p["error"] = "never appeared as a client of the private scafd (layer inert?)"
         return record
 
     return Unit(("overhead", variant, rnd), f"overhead {variant} round {rnd + 1}", run,
@@ -81,9 +86,11 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     restricted = args.cpus is not None or args.taskset is not None
     try:
         try:
+            # Without --lookout the daemon ignores other load, so that the program gets the same
+            # team as plain libgomp and the ratio measures the layer's cost, not a smaller team.
+            extra = list(args.daemon_arg or []) + ([] if args.lookout else ["--no-lookout"])
             daemon[0] = runner.PrivateDaemon(args.policy, cpus, len(cpus) if restricted else None,
-                                             results.dir / "overhead.alloc.jsonl", args.daemon_arg or [],
-                                             tag)
+                                             results.dir / "overhead.alloc.jsonl", extra, tag)
             common.execute(results, units)
         finally:
             if daemon[0] is not None:
@@ -121,6 +128,9 @@ def register(sub: argparse._SubParsersAction, epilog: str) -> None:
     p.add_argument("--feedback", action="store_true",
                    help="also measure estimation off and eager experiments")
     p.add_argument("--policy", default="speedup", help="the private daemon's policy (default speedup)")
+    p.add_argument("--lookout", action="store_true",
+                   help="let the daemon count other processes' load (default --no-lookout, so that "
+                        "the program gets the same team as plain libgomp)")
     p.add_argument("--daemon-arg", action="append", metavar="ARG", help="extra scafd option (repeatable)")
     p.add_argument("--size", choices=common.SIZES, default="W", help="workload size (default W)")
     p.add_argument("--out", type=common.Path, metavar="DIR",
