@@ -153,6 +153,15 @@ static struct scaf_experiment exp_cur;
 static struct scaf_site *exp_site;
 static struct scaf_page *exp_page;
 static _Atomic int exp_disabled; /* the kernel refused seccomp once: never fork an unconfined child */
+static _Atomic uint64_t fork_ns_seen; /* how long the latest fork took: grows with the heap */
+
+/*
+ * What an experiment costs the program, in multiples of the fork time: after
+ * the fork, every page the parent or the child writes is copied. Measured with
+ * tests/progs/bigheap (bench/experiment_cost.py): a region writing all of a
+ * 1 GiB heap ran ~20x slower in the parent, ~50 fork times.
+ */
+#define EXP_COST_FORKS 16
 
 /* Start times of running outermost regions, for the long-region check. */
 #define LONG_SLOTS 16
@@ -270,6 +279,20 @@ static void exp_failed(struct scaf_site *s, uint64_t now, int fatal)
     ST(s->next_try_ns, now + cfg.interval_ns);
 }
 
+/*
+ * The child's serial time. Its system time is mostly copy-on-write faults that
+ * a normal run never pays (the child writes pages the parent still shares), so
+ * only the user share counts where the kernel sampled enough ticks to split it.
+ */
+static uint64_t serial_of(const struct scaf_exp_result *res)
+{
+    uint64_t u = res->utime_us, k = res->stime_us;
+
+    if (u + k >= 20000u) /* at least a few ticks: the split means something */
+        return (uint64_t)((double)res->cpu_ns * (double)u / (double)(u + k));
+    return res->cpu_ns;
+}
+
 /* Collect the running experiment if it has an outcome. Never blocks: a busy lock means someone else is at it. */
 static void exp_collect(uint64_t now)
 {
@@ -290,7 +313,7 @@ static void exp_collect(uint64_t now)
     switch (o) {
     case SCAF_EXP_DONE:
         if (res.complete)
-            set_baseline(s, res.cpu_ns, now);
+            set_baseline(s, serial_of(&res), now);
         if (res.ins && res.cyc) {
             ST(s->serial_ins, res.ins);
             ST(s->serial_cyc, res.cyc);
@@ -311,8 +334,9 @@ static void exp_collect(uint64_t now)
         exp_failed(s, now, 0);
         break;
     }
-    scaf_layer_log("experiment %d at site %p: %s (serial %.3f ms cpu, %.3f ms wall%s)", (int)pid,
+    scaf_layer_log("experiment %d at site %p: %s (serial %.3f ms, cpu %.3f ms, wall %.3f ms%s)", (int)pid,
                    (void *)LD(s->key), scaf_experiment_outcome_name(o),
+                   o == SCAF_EXP_DONE ? (double)serial_of(&res) / 1e6 : 0.0,
                    o == SCAF_EXP_DONE ? (double)res.cpu_ns / 1e6 : 0.0,
                    o == SCAF_EXP_DONE ? (double)res.wall_ns / 1e6 : 0.0,
                    o == SCAF_EXP_DONE && !res.complete ? ", stopped early" : "");
@@ -346,6 +370,9 @@ static int exp_start(struct scaf_region *r, struct scaf_page *pg, struct scaf_si
         ST(s->next_try_ns, now + cfg.interval_ns);
         goto out;
     }
+    ST(fork_ns_seen, exp_cur.fork_ns);
+    scaf_layer_log("experiment %d forked in %.3f ms (bound %.0f ms + copy-on-write allowance)", (int)exp_cur.pid,
+                   (double)exp_cur.fork_ns / 1e6, (double)c.bound_ns / 1e6);
     exp_site = s;
     exp_page = pg;
     ST(pg->experiment_pid, (int32_t)exp_cur.pid);
@@ -482,8 +509,14 @@ unsigned scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *da
     par = LD(s->par_ns);
     pt = LD(s->par_threads);
     if (baseline_due(s, pg, now)) {
-        /* One thread: every instance is a serial run, and taking it in place costs nothing. */
-        if (threads <= 1 || (par && (uint64_t)pt * par <= cfg.inplace_ns)) {
+        /*
+         * One thread: every instance is a serial run, and taking it in place costs nothing.
+         * Otherwise in place loses (threads-1) x par of parallel work: worth it for short
+         * regions, and for longer ones when the heap makes a fork dearer still.
+         */
+        uint64_t lost = (uint64_t)(pt ? pt - 1 : 0) * par;
+        if (threads <= 1 || (par && cfg.inplace_ns &&
+                             ((uint64_t)pt * par <= cfg.inplace_ns || lost <= EXP_COST_FORKS * LD(fork_ns_seen)))) {
             if (scaf_site_claim(s)) {
                 r->mode = SCAF_REGION_INPLACE;
                 r->cpu0_ns = thread_cpu_ns();

@@ -37,6 +37,8 @@ struct exp_msg {
     uint64_t wall_ns;
     uint64_t ins;
     uint64_t cyc;
+    uint64_t utime_us; /* getrusage(RUSAGE_THREAD) split of cpu_ns */
+    uint64_t stime_us;
 };
 
 static int in_child;
@@ -75,7 +77,7 @@ static uint64_t clock_ns(clockid_t c)
 
 /* The child is single-threaded, so plain statics are its private state (the parent never reads them). */
 static int child_fd = -1;
-static uint64_t child_wall0, child_cpu0;
+static uint64_t child_wall0, child_cpu0, child_ru0[2];
 static struct scaf_perfctr child_pc = {-1, -1};
 
 static _Noreturn void child_report(int complete)
@@ -87,6 +89,14 @@ static _Noreturn void child_report(int complete)
     m.complete = (uint32_t)complete;
     m.cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - child_cpu0;
     m.wall_ns = clock_ns(CLOCK_MONOTONIC) - child_wall0;
+    {
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+            m.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec - child_ru0[0];
+            m.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec - child_ru0[1];
+        }
+    }
     if (child_pc.leader >= 0 && scaf_perfctr_read(&child_pc, &m.ins, &m.cyc) != 0)
         m.ins = m.cyc = 0;
     /* Raw write and _exit: no stdio buffer inherited from the program is ever flushed here. */
@@ -327,14 +337,22 @@ static int install_filter(int write_fd, int read_fd)
 #endif
 }
 
+/*
+ * Copy-on-write: the child pays a page copy for every page the region writes,
+ * and so does the parent. That cost grows with the heap, like the fork itself
+ * (page tables), so the bound grows with the time the fork took.
+ */
+#define COW_ALLOWANCE 64 /* measured here: a region writing all of a 1 GiB heap pays ~50x the fork time */
+
 static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wfd, pid_t parent,
-                                 const struct scaf_exp_config *cfg)
+                                 const struct scaf_exp_config *cfg, uint64_t fork_t0)
 {
-    static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGABRT, SIGTRAP, SIGALRM};
+    static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGABRT, SIGTRAP, SIGPROF};
     struct sigaction dfl;
     sigset_t mask;
     struct rlimit no_core = {0, 0};
     struct itimerval it;
+    uint64_t bound;
 
     in_child = 1;
     /* Die with the parent; if it is already gone, we were orphaned before this line: stop now. */
@@ -370,16 +388,27 @@ static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wf
     setrlimit(RLIMIT_CORE, &no_core);
     prctl(PR_SET_DUMPABLE, 0);
 
+    bound = cfg->bound_ns + COW_ALLOWANCE * (clock_ns(CLOCK_MONOTONIC) - fork_t0);
     memset(&it, 0, sizeof it);
-    it.it_value.tv_sec = (time_t)(cfg->bound_ns / 1000000000ull);
-    it.it_value.tv_usec = (suseconds_t)(cfg->bound_ns % 1000000000ull / 1000);
+    it.it_value.tv_sec = (time_t)(bound / 1000000000ull);
+    it.it_value.tv_usec = (suseconds_t)(bound % 1000000000ull / 1000);
     if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
         it.it_value.tv_usec = 1000;
-    setitimer(ITIMER_REAL, &it, NULL);
+    /* CPU time, not wall time: a child starved by a loaded machine is not over its bound. A child
+     * blocked without using CPU is the parent's to kill (kill_ns). */
+    setitimer(ITIMER_PROF, &it, NULL);
 
     if (install_filter(wfd, child_pc.leader) != 0)
         _exit(EXIT_NOSANDBOX); /* never run the region unconfined */
 
+    {
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+            child_ru0[0] = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
+            child_ru0[1] = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+        }
+    }
     child_wall0 = clock_ns(CLOCK_MONOTONIC);
     child_cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     if (child_pc.leader >= 0 && scaf_perfctr_start(&child_pc) != 0)
@@ -432,13 +461,15 @@ int scaf_experiment_start(struct scaf_experiment *e, void (*fn)(void *), void *d
     if (pid < 0)
         goto fail;
     if (pid == 0)
-        child_main(fn, data, p[0], p[1], parent, cfg);
+        child_main(fn, data, p[0], p[1], parent, cfg, now_ns);
     close(p[1]);
     e->pid = pid;
     e->fd = p[0];
     e->start_ns = now_ns;
-    /* The child's own timer should fire first; this is the backstop if it is stuck with signals off. */
-    e->kill_ns = now_ns + cfg->bound_ns + 1000000000ull;
+    e->fork_ns = clock_ns(CLOCK_MONOTONIC) - now_ns;
+    /* The child's CPU-time bound should fire first; this wall-clock backstop is for a child that
+     * blocks (a lock whose holder was not copied by fork) or is starved far beyond its share. */
+    e->kill_ns = now_ns + 4 * (cfg->bound_ns + (COW_ALLOWANCE + 1) * e->fork_ns) + 1000000000ull;
     return 0;
 fail:
     saved = errno;
@@ -462,6 +493,8 @@ static int read_msg(int fd, struct scaf_exp_result *out)
     out->wall_ns = m.wall_ns;
     out->ins = m.ins;
     out->cyc = m.cyc;
+    out->utime_us = m.utime_us;
+    out->stime_us = m.stime_us;
     out->complete = m.complete != 0;
     return 1;
 }
@@ -483,7 +516,7 @@ static enum scaf_exp_outcome classify(int status)
     if (WIFSIGNALED(status)) {
         switch (WTERMSIG(status)) {
         case SIGSYS: return SCAF_EXP_BLOCKED;
-        case SIGALRM: return SCAF_EXP_BOUND;
+        case SIGPROF: return SCAF_EXP_BOUND;
         case SIGKILL: return SCAF_EXP_BOUND; /* ours at kill_ns, or PDEATHSIG (then nobody asks) */
         default: return SCAF_EXP_FAILED;
         }

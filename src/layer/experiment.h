@@ -6,7 +6,8 @@
 #include <sys/types.h>
 
 struct scaf_exp_config {
-    uint64_t bound_ns; /* the child ends itself (SIGALRM) after this much wall time */
+    uint64_t bound_ns; /* the child ends itself (SIGPROF) after this much CPU time, plus an allowance
+                          for copy-on-write proportional to the time fork() took */
     int counters;      /* nonzero: the child counts its instructions and cycles and may be stopped early */
 };
 
@@ -16,6 +17,8 @@ struct scaf_exp_result {
     uint64_t wall_ns; /* its wall time */
     uint64_t ins;     /* instructions, 0 without counters */
     uint64_t cyc;     /* cycles, 0 without counters */
+    uint64_t utime_us; /* user and system share of cpu_ns (tick-sampled; both 0 for short runs) */
+    uint64_t stime_us;
     int complete;     /* 1: the region ran to its end; 0: stopped early (counters only) */
 };
 
@@ -23,7 +26,7 @@ enum scaf_exp_outcome {
     SCAF_EXP_RUNNING = 0, /* no final outcome yet */
     SCAF_EXP_DONE = 1,    /* result valid */
     SCAF_EXP_BLOCKED = 2, /* seccomp ended it: the region made a call that could change the world */
-    SCAF_EXP_BOUND = 3,   /* it ran past its time bound (its own timer, or the parent's kill) */
+    SCAF_EXP_BOUND = 3,   /* it ran past its time bound (its own CPU timer, or the parent's wall-clock kill) */
     SCAF_EXP_FAILED = 4,  /* it crashed, or vanished without a result (reaped by the program) */
     SCAF_EXP_NOSANDBOX = 5, /* the kernel refused the seccomp filter: experiments cannot be made safe here */
 };
@@ -33,6 +36,7 @@ struct scaf_experiment {
     pid_t pid;
     int fd;            /* read end of the result pipe, nonblocking */
     uint64_t start_ns; /* CLOCK_MONOTONIC at fork */
+    uint64_t fork_ns;  /* how long fork() took in the parent (grows with the heap) */
     uint64_t kill_ns;  /* the parent kills it if it is still running at this time */
 };
 
