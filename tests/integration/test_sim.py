@@ -1,0 +1,223 @@
+"""The simulator's engine and oracles, driving the real policy library (no timing assertions)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from scaf import paths, policy
+from scaf.sim import engine, oracle, scenario
+from scaf.sim.model import speedup_tables
+
+pytestmark = pytest.mark.skipif(not paths.policy_lib().exists(), reason="libscaf_policy.so not built (make)")
+
+
+def identical_three(arrival_c: float = 0.0) -> scenario.Scenario:
+    """Three programs with the same curve; different work so that they leave one by one."""
+    progs = ""
+    for name, work, region, arr in (("a", 300, 0.05, 0.0), ("b", 200, 0.07, 0.0), ("c", 100, 0.03, arrival_c)):
+        progs += f"""
+[[program]]
+name = "{name}"
+work_s = {work}
+arrival_s = {arr}
+region_s = {region}
+curve = {{ kind = "amdahl", parallel_fraction = 0.98 }}
+"""
+    return scenario.parse(f"[machine]\ncontexts = 37\n{progs}", "identical.toml")
+
+
+def test_equal_efficiencies_speedup_allocates_like_equipartition() -> None:
+    sc = identical_three()
+    eq = engine.run(sc, "equipartition")
+    sp = engine.run(sc, "speedup")
+    assert eq.timeline is not None and sp.timeline is not None
+    # Departures re-partition twice; 37 contexts leave a remainder to spread.
+    assert len({tuple(row[row > 0]) for row in eq.timeline.allocation}) >= 3
+    assert eq.timeline.allocation.shape == sp.timeline.allocation.shape
+    assert (eq.timeline.allocation == sp.timeline.allocation).all()
+    assert (eq.timeline.time == sp.timeline.time).all()
+    # and the speedup policy really saw measured, equal efficiencies on the way
+    seen = sp.timeline.efficiency[sp.timeline.allocation > 0]
+    assert (seen[~np.isnan(seen)] > 0).sum() > 10
+    assert [p.finish_s for p in eq.programs] == [p.finish_s for p in sp.programs]
+
+
+def test_very_different_curves_speedup_beats_equipartition() -> None:
+    sc = scenario.parse("""
+[machine]
+contexts = 64
+[[program]]
+name = "scales"
+work_s = 1000
+noise = 0.02
+curve = { kind = "amdahl", parallel_fraction = 0.999 }
+[[program]]
+name = "falls"
+work_s = 100
+noise = 0.02
+curve = { kind = "usl", sigma = 0.1, kappa = 0.01 }
+""")
+    eq = engine.run(sc, "equipartition", record=False)
+    sp = engine.run(sc, "speedup", record=False)
+    assert eq.sum_speedup is not None and sp.sum_speedup is not None
+    assert sp.sum_speedup >= eq.sum_speedup
+    dyn = engine.run(sc, "oracle-dynamic", record=False)
+    assert dyn.sum_speedup is not None and dyn.sum_speedup >= eq.sum_speedup
+
+
+TWO = """
+[scenario]
+seed = 3
+[machine]
+contexts = 12
+[[program]]
+name = "x"
+work_s = 40
+curve = { kind = "amdahl", parallel_fraction = 0.95 }
+[[program]]
+name = "y"
+work_s = 25
+arrival_s = 1.5
+curve = { kind = "points", points = [[2, 1.9], [4, 3.1], [8, 3.6], [12, 3.0]] }
+"""
+
+
+def test_oracle_static_not_below_any_hand_enumerated_partition() -> None:
+    sc = scenario.parse(TWO)
+    best = engine.run(sc, "oracle-static", record=False)
+    assert best.sum_speedup is not None and best.partition is not None
+    hand = {}
+    for a in range(1, 12):
+        for b in range(1, 13 - a):
+            r = engine.simulate(sc, "fixed", partition=[a, b], record=False)
+            assert r.sum_speedup is not None
+            hand[(a, b)] = r.sum_speedup
+    assert len(hand) == 66
+    for part, value in hand.items():
+        assert best.sum_speedup >= value - 1e-9, (part, value, best.sum_speedup)
+    # The closed-form search and the engine agree: the best is one of them.
+    assert math.isclose(best.sum_speedup, max(hand.values()), rel_tol=1e-9)
+    assert math.isclose(hand[tuple(best.partition)], best.sum_speedup, rel_tol=1e-9)
+
+
+def test_oracle_static_skips_more_than_three_programs() -> None:
+    sc = scenario.load("arrivals")
+    r = engine.run(sc, "oracle-static", record=False)
+    assert r.sum_speedup is None and "not searched" in r.note
+
+
+def test_greedy_stops_where_curves_fall() -> None:
+    rates = np.array([[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 1, 1.5, 1.4, 1.2, 1, 0.8, 0.6, 0.5]], dtype=float)
+    assert oracle.greedy(rates, [8, 8], 8, 1) == [7, 1]
+    assert oracle.greedy(rates, [5, 8], 8, 1) == [5, 2]  # the cap moves the rest on
+    falling = np.array([[0, 1, 1.5, 1.4, 1.2], [0, 1, 1.5, 1.4, 1.2]], dtype=float)
+    assert oracle.greedy(falling, [4, 4], 6, 1) == [2, 2]  # two contexts better left idle
+    assert oracle.greedy(falling[:, :3], [2, 2], 1, 1) == [1, 1]  # more clients than contexts
+
+
+def test_policy_caller_matches_scaf_policy_allocate() -> None:
+    rng = random.Random(5)
+    for name in ("speedup", "equipartition"):
+        for _ in range(200):
+            n = rng.randint(1, 9)
+            contexts = rng.choice([4, 8, 16, 37, 64])
+            chunk = rng.choice([1, 1, 2])
+            caller = engine._PolicyCaller(name, contexts, chunk, n)
+            maxthr = np.array([rng.randint(1, contexts) for _ in range(n)])
+            prev = np.array([rng.choice([0, rng.randint(1, contexts)]) for _ in range(n)])
+            rep = np.array([rng.choice([0, 1, rng.randint(2, contexts)]) for _ in range(n)])
+            eff = np.array([rng.choice([-1.0, rng.random()]) for _ in range(n)])
+            meas = (eff >= 0).astype(np.int32)
+            mall = np.array([rng.choice([1, 1, 0]) for _ in range(n)], dtype=np.int32)
+            pc = np.array([rng.choice([0.0, rng.random() * 5]) for _ in range(n)])
+            got_t, got_c = caller(np.arange(n), maxthr, prev, rep, eff, meas, mall, pc)
+            clients = [policy.Client(report_threads=int(rep[i]), efficiency=float(eff[i]), prev=int(prev[i]),
+                                     max_threads=int(maxthr[i]), prev_coef=float(pc[i]), measured=bool(meas[i]),
+                                     malleable=bool(mall[i])) for i in range(n)]
+            want_t, want_c = policy.allocate(name, contexts, clients, chunk)
+            assert list(got_t) == want_t
+            assert list(got_c) == want_c
+
+
+def test_unmodified_time_sharing_loses_to_equipartition() -> None:
+    sc = scenario.load("cg-lu-36")
+    un = engine.run(sc, "unmodified", record=False)
+    eq = engine.run(sc, "equipartition", record=False)
+    assert un.sum_speedup is not None and eq.sum_speedup is not None
+    assert un.sum_speedup < eq.sum_speedup
+    assert all(p.finish_s is not None for p in un.programs + eq.programs)
+
+
+def test_non_malleable_program_is_held_by_cpuset() -> None:
+    sc = scenario.parse("""
+[machine]
+contexts = 16
+[[program]]
+name = "fixed"
+work_s = 50
+malleable = false
+curve = { kind = "amdahl", parallel_fraction = 0.99 }
+[[program]]
+name = "flex"
+work_s = 50
+curve = { kind = "amdahl", parallel_fraction = 0.99 }
+""")
+    r = engine.run(sc, "equipartition")
+    tl = r.timeline
+    assert tl is not None
+    both = (tl.allocation > 0).all(axis=1)
+    assert both.any()
+    # its team stays 16 threads, its cpuset (allocation) is 8
+    assert (tl.threads[both, 0] == 16).all() and (tl.allocation[both, 0] == 8).all()
+    assert (tl.threads[both, 1] <= 8).all()
+    # 16 threads on 8 contexts progress slower than 8 threads on 8
+    assert r.programs[0].period_speedup < r.programs[1].period_speedup  # type: ignore[operator]
+
+
+def test_allocation_changes_wait_for_region_boundaries() -> None:
+    """With long regions the team lags the allocation; with short ones it follows at once."""
+
+    def lag(region: float) -> float:
+        sc = scenario.parse(f"""
+[machine]
+contexts = 16
+[[program]]
+name = "first"
+work_s = 200
+region_s = {region}
+curve = {{ kind = "amdahl", parallel_fraction = 0.99 }}
+[[program]]
+name = "second"
+work_s = 50
+arrival_s = 2.0
+curve = {{ kind = "amdahl", parallel_fraction = 0.99 }}
+""")
+        tl = engine.run(sc, "equipartition").timeline
+        assert tl is not None
+        adopted = [t for t, th in zip(tl.time, tl.threads[:, 0], strict=True) if t >= 2.0 and th == 8]
+        return adopted[0] - 2.0
+
+    assert lag(0.001) < 0.01
+    assert lag(20.0) > 0.5
+
+
+def test_noise_reaches_the_policy_filtered() -> None:
+    sc = scenario.load("cg-lu-36")
+    r = engine.run(sc, "speedup")
+    tl = r.timeline
+    assert tl is not None
+    e = tl.efficiency[:, 0]
+    e = e[~np.isnan(e)]
+    assert len(e) > 10 and 0 < e.min() and e.max() <= 1.0
+    assert len(set(e.round(6))) > 5  # noisy reports, not a constant
+
+
+def test_speedup_tables_shapes() -> None:
+    sc = scenario.load("smt-pair-16")
+    tab = speedup_tables(sc)
+    assert tab.shape == (2, 17)
+    assert tab[0, 0] == 0 and tab[0, 1] == 1
+    assert math.isclose(tab[0, 16], 8.9) and math.isclose(tab[1, 8], 4.2)

@@ -1,0 +1,153 @@
+"""`scaf sim` as a subprocess: list, check, run (--json, --out), sweep, and its errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SCAF
+from scaf import paths
+
+pytestmark = pytest.mark.skipif(not paths.policy_lib().exists(), reason="libscaf_policy.so not built (make)")
+
+SMALL = """\
+[scenario]
+name = "small"
+description = "two programs on 8 contexts"
+source = "made up for the CLI tests"
+
+[machine]
+contexts = 8
+rate_hz = 4
+
+[[program]]
+name = "good"
+work_s = 30
+noise = 0.05
+curve = { kind = "amdahl", parallel_fraction = 0.98 }
+
+[[program]]
+name = "poor"
+work_s = 12
+arrival_s = 1.0
+curve = { kind = "usl", sigma = 0.2, kappa = 0.01 }
+
+[expect.equipartition]
+sum_speedup = 7.0
+"""
+
+CONFIGS = ["unmodified", "equipartition", "speedup", "oracle-static", "oracle-dynamic"]
+
+
+def scaf(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), "sim", *args], check=False, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    p = tmp_path / "small.toml"
+    p.write_text(SMALL)
+    return p
+
+
+def test_list_names_every_shipped_scenario() -> None:
+    r = scaf("list")
+    assert r.returncode == 0, r.stderr
+    names = [line.split()[0] for line in r.stdout.splitlines()]
+    assert {"cg-lu-36", "three-way-64", "smt-pair-16", "arrivals"} <= set(names)
+    assert "36 contexts" in r.stdout
+
+
+def test_run_json_has_every_configuration(small: Path) -> None:
+    r = scaf("run", str(small), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["scenario"] == "small"
+    assert list(data["configs"]) == CONFIGS
+    for cfg, res in data["configs"].items():
+        assert isinstance(res["sum_speedup"], float) and res["sum_speedup"] > 0, cfg
+        assert set(res["programs"]) == {"good", "poor"}
+        for prog in res["programs"].values():
+            assert prog["speedup"] > 0 and prog["finish_s"] > 0
+    assert data["configs"]["oracle-static"]["partition"] is not None
+    assert data["expect"] == {"equipartition": {"sum_speedup": 7.0}}
+
+
+def test_run_shipped_by_name_with_subset_and_table(small: Path) -> None:
+    r = scaf("run", "cg-lu-36", "--json", "--configs", "equipartition,speedup")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert list(data["configs"]) == ["equipartition", "speedup"]
+    assert data["expect"]["speedup"]["sum_speedup"] == 31.2
+    r = scaf("run", str(small))
+    assert r.returncode == 0, r.stderr
+    for cfg in CONFIGS:
+        assert cfg in r.stdout
+    assert "(7)" in r.stdout  # the original's number beside the simulated one
+    assert "vs original 7X" in r.stdout
+
+
+def test_run_out_writes_json_csv_png(small: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = scaf("run", str(small), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "results.json").read_text())["scenario"] == "small"
+    png = (out / "timeline.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    with open(out / "timeline.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["config"] for r in rows} == set(CONFIGS)
+    assert {r["program"] for r in rows} == {"good", "poor"}
+    by_time: dict[str, list[int]] = {}
+    for row in rows:
+        if row["config"] == "equipartition":
+            by_time.setdefault(row["time_s"], []).append(int(row["allocation"]))
+    together = [a for a in by_time.values() if len(a) == 2]
+    assert together and all(a == [4, 4] for a in together)
+    assert [8] in by_time.values()  # alone before the second arrives and after it leaves
+    times = [float(r["time_s"]) for r in rows if r["config"] == "speedup"]
+    assert times == sorted(times)
+
+
+def test_sweep_json_and_table(small: Path) -> None:
+    r = scaf("sweep", str(small), "--contexts", "8,16", "--noise", "0,0.1", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    rows = data["rows"]
+    assert [(x["contexts"], x["noise"]) for x in rows] == [(8, 0.0), (8, 0.1), (16, 0.0), (16, 0.1)]
+    for x in rows:
+        assert set(x["sum_speedup"]) == {"equipartition", "speedup", "oracle-dynamic"}
+        assert set(x["gap"]) == {"equipartition", "speedup"}
+    r = scaf("sweep", str(small), "--contexts", "8,16")
+    assert r.returncode == 0, r.stderr
+    assert "gap" in r.stdout and "at 8 contexts -> " in r.stdout
+
+
+def test_bad_scenario_names_field_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL.replace("work_s = 12", "work_s = -12"))
+    for action in ("run", "check"):
+        r = scaf(action, str(bad))
+        assert r.returncode == 2
+        assert r.stdout == ""
+        assert f"{bad}:18: program[2].work_s: must be > 0" in r.stderr
+        assert "Traceback" not in r.stderr
+    bad.write_text(SMALL.replace("[machine]", "[machine"))
+    r = scaf("run", str(bad))
+    assert r.returncode == 2 and f"{bad}:6:" in r.stderr and "syntax" in r.stderr
+
+
+def test_check_and_unknown_names(small: Path) -> None:
+    r = scaf("check", str(small))
+    assert r.returncode == 0 and "ok" in r.stdout
+    r = scaf("run", "no-such-scenario")
+    assert r.returncode == 2 and "cg-lu-36" in r.stderr
+    r = scaf("sweep", str(small), "--contexts", "0,8")
+    assert r.returncode == 2 and "--contexts" in r.stderr
+    r = scaf("run", str(small), "--configs", "fastest")
+    assert r.returncode == 2 and "oracle-dynamic" in r.stderr
+    r = scaf()
+    assert r.returncode == 2 and "ACTION" in r.stderr
