@@ -6,6 +6,7 @@ Every test runs against the plain daemon and, under `make test`, the ASan+UBSan 
 from __future__ import annotations
 
 import os
+import random
 import socket
 import struct
 import time
@@ -278,3 +279,25 @@ def test_shrinking_the_page_is_impossible(daemon: Daemon) -> None:
 def test_daemon_binary_exists() -> None:
     for b in BINARIES:
         assert Path(b).exists(), f"{b} missing: run make"
+
+
+def test_random_messages(daemon: Daemon) -> None:
+    """Fixed-seed random headers and bodies near the valid ones: always an answer or a close, never a crash."""
+    rng = random.Random(1234)
+    for _ in range(150):
+        mtype = rng.choice([0, 1, 2, 3, 4, 5, 6, 255, 65535])
+        length = rng.choice([0, 15, 16, 17, 55, 56, 57, 144, proto.STATUS_MAX, proto.STATUS_MAX + 1, 0xFFFFFFFF])
+        version = rng.choice([1, 1, 1, 0, 2, 65535])
+        msg = proto.HEADER.pack(proto.MAGIC, version, mtype, length, rng.choice([0, 0, 1]))
+        msg += rng.randbytes(rng.choice([0, 8, 40, 200]))
+        s = raw(daemon)
+        try:
+            s.sendall(msg)
+            s.shutdown(socket.SHUT_WR)
+            while s.recv(65536):
+                pass
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        finally:
+            s.close()
+    assert_serving(daemon)
