@@ -27,7 +27,9 @@ class ProgramResult:
     arrival_s: float
     finish_s: float | None  # None: still running at the horizon
     speedup: float  # serial work / (finish - arrival); work done so far when unfinished
-    period_speedup: float | None  # serial work done while >= 2 programs ran / that time
+    # Its serial work done while it shared the machine (>= 2 programs present)
+    # over the time it shared it: its average speedup among others.
+    period_speedup: float | None
 
 
 @dataclass
@@ -152,6 +154,7 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
     noise_now = np.zeros(P)
     mp_time = 0.0
     mp_work = np.zeros(P)
+    mp_present = np.zeros(P)
     rng = np.random.default_rng(sc.seed)
 
     order = sorted(range(P), key=lambda j: (progs[j].arrival_s, j))
@@ -256,6 +259,7 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
         if npres >= 2:
             mp_time += dt
             mp_work += r * dt
+            mp_present += present * dt
         if dt > 0:
             # Feedback: the layer reports E = progress / threads (what serial
             # baselines measure), noisy, through an RC low-pass filter.
@@ -293,7 +297,7 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
             arrival_s=p.arrival_s,
             finish_s=float(fin[j]) if finished else None,
             speedup=float(done[j] / life) if life > 0 else 0.0,
-            period_speedup=float(mp_work[j] / mp_time) if mp_time > 0 else None,
+            period_speedup=float(mp_work[j] / mp_present[j]) if mp_present[j] > 0 else None,
         ))
     tl = None
     if record:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -162,13 +161,3 @@ def fixed_rate(sc: Scenario, tab: np.ndarray, j: int, p: int) -> float:
     elif pr.malleable:
         s = float(tab[j, min(p, team, sc.machine.contexts)])
     return s
-
-
-def amdahl_fraction(speedup: float, p: float) -> float:
-    """The parallel fraction f with 1 / ((1 - f) + f / p) = speedup (used to document scenarios)."""
-    return (1.0 - 1.0 / speedup) / (1.0 - 1.0 / p)
-
-
-def log_fit_coef(p: float, e: float) -> float:
-    """The speedup policy's C for a report (p', E): S = 1 + C ln p through (p', E p')."""
-    return (e * p - 1.0) / math.log(p) if p > 1 else 0.0

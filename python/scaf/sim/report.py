@@ -54,7 +54,8 @@ def table(sc: Scenario, results: list[Result]) -> Any:
     from rich.table import Table
 
     t = Table(title=f"{sc.name}: {sc.machine.contexts} contexts, chunk {sc.machine.granule}",
-              caption="X: speedup while >= 2 programs ran; (n): the original's number; "
+              caption="Σ: time-average of the summed speedups while >= 2 programs ran; per program: its speedup "
+                      "while it shared the machine; (n): the original's number; "
                       "s: finish time from the start",
               caption_justify="left")
     t.add_column("configuration", no_wrap=True)
