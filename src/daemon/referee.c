@@ -118,6 +118,8 @@ static void collect(const struct scafd_conn *c, struct scaf_referee_client *r)
     /* A fixed team gains nothing from more CPUs than it has threads. */
     r->pol.max_threads = nonmalleable && fixed < c->max_threads ? fixed : c->max_threads;
     r->pol.prev = c->applied ? c->alloc.share : 0;
+    /* The policy re-uses last round's model when a client has no new point (p' = 1). */
+    r->pol.prev_coef = c->applied ? c->alloc.coef : 0.0;
     r->pol.report_threads = eff_threads > SCAF_MAX_CPUS ? 0 : eff_threads;
     r->pol.efficiency = est == SCAF_ESTIMATE_NONE ? -1.0 : ppm / 1e6;
     r->pol.measured = est >= SCAF_ESTIMATE_MEASURED;
