@@ -221,3 +221,30 @@ def test_speedup_tables_shapes() -> None:
     assert tab.shape == (2, 17)
     assert tab[0, 0] == 0 and tab[0, 1] == 1
     assert math.isclose(tab[0, 16], 8.9) and math.isclose(tab[1, 8], 4.2)
+
+
+def test_late_arrival_tiny_regions_and_unfinished_program() -> None:
+    sc = scenario.parse("""
+[scenario]
+max_time_s = 100030
+[machine]
+contexts = 8
+[[program]]
+name = "late"
+work_s = 20
+arrival_s = 100000
+region_s = 0.0003
+curve = { kind = "amdahl", parallel_fraction = 0.9 }
+[[program]]
+name = "long"
+work_s = 5000
+arrival_s = 100001
+curve = { kind = "amdahl", parallel_fraction = 0.9 }
+""")
+    r = engine.run(sc, "speedup")
+    late, long_ = r.programs
+    assert late.finish_s is not None and 100000 < late.finish_s < 100030
+    assert long_.finish_s is None and long_.speedup > 0  # still running at the horizon
+    assert r.steps < 2000  # the idle 100000 s are skipped, not ticked through
+    assert r.sum_speedup is not None
+    assert r.timeline is not None and r.timeline.end == 100030

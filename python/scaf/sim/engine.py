@@ -216,6 +216,15 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
     steps = decisions = 0
     event = True
     while True:
+        if ai < P and not present.any() and arr[order[ai]] > t + EPS:
+            # Nobody to run until the next arrival: skip the idle ticks.
+            if record:
+                rec_t.append(t)
+                rec_team.append(np.zeros(P, dtype=np.int64))
+                rec_alloc.append(np.zeros(P, dtype=np.int64))
+                rec_est.append(np.full(P, np.nan))
+                rec_rate.append(np.zeros(P))
+            t = float(arr[order[ai]])
         while ai < P and arr[order[ai]] <= t + EPS:
             j = order[ai]
             present[j] = True
@@ -255,6 +264,12 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
             rec_est.append(np.where(present, est, np.nan))
             rec_rate.append(r)
         done += r * dt
+        # The event that ended the step happens even where rounding left the
+        # work a hair short of it (or t1 == t at a large t): snap to it.
+        fin_now = present & (tf <= t1)
+        done[fin_now] = work[fin_now]
+        bnd_now = pend & (tb <= t1)
+        done[bnd_now] = np.maximum(done[bnd_now], nb[bnd_now])
         npres = int(present.sum())
         if npres >= 2:
             mp_time += dt
@@ -280,7 +295,7 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
             present &= ~ended
             pend &= ~ended
             event = True
-        hit = pend & (done >= nb - EPS * np.maximum(region, 1.0))
+        hit = pend & ((done >= nb - EPS * np.maximum(region, 1.0)) | bnd_now)
         if hit.any():
             team[hit] = alloc[hit]
             pend &= ~hit
