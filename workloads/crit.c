@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     uint64_t *v = calloc((size_t)n, sizeof *v);
     if (!v) {
         fprintf(stderr, "crit: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
     static uint64_t acc[ACC];
     long updates = 0;

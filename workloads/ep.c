@@ -121,7 +121,7 @@ int main(int argc, char **argv)
     struct block *blocks = calloc(nblocks, sizeof *blocks);
     if (!blocks) {
         fprintf(stderr, "ep: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
 
     double t0 = wl_clock_now();

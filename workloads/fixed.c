@@ -51,17 +51,17 @@ int main(int argc, char **argv)
     unsigned *key = malloc((size_t)n * sizeof *key);
     unsigned *sorted = malloc((size_t)n * sizeof *sorted);
     /* count[t][b]: keys of thread t's share in bucket b; then its offset. */
-    long *count = malloc((size_t)nt * NBUCKETS * sizeof *count);
+    long *count = calloc((size_t)nt * NBUCKETS, sizeof *count);
     if (!key || !sorted || !count) {
         fprintf(stderr, "fixed: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
     /* A multiset fingerprint: the sum of a random 64-bit tag per key value
      * (cheaper per key than hashing, and as strong for random errors). */
     uint64_t *tag = malloc(MAX_KEY * sizeof *tag);
     if (!tag) {
         fprintf(stderr, "fixed: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
     for (unsigned k = 0; k < MAX_KEY; k++)
         tag[k] = wl_mix64(k ^ 0x5bd1e995u);

@@ -49,11 +49,11 @@ int main(int argc, char **argv)
     case WL_ARGS_RUN:
         break;
     }
-    const uint64_t regions = WL_PICK(args.size, 2000u, 100000u, 400000u);
+    const uint64_t regions = WL_PICK(args.size, 1000u, 100000u, 400000u);
     uint64_t *res = calloc(regions * TASKS, sizeof *res);
     if (!res) {
         fprintf(stderr, "irregular: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
     uint64_t table_sum = 0;
     for (int x = 0; x < TABLE; x++) {

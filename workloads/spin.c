@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     g.old = malloc((size_t)(g.rows + 2) * g.stride * sizeof(double));
     if (!g.a || !g.old) {
         fprintf(stderr, "spin: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
     grid_init(&g);
 

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     }
     if (!u || !w || !sn[0][0] || !sn[0][1] || !sn[0][2] || !sn[1][0] || !sn[1][1] || !sn[1][2]) {
         fprintf(stderr, "stencil: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
 #pragma omp parallel for schedule(static)
     for (int i = 1; i <= n; i++)

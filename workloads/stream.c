@@ -55,7 +55,7 @@ int main(int argc, char **argv)
         v[k] = malloc((size_t)n * sizeof(double));
     if (!v[0] || !v[1] || !v[2]) {
         fprintf(stderr, "stream: out of memory\n");
-        return 1;
+        return wl_result_print(spec.name, 0.0, 0);
     }
     /* Parallel first touch, as STREAM does, so pages land near their users. */
 #pragma omp parallel for schedule(static)
