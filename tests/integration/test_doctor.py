@@ -1,0 +1,61 @@
+"""`scaf doctor`: a --quick run end to end, and the advice thresholds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import SCAF
+from scaf import doctor
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), "doctor", *args], check=False, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_quick_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "doc"
+    res = run("--quick", "--out", str(out))
+    assert res.returncode == 0, res.stdout + res.stderr
+    for what in ("CPU model:", "sockets x cores:", "cpu quota:", "hardware counters:", "scafd:",
+                 "layer:", "workloads:", "daemon:", "advice:", "equi / unmod"):
+        assert what in res.stdout, what
+    data = json.loads((out / "results.json").read_text())
+    pairs = [r for r in data["runs"] if r["kind"] == "pair"]
+    assert {r["config"] for r in pairs} == {"unmodified", "equipartition", "speedup"}
+    assert len({tuple(r["pair"]) for r in pairs}) == 1
+    assert all(p["error"] is None for r in data["runs"] for p in r["programs"])
+    # The folder is a bench folder: the full report renders from it.
+    rep = subprocess.run([str(SCAF), "bench", "report", str(out)], check=False, capture_output=True,
+                         text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    assert (out / "summary.csv").exists()
+
+
+def test_advice_thresholds() -> None:
+    assert doctor.advise({"equipartition": 1.2, "speedup": 1.3}, 8).verdict == "speedup"
+    # speedup stays the advice unless equipartition is clearly (> 2%) better.
+    assert doctor.advise({"equipartition": 1.31, "speedup": 1.3}, 8).verdict == "speedup"
+    assert doctor.advise({"equipartition": 1.4, "speedup": 1.3}, 8).verdict == "equipartition"
+    assert doctor.advise({"equipartition": 1.04, "speedup": 1.01}, 8).verdict == "none"
+    assert doctor.advise({"equipartition": 1.05, "speedup": None}, 8).verdict == "equipartition"
+    assert doctor.advise({"equipartition": None, "speedup": None}, 8).verdict == "none"
+    assert doctor.advise({"equipartition": 2.0, "speedup": 2.0}, 1).verdict == "none"
+    text = doctor.advise({"equipartition": 1.2, "speedup": 1.3}, 8).text
+    assert "1.300X" in text and "1.200X" in text
+
+
+def test_pairs_follow_what_is_built() -> None:
+    assert doctor.choose_pairs(["cg", "ep", "spin", "stream"], quick=False) == [("ep", "spin"), ("cg", "stream"), ("ep", "ep")]
+    assert doctor.choose_pairs(["cg", "ep", "spin", "stream"], quick=True) == [("ep", "spin")]
+    assert doctor.choose_pairs(["a", "b"], quick=False) == [("a", "b")]
+    assert doctor.choose_pairs([], quick=False) == []
+
+
+def test_bad_input_and_help() -> None:
+    res = run("--budget", "0")
+    assert res.returncode == 2 and "--budget" in res.stderr
+    res = run("--help")
+    assert res.returncode == 0 and "examples:" in res.stdout and "equipartition" in res.stdout
