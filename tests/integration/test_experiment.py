@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from conftest import ROOT, Daemon, layer_env, parse_result
 from scaf import paths
 
@@ -74,7 +73,7 @@ def alive(pid: int) -> bool:
 def test_chatty_output_and_file_exactly_once_under_forced_experiments(scafd: Daemon, tmp_path: Path) -> None:
     out_file = tmp_path / "chatty.out"
     env = layer_env(scafd.socket, FORCED)
-    r = subprocess.run([str(paths.workload("chatty")), "--size", "S", "--file", str(out_file)],
+    r = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", "--file", str(out_file)],
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     res = parse_result(r.stdout)
@@ -94,9 +93,9 @@ def test_chatty_output_and_file_exactly_once_under_forced_experiments(scafd: Dae
 
 def test_blocked_call_leaves_parent_result_identical(scafd: Daemon, tmp_path: Path) -> None:
     """Same checksum and same printed lines as without the layer, although the experiment was killed."""
-    plain = subprocess.run([str(paths.workload("chatty")), "--size", "S", "--file", str(tmp_path / "a.out")],
+    plain = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", "--file", str(tmp_path / "a.out")],
                            capture_output=True, text=True, timeout=60)
-    forced = subprocess.run([str(paths.workload("chatty")), "--size", "S", "--file", str(tmp_path / "b.out")],
+    forced = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", "--file", str(tmp_path / "b.out")],
                             env=layer_env(scafd.socket, FORCED), capture_output=True, text=True, timeout=60)
     assert plain.returncode == 0 and forced.returncode == 0, forced.stderr
 
@@ -112,7 +111,7 @@ def test_experiment_child_dies_with_killed_parent(scafd: Daemon) -> None:
     prog = build_prog("slowregions")
     # Region 0 is short (it measures the site); region 1 is forked: its serial child runs for seconds.
     env = layer_env(scafd.socket, {**FORCED, "OMP_NUM_THREADS": "2"})
-    before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
+    before = {int(p) for p in os.listdir("/proc") if p.isdigit()}
     p = subprocess.Popen([str(prog), "--regions", "3", "--first-iters", "1000000", "--iters", "3000000000"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -140,7 +139,7 @@ def test_experiment_child_dies_with_killed_parent(scafd: Daemon) -> None:
 def test_fork_with_1gib_heap(scafd: Daemon) -> None:
     prog = build_prog("bigheap")
     regions = 4
-    r = subprocess.run([str(prog), "--heap-mib", "1024", "--regions", str(regions)],
+    r = subprocess.run(check=False, args=[str(prog), "--heap-mib", "1024", "--regions", str(regions)],
                        env=layer_env(scafd.socket, {**FORCED, "OMP_NUM_THREADS": "2"}),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -157,12 +156,12 @@ def test_lazy_no_experiment_while_alone(scafd_factory: Callable[..., Daemon]) ->
     prog = build_prog("slowregions")
     env = layer_env(d.socket, {"SCAF_INPLACE_MAX_MS": "0", "SCAF_EXPERIMENT_INTERVAL_S": "0",
                                "SCAF_VERBOSE": "1", "OMP_NUM_THREADS": "2"})
-    r = subprocess.run([str(prog), "--regions", "6", "--iters", "20000000"], env=env,
+    r = subprocess.run(check=False, args=[str(prog), "--regions", "6", "--iters", "20000000"], env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "forked" not in r.stderr and "baseline" not in r.stderr, r.stderr
     env["SCAF_LAZY"] = "0"
-    r = subprocess.run([str(prog), "--regions", "6", "--iters", "20000000"], env=env,
+    r = subprocess.run(check=False, args=[str(prog), "--regions", "6", "--iters", "20000000"], env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "forked" in r.stderr, r.stderr

@@ -1,0 +1,169 @@
+"""The efficiency estimate as the daemon sees it: measured without counters, ranked correctly,
+long regions flagged, and allocations that follow from it. Real daemon, real layer, real workloads."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from conftest import Daemon, layer_env
+from scaf import paths
+from test_experiment import build_prog
+
+
+def hardware_counters() -> bool:
+    """Can this process count hardware instructions? (What the layer's perfctr.c detects.)"""
+    libc = ctypes.CDLL(None, use_errno=True)
+    # struct perf_event_attr, version 0 size (64 bytes) is accepted by every kernel.
+    attr = bytearray(64)
+    struct.pack_into("IIQ", attr, 0, 0, 64, 1)  # PERF_TYPE_HARDWARE, size, PERF_COUNT_HW_INSTRUCTIONS
+    flags = (1 << 0) | (1 << 5) | (1 << 6)  # disabled, exclude_kernel, exclude_hv
+    struct.pack_into("Q", attr, 40, flags)
+    buf = (ctypes.c_char * 64).from_buffer(attr)
+    nr_perf_event_open = {"x86_64": 298, "aarch64": 241}.get(os.uname().machine)
+    if nr_perf_event_open is None:
+        return False
+    fd = libc.syscall(nr_perf_event_open, buf, 0, -1, -1, 0)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
+@contextmanager
+def running(name: str, env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
+    """A workload under the layer, killed at the end of the block (we only need its estimate)."""
+    p = subprocess.Popen([str(paths.workload(name)), *args], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.communicate(timeout=30)
+
+
+def client(st: dict, pid: int) -> dict | None:
+    return next((c for c in st["clients"] if c["pid"] == pid), None)
+
+
+def settled_efficiency(d: Daemon, p: subprocess.Popen[str], samples: int = 4, timeout: float = 40) -> dict:
+    """Wait until the client has reported a measured estimate `samples` times; return its last entry."""
+    seen = 0
+    last: dict | None = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None:
+        c = client(d.status(), p.pid)
+        if c and c["estimate"] in ("measured", "counters") and c["efficiency"] is not None:
+            seen += 1
+            last = c
+            if seen >= samples:
+                return last
+        time.sleep(0.25)
+    pytest.fail(f"no settled estimate for pid {p.pid} (exit {p.poll()}): last {last}\n{d.stderr()}")
+
+
+def test_timing_fallback_without_counters_is_silent(scafd: Daemon) -> None:
+    """No hardware counters here: the estimate says measured, nothing is printed, nothing crashes."""
+    expect = "counters" if hardware_counters() else "measured"
+    for counters in ("", "1"):
+        env = layer_env(scafd.socket, {"SCAF_LAZY": "0"})
+        env.pop("SCAF_VERBOSE", None)
+        if counters:
+            env["SCAF_COUNTERS"] = counters
+        with running("crit", env, "--size", "W") as p:
+            c = settled_efficiency(scafd, p, samples=2)
+            assert c["estimate"] == expect
+            assert 0.0 < c["efficiency"] <= 1.0
+    # A full run: exit 0, verified, and not one byte on stderr.
+    env = layer_env(scafd.socket, {"SCAF_LAZY": "0", "SCAF_COUNTERS": "1"})
+    env.pop("SCAF_VERBOSE", None)
+    r = subprocess.run(check=False, args=[str(paths.workload("crit")), "--size", "S"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == ""
+    assert "verified=yes" in r.stdout
+
+
+def test_counters_off_and_unavailable_said_only_when_verbose(scafd: Daemon) -> None:
+    if hardware_counters():
+        pytest.skip("this machine has hardware counters: the fallback message does not apply")
+    env = layer_env(scafd.socket, {"SCAF_COUNTERS": "1", "SCAF_VERBOSE": "1"})
+    r = subprocess.run(check=False, args=[str(paths.workload("crit")), "--size", "S"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0
+    assert "no hardware instruction/cycle counters" in r.stderr
+
+
+def test_bad_setting_is_reported_and_ignored(scafd: Daemon) -> None:
+    env = layer_env(scafd.socket, {"SCAF_RC_TAU_S": "soon", "SCAF_LAZY": "maybe"})
+    r = subprocess.run(check=False, args=[str(paths.workload("crit")), "--size", "S"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "verified=yes" in r.stdout
+    assert 'ignoring SCAF_RC_TAU_S="soon"' in r.stderr
+    assert 'ignoring SCAF_LAZY="maybe"' in r.stderr
+
+
+def test_ep_ranks_above_crit_at_two_threads(scafd_factory: Callable[..., Daemon]) -> None:
+    """Each alone on a 2-context daemon (so each runs 2 threads): ep scales, crit serialises."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    env = layer_env(d.socket, {"SCAF_LAZY": "0", "OMP_NUM_THREADS": "2"})
+    eff = {}
+    for name in ("ep", "crit"):
+        with running(name, env, "--size", "W") as p:
+            c = settled_efficiency(d, p)
+            assert c["threads"] == 2
+            eff[name] = c["efficiency"]
+    assert eff["ep"] > eff["crit"], eff
+
+
+def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
+    """A region running past SCAF_LONG_REGION_S: long_region and the stated assumed efficiency, until it ends."""
+    prog = build_prog("slowregions")
+    env = layer_env(scafd.socket, {"SCAF_LONG_REGION_S": "0.3", "SCAF_ASSUMED_EFFICIENCY": "0.37",
+                                   "OMP_NUM_THREADS": "2"})
+    # Region 0 runs for seconds, then short regions follow.
+    p = subprocess.Popen([str(prog), "--regions", "400", "--first-iters", "2000000000", "--iters", "200000"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        st = scafd.wait_for(lambda s: (c := client(s, p.pid)) is not None and c["long_region"], timeout=20,
+                            what="long_region true")
+        c = client(st, p.pid)
+        assert c is not None and c["estimate"] == "assumed" and c["efficiency"] == pytest.approx(0.37)
+        scafd.wait_for(lambda s: (c := client(s, p.pid)) is None or not c["long_region"], timeout=60,
+                       what="long_region cleared after the region ended")
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert "region=399" in out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
+@pytest.mark.parametrize("policy", ["speedup", "equipartition"])
+def test_speedup_gives_ep_more_threads_than_crit(scafd_factory: Callable[..., Daemon], policy: str) -> None:
+    """End to end on a 4-context daemon: under speedup ep ends with more threads than crit; equal otherwise."""
+    d = scafd_factory("--policy", policy, "--cpus", "4", "--no-lookout")
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
+    with running("ep", env, "--size", "A") as ep, running("crit", env, "--size", "A") as crit:
+        settled_efficiency(d, ep)
+        settled_efficiency(d, crit)
+        if policy == "speedup":
+            st = d.wait_for(lambda s: (a := client(s, ep.pid)) is not None and (b := client(s, crit.pid)) is not None
+                            and a["threads"] > b["threads"], timeout=30, what="ep > crit threads")
+        else:
+            time.sleep(1.0)
+            st = d.status()
+        a, b = client(st, ep.pid), client(st, crit.pid)
+        assert a is not None and b is not None
+        assert a["threads"] + b["threads"] == 4
+        if policy == "speedup":
+            assert a["efficiency"] > b["efficiency"]
+        else:
+            assert a["threads"] == b["threads"] == 2

@@ -1,0 +1,135 @@
+/* test_estimate_math.c — region efficiency, the window mix and the RC filter the layer's estimator uses. */
+#include "../../src/layer/estimate_math.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                                              \
+    do {                                                                                                              \
+        if (!(cond)) {                                                                                                \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
+            fprintf(stderr, __VA_ARGS__);                                                                             \
+            fprintf(stderr, "\n");                                                                                    \
+            failures++;                                                                                               \
+        }                                                                                                             \
+    } while (0)
+
+static int near(double a, double b, double tol)
+{
+    return fabs(a - b) <= tol;
+}
+
+static void region_efficiency(void)
+{
+    static const struct {
+        uint64_t serial;
+        unsigned threads;
+        uint64_t par;
+        double want;
+    } cases[] = {
+        {4000, 4, 1000, 1.0},  /* perfect scaling */
+        {4000, 4, 2000, 0.5},  /* half */
+        {1000, 2, 1000, 0.5},  /* no speedup at 2 */
+        {1000, 2, 2000, 0.25}, /* slower than serial */
+        {9000, 2, 1000, 1.0},  /* superlinear or cold baseline: clamped */
+        {1000, 1, 1000, 1.0},  /* one thread */
+        {0, 2, 1000, -1.0},    /* no baseline */
+        {1000, 0, 1000, -1.0}, /* no team */
+        {1000, 2, 0, -1.0},    /* no time */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double e = scaf_region_efficiency(cases[i].serial, cases[i].threads, cases[i].par);
+        CHECK(near(e, cases[i].want, 1e-12), "case %zu: got %g want %g", i, e, cases[i].want);
+    }
+}
+
+static void mix(void)
+{
+    struct scaf_mix m;
+    double e = -7;
+    unsigned team = 99;
+
+    scaf_mix_reset(&m);
+    CHECK(!scaf_mix_value(&m, &e, &team), "empty window has no value");
+    scaf_mix_add_serial(&m, 1000, 4);
+    CHECK(!scaf_mix_value(&m, &e, &team) && e == -7 && team == 99, "serial time alone says nothing");
+    scaf_mix_add_region(&m, 500, -1.0, 4);
+    CHECK(!scaf_mix_value(&m, &e, &team), "unmeasured region time alone says nothing");
+    CHECK(m.w_unknown == 500, "unmeasured time is kept apart");
+
+    /* 3000 ns at E=0.8 on 4 threads, 1000 ns serial on 4 contexts: (2400 + 250) / 4000. */
+    scaf_mix_add_region(&m, 3000, 0.8, 4);
+    CHECK(scaf_mix_value(&m, &e, &team), "value once a measured region is in");
+    CHECK(near(e, 2650.0 / 4000.0, 1e-12), "time-weighted mix: got %g", e);
+    CHECK(team == 4, "team %u", team);
+
+    /* Time-weighted: a long bad region outweighs a short good one. */
+    scaf_mix_reset(&m);
+    scaf_mix_add_region(&m, 100, 1.0, 2);
+    scaf_mix_add_region(&m, 900, 0.2, 2);
+    CHECK(scaf_mix_value(&m, &e, &team) && near(e, 0.28, 1e-12), "got %g", e);
+
+    /* The team is the rounded time-weighted mean. */
+    scaf_mix_reset(&m);
+    scaf_mix_add_region(&m, 300, 0.5, 2);
+    scaf_mix_add_region(&m, 700, 0.5, 4);
+    CHECK(scaf_mix_value(&m, &e, &team) && team == 3, "team %u", team);
+
+    /* A 0-context serial stretch counts as one context, never a division by zero. */
+    scaf_mix_reset(&m);
+    scaf_mix_add_region(&m, 100, 1.0, 1);
+    scaf_mix_add_serial(&m, 100, 0);
+    CHECK(scaf_mix_value(&m, &e, &team) && near(e, 1.0, 1e-12) && team == 1, "e %g team %u", e, team);
+}
+
+static void rc(void)
+{
+    double y;
+
+    CHECK(scaf_rc_filter(0.3, 0, 0.9, 1.0, 1.0) == 0.9, "first sample starts the filter");
+    CHECK(scaf_rc_filter(0.3, 1, 0.9, 1.0, 0.0) == 0.9, "tau 0 passes through");
+    CHECK(scaf_rc_filter(0.3, 1, 0.9, 0.0, 1.0) == 0.3, "dt 0 changes nothing");
+    /* Step response: 1 - 1/e of the way after one time constant. */
+    y = scaf_rc_filter(0.0, 1, 1.0, 2.0, 2.0);
+    CHECK(near(y, 1.0 - exp(-1.0), 1e-12), "step after tau: %g", y);
+    /* Exact discretisation: two half steps equal one whole step, whatever the publishing rate. */
+    {
+        double a = scaf_rc_filter(0.2, 1, 0.7, 0.4, 1.5);
+        double b = scaf_rc_filter(scaf_rc_filter(0.2, 1, 0.7, 0.2, 1.5), 1, 0.7, 0.2, 1.5);
+        double c = 0.2;
+        for (int i = 0; i < 40; i++)
+            c = scaf_rc_filter(c, 1, 0.7, 0.01, 1.5);
+        CHECK(near(a, b, 1e-12) && near(a, c, 1e-12), "rate independence: %g %g %g", a, b, c);
+    }
+    /* Monotone approach, never overshoot. */
+    y = 0.1;
+    for (int i = 0; i < 1000; i++) {
+        double n = scaf_rc_filter(y, 1, 0.6, 0.05, 0.5);
+        CHECK(n >= y && n <= 0.6, "overshoot at %d: %g", i, n);
+        y = n;
+    }
+    CHECK(near(y, 0.6, 1e-9), "converges: %g", y);
+}
+
+static void ppm(void)
+{
+    static const struct {
+        double e;
+        uint32_t want;
+    } cases[] = {{0.0, 0}, {-1.0, 0}, {NAN, 0}, {0.5, 500000}, {0.1234564, 123456}, {1.0, 1000000}, {7.0, 1000000}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(scaf_eff_to_ppm(cases[i].e) == cases[i].want, "case %zu: %u", i, scaf_eff_to_ppm(cases[i].e));
+}
+
+int main(void)
+{
+    region_efficiency();
+    mix();
+    rc();
+    ppm();
+    if (failures)
+        fprintf(stderr, "%d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}
