@@ -8,10 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Self, TextIO
 
 FORMAT_VERSION = 1
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -135,6 +136,21 @@ class Sampler:
         self.prev: dict[tuple[int, int], int] = {}
         self.prev_time: float | None = None
 
+    def add_root(self, pid: int, name: str | None = None) -> None:
+        """Starts tracing another tree (a program started after the trace began)."""
+        st = proc_stat(pid)
+        if st is None:
+            raise ProcessLookupError(pid)
+        if pid in self.roots:
+            return
+        # A new root leaves the tree it was a descendant of.
+        for t in self.trees:
+            t.members.pop(pid, None)
+        tree = Tree(pid, name or st[2])
+        tree.members[pid] = st[1]
+        self.trees.append(tree)
+        self.roots.add(pid)
+
     def _discover(self) -> None:
         """Adds new descendants to each tree; drops members that exited (or whose pid was reused)."""
         procs = all_parents()
@@ -213,6 +229,62 @@ class Writer:
                 else:
                     self.out.write(f"{t:.3f} {tree.root}@{cpu} {use:.3f}\n")
         self.out.flush()
+
+
+class Recorder:
+    """Traces trees in a background thread into a file in the `scaf trace` text format.
+
+    For programs that start other programs (the demo): add each one's pid as it starts;
+    stop() takes a last sample and closes the file, which scaf.plot.plot_trace then draws.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], period: float = 0.1):
+        self.period = period
+        self._out = open(path, "w")  # noqa: SIM115 - closed by stop(), which the thread outlives
+        self._sampler = Sampler([])
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="scaf-trace", daemon=True)
+        self._writer: Writer | None = None
+
+    def add(self, pid: int, name: str | None = None) -> None:
+        """Traces pid's tree from now on; a pid that already exited is ignored."""
+        with self._lock:
+            try:
+                self._sampler.add_root(pid, name)
+            except ProcessLookupError:
+                pass
+
+    def start(self) -> Self:
+        self._start = time.monotonic()
+        self._writer = Writer(self._out, False, self.period, time.time(), _clock_kind())
+        self._sample()
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        with self._lock:
+            now, result = self._sampler.sample()
+            assert self._writer is not None
+            if self._sampler.prev_time is not None and result:
+                self._writer.rows(now - self._start, result)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            self._sample()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._stop.set()
+            self._thread.join()
+            self._sample()
+        self._out.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _clock_kind() -> str:

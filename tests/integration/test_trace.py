@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import SCAF
@@ -105,3 +106,32 @@ def test_help() -> None:
     res = scaf("trace", "--help")
     assert res.returncode == 0
     assert "pid@cpu" in res.stdout.replace("4242@0", "pid@cpu") and "examples:" in res.stdout
+
+
+SPIN = "import time\nend=time.monotonic()+{s}\nwhile time.monotonic()<end: pass"
+
+
+def test_recorder_traces_programs_added_while_running(tmp_path: Path) -> None:
+    """The in-process API the demo uses: programs join the trace as they start."""
+    from scaf.plot import plot_trace, read_trace
+    from scaf.trace import Recorder
+
+    path = tmp_path / "rec.trace"
+    with Recorder(path, period=0.1) as rec:
+        a = subprocess.Popen([sys.executable, "-c", SPIN.format(s=0.8)])
+        rec.add(a.pid, "first")
+        time.sleep(0.3)
+        b = subprocess.Popen([sys.executable, "-c", SPIN.format(s=0.5)])
+        rec.add(b.pid, "second")
+        a.wait(timeout=30)
+        b.wait(timeout=30)
+        rec.add(a.pid, "gone")  # already exited: ignored
+    data = read_trace(path)
+    assert data.names == {a.pid: "first", b.pid: "second"}
+    used = {pid: sum(u for _, p, _, u in data.rows if p == pid) for pid in (a.pid, b.pid)}
+    assert used[a.pid] > 0 and used[b.pid] > 0
+    # b's rows all come after it was added.
+    first_b = min(t for t, p, _, _ in data.rows if p == b.pid)
+    assert first_b > min(t for t, p, _, _ in data.rows if p == a.pid)
+    plot_trace(path, tmp_path / "rec.png")
+    assert (tmp_path / "rec.png").read_bytes()[:4] == b"\x89PNG"
