@@ -271,3 +271,15 @@ def test_help() -> None:
     res = bench("pairs", "--help")
     for c in ("unmodified", "omp-dynamic", "partition", "share2", "equipartition", "speedup"):
         assert c in res.stdout
+
+
+def test_programs_do_not_share_a_working_directory(tmp_path: Path) -> None:
+    # chatty writes chatty.out in its working directory and checks it: two copies in one
+    # folder would fail verification.
+    out = tmp_path / "c"
+    res = bench("pairs", "--workloads", "chatty", "--configs", "unmodified", "--size", "S",
+                "--stagger", "0", "--out", str(out))
+    assert res.returncode == 0, res.stdout + res.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["kind"] for r in runs] == ["solo", "pair"]
+    assert all(p["verified"] == "yes" for r in runs for p in r["programs"])

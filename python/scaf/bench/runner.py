@@ -44,7 +44,7 @@ def base_env(tag: str) -> dict[str, str]:
 
 def spawn(argv: list[str], env: dict[str, str], cpus: list[int] | None,
           stdout: int | object = subprocess.DEVNULL, stderr: int | object = subprocess.DEVNULL,
-          ) -> subprocess.Popen[bytes]:
+          cwd: str | None = None) -> subprocess.Popen[bytes]:
     """Start argv in its own session (its own process group), pinned to cpus if given.
 
     Affinity is inherited from the thread that forks: the spawning thread pins
@@ -57,7 +57,7 @@ def spawn(argv: list[str], env: dict[str, str], cpus: list[int] | None,
             if cpus:
                 os.sched_setaffinity(0, cpus)
             proc = subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr,  # type: ignore[arg-type]
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
         finally:
             if old is not None:
                 os.sched_setaffinity(0, old)
@@ -194,11 +194,15 @@ def run_together(programs: list[Program], offsets: list[float], timeout: float) 
     with contextlib.ExitStack() as files:
         outs = [files.enter_context(tempfile.TemporaryFile()) for _ in programs]
         errs = [files.enter_context(tempfile.TemporaryFile()) for _ in programs]
-        return _run_with_files(programs, offsets, timeout, outs, errs)
+        # Each program in a folder of its own: two copies of a program that writes a file in
+        # its working directory must not clobber each other's.
+        cwds = [files.enter_context(tempfile.TemporaryDirectory(prefix="scaf-bench-run-"))
+                for _ in programs]
+        return _run_with_files(programs, offsets, timeout, outs, errs, cwds)
 
 
 def _run_with_files(programs: list[Program], offsets: list[float], timeout: float,
-                    outs: list, errs: list) -> list[dict]:
+                    outs: list, errs: list, cwds: list[str]) -> list[dict]:
     records: list[dict] = [{} for _ in programs]
     procs: list[subprocess.Popen[bytes] | None] = [None] * len(programs)
     ends: list[float | None] = [None] * len(programs)
@@ -219,7 +223,7 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
                 time.sleep(delay)
             starts[i] = time.monotonic()
             try:
-                procs[i] = spawn(prog.argv, prog.env, prog.cpus, outs[i], errs[i])
+                procs[i] = spawn(prog.argv, prog.env, prog.cpus, outs[i], errs[i], cwds[i])
             except OSError as e:
                 records[i] = {"error": f"cannot start {prog.argv[0]}: {e.strerror or e}"}
                 continue
