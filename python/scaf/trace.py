@@ -328,8 +328,15 @@ def _run_command(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as e:
         print(f"scaf trace: cannot run {args.command[0]}: {e.strerror or e}", file=sys.stderr)
         return 127
-    # The command shares our terminal: Ctrl-C reaches it directly; we keep sampling until it ends.
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The command shares our terminal: Ctrl-C reaches it directly; we keep sampling until it
+    # ends. SIGTERM and SIGHUP sent to us are passed on, so that the command ends and we follow.
+    def forward(signum: int, frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    old = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        old[sig] = signal.signal(sig, forward)
     try:
         try:
             trace([child.pid], out, args.period, args.csv, child=child,
@@ -338,7 +345,8 @@ def _run_command(args: argparse.Namespace, out: TextIO) -> int:
             pass  # the command ended before the first sample
         rc = child.wait()
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     return 128 - rc if rc < 0 else rc
 
 

@@ -135,3 +135,14 @@ def test_recorder_traces_programs_added_while_running(tmp_path: Path) -> None:
     assert first_b > min(t for t, p, _, _ in data.rows if p == a.pid)
     plot_trace(path, tmp_path / "rec.png")
     assert (tmp_path / "rec.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sigterm_is_passed_to_the_command(tmp_path: Path) -> None:
+    out = tmp_path / "t.trace"
+    proc = subprocess.Popen([str(SCAF), "trace", "-o", str(out), "--", "sleep", "60"],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (out.exists() and "# tree" in out.read_text()):
+        time.sleep(0.05)
+    proc.terminate()
+    assert proc.wait(timeout=30) == 128 + 15

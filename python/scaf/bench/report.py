@@ -380,7 +380,13 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
             row = [f"{pair[0]}+{pair[1]}"]
             for c in order:
                 e = entries[pair].get(c)
-                row.append("-" if e is None else ("FAILED" if e.total is None else f"{e.total:.2f}"))
+                if e is None:
+                    row.append("-")
+                elif e.total is not None:
+                    row.append(f"{e.total:.2f}")
+                else:
+                    # Runs that worked but give no speedup: no usable serial time, or a 0 s time.
+                    row.append("FAILED" if e.ok_runs == 0 else "n/a")
             cells.append(row)
             t.add_row(*row)
         console.print(t)
