@@ -219,6 +219,24 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* All threads of this process: a syscall (no vDSO), so only read for sampled instances. */
+static uint64_t process_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Which measured instances read the process CPU clock (two syscalls, ~1 us):
+ * every instance of a site whose regions take 200 us or more, every 16th of
+ * shorter ones.
+ */
+#define CPU_SAMPLE_MIN_NS 200000ull
+#define CPU_SAMPLE_EVERY 16
+
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 
@@ -243,6 +261,9 @@ static void republish(struct scaf_page *pg)
             page_publish(pg, cfg.assumed, filt_team ? filt_team : LD(pg->last_team), SCAF_ESTIMATE_ASSUMED);
     } else if (have_filt) {
         page_publish(pg, filt, filt_team, filt_kind);
+    } else if (LD(pg->estimate) == SCAF_ESTIMATE_ASSUMED) {
+        /* The long region ended before anything was measured: back to "no estimate", not a stale assumption. */
+        page_publish(pg, 0.0, 0, SCAF_ESTIMATE_NONE);
     }
 }
 
@@ -559,6 +580,9 @@ unsigned scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *da
             }
         }
     }
+    if (threads >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
+        (par >= CPU_SAMPLE_MIN_NS || LD(s->instances) % CPU_SAMPLE_EVERY == 0))
+        r->cpu0_ns = process_cpu_ns();
     /* IPC of this thread against the experiment's, where counters exist and the region is long enough to pay
      * for three syscalls. */
     if (threads >= 2 && LD(s->serial_ins) && par >= 1000000ull && scaf_perfctr_available()) {
@@ -621,6 +645,7 @@ void scaf_estimate_end(struct scaf_region *r)
     default:
         if (s) {
             int counted = 0;
+            uint64_t cpu = 0;
             double e;
 
             if (r->threads >= 2) {
@@ -628,8 +653,15 @@ void scaf_estimate_end(struct scaf_region *r)
                 ST(s->par_threads, r->threads);
             }
             e = instance_efficiency(r, s, el, &counted);
+            if (r->cpu0_ns && !counted) {
+                uint64_t c = process_cpu_ns();
+
+                cpu = c > r->cpu0_ns ? c - r->cpu0_ns : 0;
+            }
             if (win_trylock()) {
                 scaf_mix_add_region(&win, el, e, r->threads);
+                if (cpu)
+                    scaf_mix_add_cpu(&win, LD(s->serial_ns), cpu);
                 win_counters |= counted;
                 win_unlock();
             }

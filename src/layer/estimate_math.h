@@ -30,7 +30,7 @@ static inline double scaf_region_efficiency(uint64_t serial_ns, unsigned threads
 
 /*
  * One window of the process's life. Time spent in regions whose call site has
- * a serial baseline counts with that region's efficiency; time between regions
+ * a serial baseline counts with the regions' efficiency; time between regions
  * counts as 1/N (one thread busy on N allocated contexts); region time without
  * a baseline is left out, which weighs the window as if it ran like the
  * measured regions.
@@ -42,11 +42,14 @@ struct scaf_mix {
     double we_serial; /* sum of ns x 1/N over them */
     double wt;        /* sum of ns x team size (measured regions and serial stretches) */
     double w_unknown; /* ns in regions without a baseline (reported, not mixed) */
+    double serial_cpu; /* sum of serial baselines over instances whose process CPU time was read */
+    double par_cpu;    /* sum of the process CPU time those instances consumed */
 };
 
 static inline void scaf_mix_reset(struct scaf_mix *m)
 {
     m->w_known = m->we_known = m->w_serial = m->we_serial = m->wt = m->w_unknown = 0.0;
+    m->serial_cpu = m->par_cpu = 0.0;
 }
 
 static inline void scaf_mix_add_region(struct scaf_mix *m, uint64_t ns, double eff, unsigned threads)
@@ -58,6 +61,23 @@ static inline void scaf_mix_add_region(struct scaf_mix *m, uint64_t ns, double e
     m->w_known += (double)ns;
     m->we_known += (double)ns * eff;
     m->wt += (double)ns * threads;
+}
+
+/*
+ * CPU view of one measured instance: its serial baseline (CPU time of one
+ * thread) and the CPU time the whole process consumed while it ran. Their
+ * ratio is the time analogue of the IPC ratio: the work the region needs over
+ * the CPU the team burned for it (spinning, contention and stalls included),
+ * and, unlike wall time, it does not fall when the machine time-slices the
+ * team with other programs. Summed over the window, so the tick granularity
+ * of other threads' CPU clocks averages out.
+ */
+static inline void scaf_mix_add_cpu(struct scaf_mix *m, uint64_t serial_ns, uint64_t cpu_ns)
+{
+    if (serial_ns == 0 || cpu_ns == 0)
+        return;
+    m->serial_cpu += (double)serial_ns;
+    m->par_cpu += (double)cpu_ns;
 }
 
 static inline void scaf_mix_add_serial(struct scaf_mix *m, uint64_t ns, unsigned contexts)
@@ -80,9 +100,19 @@ static inline int scaf_mix_value(const struct scaf_mix *m, double *eff, unsigned
     double w = m->w_known + m->w_serial;
     double t;
 
+    double e_reg;
+
     if (m->w_known <= 0.0 || w <= 0.0)
         return 0;
-    *eff = (m->we_known + m->we_serial) / w;
+    /* Region efficiency from the CPU view where the window has one, else from wall times. */
+    if (m->par_cpu > 0.0) {
+        e_reg = m->serial_cpu / m->par_cpu;
+        if (e_reg > 1.0)
+            e_reg = 1.0;
+    } else {
+        e_reg = m->we_known / m->w_known;
+    }
+    *eff = (m->w_known * e_reg + m->we_serial) / w;
     t = m->wt / w + 0.5;
     *team = t < 1.0 ? 1u : (unsigned)t;
     return 1;

@@ -135,8 +135,10 @@ def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
                             what="long_region true")
         c = client(st, p.pid)
         assert c is not None and c["estimate"] == "assumed" and c["efficiency"] == pytest.approx(0.37)
-        scafd.wait_for(lambda s: (c := client(s, p.pid)) is None or not c["long_region"], timeout=60,
-                       what="long_region cleared after the region ended")
+        st = scafd.wait_for(lambda s: (c := client(s, p.pid)) is None or not c["long_region"], timeout=60,
+                            what="long_region cleared after the region ended")
+        c = client(st, p.pid)
+        assert c is None or c["estimate"] != "assumed", "the assumption ends with the long region"
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
         assert "region=399" in out

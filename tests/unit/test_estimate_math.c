@@ -77,6 +77,19 @@ static void mix(void)
     scaf_mix_add_region(&m, 700, 0.5, 4);
     CHECK(scaf_mix_value(&m, &e, &team) && team == 3, "team %u", team);
 
+    /* The CPU view, where present, gives the regions' efficiency; wall time still weighs them. */
+    scaf_mix_reset(&m);
+    scaf_mix_add_region(&m, 3000, 0.2, 2); /* wall view says 0.2 (time-sliced) */
+    scaf_mix_add_cpu(&m, 900, 1000);       /* CPU view: 0.9 */
+    scaf_mix_add_serial(&m, 1000, 2);
+    CHECK(scaf_mix_value(&m, &e, &team) && near(e, (3000 * 0.9 + 500) / 4000.0, 1e-12), "cpu view: %g", e);
+    scaf_mix_add_cpu(&m, 0, 1000); /* nothing to compare: ignored */
+    scaf_mix_add_cpu(&m, 5000, 1000);
+    CHECK(scaf_mix_value(&m, &e, &team) && near(e, (3000 * 1.0 + 500) / 4000.0, 1e-12), "clamped: %g", e);
+    scaf_mix_reset(&m);
+    scaf_mix_add_cpu(&m, 900, 1000);
+    CHECK(!scaf_mix_value(&m, &e, &team), "CPU view without region time says nothing");
+
     /* A 0-context serial stretch counts as one context, never a division by zero. */
     scaf_mix_reset(&m);
     scaf_mix_add_region(&m, 100, 1.0, 1);
