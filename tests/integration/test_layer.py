@@ -27,14 +27,19 @@ QUIET = {"OMP_WAIT_POLICY": "passive"}
 NO_ESTIMATE = {"SCAF_ESTIMATE": "0", **QUIET}
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Compiles tests/progs/omp_probe.c with the system gcc and libgomp."""
     out = tmp_path_factory.mktemp("progs") / "omp_probe"
     subprocess.run(
         ["gcc", "-fopenmp", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(PROGS / "omp_probe.c")],
         check=True,
     )
     return out
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_probe(tmp_path_factory)
 
 
 class Probe:

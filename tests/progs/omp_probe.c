@@ -185,13 +185,11 @@ static int loop_until(const char *stop, double maxsec)
 {
     struct timespec t0;
     int last = -1, round = 0;
-    unsigned long long h = 0;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
         fill(round++);
         round_all();
-        h ^= digest();
         if (team[K_PAR] != last) {
             last = team[K_PAR];
             printf("team=%d\n", last);
@@ -199,11 +197,13 @@ static int loop_until(const char *stop, double maxsec)
         }
         usleep(5000);
     } while (!stop_now(stop, maxsec, &t0));
+    /* The checksum must not depend on how many rounds fit in the time. */
+    fill(1);
+    round_all();
     printf("kinds");
     for (int k = 0; k < NKINDS; k++)
         printf(" %s=%d", kind_name[k], team[k]);
     printf("\n");
-    (void)h;
     return 0;
 }
 
