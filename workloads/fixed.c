@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         break;
     }
     const long n = WL_PICK(args.size, 1L << 20, 1L << 24, 1L << 24);
-    const int iterations = WL_PICK(args.size, 10, 60, 240);
+    const int iterations = WL_PICK(args.size, 10, 80, 320);
     const int nt = omp_get_max_threads();
     omp_set_num_threads(nt);
 
