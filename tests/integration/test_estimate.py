@@ -154,12 +154,14 @@ def test_speedup_gives_ep_more_threads_than_crit(scafd_factory: Callable[..., Da
     d = scafd_factory("--policy", policy, "--cpus", "4", "--no-lookout")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
     with running("ep", env, "--size", "A") as ep, running("crit", env, "--size", "A") as crit:
-        settled_efficiency(d, ep)
-        settled_efficiency(d, crit)
         if policy == "speedup":
+            settled_efficiency(d, ep)
+            settled_efficiency(d, crit)
             st = d.wait_for(lambda s: (a := client(s, ep.pid)) is not None and (b := client(s, crit.pid)) is not None
                             and a["threads"] > b["threads"], timeout=30, what="ep > crit threads")
         else:
+            d.wait_for(lambda s: client(s, ep.pid) is not None and client(s, crit.pid) is not None, timeout=20,
+                       what="both clients")
             time.sleep(1.0)
             st = d.status()
         a, b = client(st, ep.pid), client(st, crit.pid)
