@@ -202,8 +202,11 @@ static void note_fixed(int team)
         scaf_layer_log("non-malleable from now on: team fixed at %u", t);
     /* Flags first, then the page: a reconnect publishing a new page in between copies them itself. */
     scaf_layer_publish_flags(atomic_load(&scaf_layer_page));
-    if (atomic_load(&scaf_conn_state) == SCAF_CONN_UNTRIED)
+    if (atomic_load(&scaf_conn_state) == SCAF_CONN_UNTRIED) {
+        int saved = errno;
         scaf_conn_first();
+        errno = saved;
+    }
 }
 
 static inline int outside_parallel(void)
