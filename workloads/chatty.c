@@ -86,8 +86,11 @@ int main(int argc, char **argv)
     case WL_ARGS_RUN:
         break;
     }
-    const int instances = WL_PICK(args.size, 16, 800, 3200);
-    const long n = 1L << 23; /* about 8 ms per instance at one thread: long enough to fork for */
+    const int instances = WL_PICK(args.size, 16, 400, 1600);
+    /* About 10 ms per instance at one thread: threads x time stays well above
+     * the few milliseconds under which scaf times a region in place instead
+     * of forking a serial experiment. */
+    const long n = 1L << 24;
     const long nb = n / BLOCK;
     uint64_t *x = malloc((size_t)n * sizeof *x);
     uint64_t *partial = malloc((size_t)nb * sizeof *partial);

@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     case WL_ARGS_RUN:
         break;
     }
-    const uint64_t K = WL_PICK(args.size, 2000u, 400000u, 1600000u);
+    const uint64_t K = WL_PICK(args.size, 1000u, 400000u, 1600000u);
     for (int i = 0; i < M; i++)
         a[i] = wl_mix64((uint64_t)i);
 
