@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 EPILOG = """\
 examples:
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     overhead.register(kinds, EPILOG)
 
     def no_kind(args: argparse.Namespace) -> int:
-        p.print_help()
+        p.print_help(sys.stderr)
         return 2
 
     p.set_defaults(func=no_kind)

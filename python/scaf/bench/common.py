@@ -83,6 +83,16 @@ def nonneg_float(text: str) -> float:
     return v
 
 
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {v}")
+    return v
+
+
 def add_common(p: argparse.ArgumentParser, workloads_help: str) -> None:
     p.add_argument("--workloads", metavar="A,B,...", help=workloads_help)
     p.add_argument("--size", choices=SIZES, default="W", help="workload size (default W)")
@@ -93,7 +103,7 @@ def add_common(p: argparse.ArgumentParser, workloads_help: str) -> None:
                         "an existing one is resumed")
     p.add_argument("--cpus", type=int, metavar="N", help="use only the first N CPUs of the set")
     p.add_argument("--taskset", metavar="LIST", help="use only these CPUs (e.g. 0-7)")
-    p.add_argument("--timeout", type=float, default=900, metavar="S",
+    p.add_argument("--timeout", type=positive_float, default=900, metavar="S",
                    help="kill a program that runs longer than S seconds (default 900)")
     p.add_argument("--retry-failed", action="store_true",
                    help="when resuming, run failed measurements again instead of keeping them")

@@ -137,7 +137,7 @@ def register(sub: argparse._SubParsersAction, epilog: str) -> None:
                    help="output folder (default results/overhead-YYYYmmdd-HHMMSS); an existing one is resumed")
     p.add_argument("--cpus", type=int, metavar="N", help="use only the first N CPUs")
     p.add_argument("--taskset", metavar="LIST", help="use only these CPUs")
-    p.add_argument("--timeout", type=float, default=900, metavar="S", help="per-run limit (default 900)")
+    p.add_argument("--timeout", type=common.positive_float, default=900, metavar="S", help="per-run limit (default 900)")
     p.add_argument("--retry-failed", action="store_true", help="rerun failed rounds when resuming")
     p.add_argument("--no-report", action="store_true", help="do not render the tables at the end")
     p.set_defaults(func=cmd_overhead)
