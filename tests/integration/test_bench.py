@@ -77,6 +77,9 @@ def test_pairs_end_to_end(uninterrupted: tuple[Path, subprocess.CompletedProcess
             assert all(p["scaf_client"] for p in r["programs"])
             assert r["daemon"]["returncode"] == 0 and (out / r["alloc_log"]).stat().st_size > 0
             assert all(p["settings"]["LD_PRELOAD"].endswith("libscaf_gomp.so") for p in r["programs"])
+            # Its private folder (socket, lock) is gone.
+            argv = r["daemon"]["argv"]
+            assert not Path(argv[argv.index("--socket") + 1]).parent.exists()
         if r.get("config") == "unmodified":
             assert all(p["settings"] == {} for p in r["programs"])
     for name in PNGS:
@@ -283,3 +286,15 @@ def test_programs_do_not_share_a_working_directory(tmp_path: Path) -> None:
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["kind"] for r in runs] == ["solo", "pair"]
     assert all(p["verified"] == "yes" for r in runs for p in r["programs"])
+
+
+def test_a_daemon_that_cannot_start_is_a_recorded_failure(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    res = bench("pairs", "--workloads", "ep", "--configs", "unmodified,equipartition", "--size", "S",
+                "--stagger", "0", "--daemon-arg=--no-such-option", "--out", str(out))
+    assert res.returncode == 1, res.stdout + res.stderr
+    runs = {r.get("config"): r for r in json.loads((out / "results.json").read_text())["runs"]}
+    assert runs["unmodified"]["error"] is None
+    assert "scafd exited" in runs["equipartition"]["error"]
+    assert runs["equipartition"]["programs"] == []
+    assert "scafd exited" in res.stdout and "FAILED" in res.stdout

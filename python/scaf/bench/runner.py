@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -311,22 +312,31 @@ class PrivateDaemon:
         argv += extra
         self.argv = argv
         env = base_env(tag)
-        with open(self.stderr_path, "wb") as err:
-            self.proc = spawn(argv, env, cpus, stdout=err, stderr=err)
+        try:
+            with open(self.stderr_path, "wb") as err:
+                self.proc = spawn(argv, env, cpus, stdout=err, stderr=err)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        try:
+            self._wait_ready()
+        except BaseException:
+            # Interrupted or failed while starting: nobody else knows this daemon yet.
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + 10
         while True:
             if self.proc.poll() is not None:
-                msg = self.stderr().strip()
-                self.stop()
-                raise BenchError(f"scafd exited with status {self.proc.returncode}: {msg}")
+                raise BenchError(f"scafd exited with status {self.proc.returncode}: {self.stderr().strip()}")
             try:
                 proto.status(self.socket, timeout=1)
                 return
             except proto.DaemonUnavailable:
                 if time.monotonic() > deadline:
-                    msg = self.stderr().strip()
-                    self.stop()
-                    raise BenchError(f"scafd did not answer on {self.socket} within 10 s: {msg}") from None
+                    raise BenchError(f"scafd did not answer on {self.socket} within 10 s: "
+                                     f"{self.stderr().strip()}") from None
                 time.sleep(0.02)
 
     def stderr(self) -> str:
@@ -350,15 +360,8 @@ class PrivateDaemon:
         kill_group(self.proc)
         info = {"argv": self.argv, "returncode": self.proc.returncode,
                 "alive_at_end": was_alive, "stderr_tail": self.stderr()[-600:]}
-        for name in ("scafd.stderr", "scafd.sock"):
-            try:
-                os.unlink(os.path.join(self.dir, name))
-            except OSError:
-                pass
-        try:
-            os.rmdir(self.dir)
-        except OSError:
-            pass
+        # The folder is ours alone (mkdtemp): socket, lock file, messages all go with it.
+        shutil.rmtree(self.dir, ignore_errors=True)
         return info
 
 
