@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "estimate.h"
 #include "layer.h"
 
 /* How often the helper looks at the socket (daemon death) when no wake comes. */
@@ -155,10 +156,16 @@ static void reconnect(void)
         if (res == SCAF_CONN_REFUSED_VERSION) {
             /* A daemon of another protocol will not change its mind: keep the last allocation for good. */
             scaf_layer_log("new daemon speaks another protocol: giving up reconnecting");
-            for (;;)
-                pause();
+            for (;;) {
+                sleep_ms(TICK_MS);
+                scaf_estimate_long_region_check(0);
+            }
         }
-        sleep_ms(delay);
+        /* The estimator's watch (long regions, experiment bounds) keeps its pace meanwhile. */
+        for (unsigned slept = 0; slept < delay; slept += TICK_MS) {
+            sleep_ms(delay - slept < TICK_MS ? delay - slept : TICK_MS);
+            scaf_estimate_long_region_check(0);
+        }
         delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
     }
 }
@@ -179,6 +186,7 @@ static void *helper_main(void *arg)
         seq = atomic_load_explicit(&p->seq, memory_order_acquire);
         apply_control(p, &applied);
         futex_wait(&p->seq, seq, TICK_MS);
+        scaf_estimate_long_region_check(0);
         if (scaf_conn_lost())
             reconnect();
     }
