@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf import paths, proto  # noqa: E402
+from scaf import paths, proto
 
 SCAF = paths.build_dir() / "bin" / "scaf"
 
@@ -43,7 +43,7 @@ class Daemon:
 
     def start(self) -> None:
         cmd = [str(self.binary), "--socket", self.socket, "--log", self.log, *self.args]
-        self._stderr = open(self.stderr_path, "ab")
+        self._stderr = open(self.stderr_path, "ab")  # noqa: SIM115 -- lives as long as the daemon
         self.proc = subprocess.Popen(cmd, stdout=self._stderr, stderr=self._stderr, env=self.env)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
