@@ -38,7 +38,7 @@ $(BUILD)/bin/scaf: tools/scaf.in
 	sed -e 's|@ROOT@|$(CURDIR)|g' tools/scaf.in > $@
 	chmod +x $@
 
-test: all asan test-unit test-py
+test: all asan lint test-unit test-py
 
 test-unit:
 	cd $(BUILD)/cmake && ctest --output-on-failure
