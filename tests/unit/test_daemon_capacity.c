@@ -6,17 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                                             \
-            fprintf(stderr, "\n");                                                                                    \
-            failures++;                                                                                               \
-        }                                                                                                             \
-    } while (0)
+#include "check.h"
 
 static void cpumax(void)
 {
@@ -96,9 +86,5 @@ int main(void)
     cpumax();
     cpulist();
     detect();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    else
-        printf("test_daemon_capacity: ok\n");
-    return failures != 0;
+    return check_exit("test_daemon_capacity");
 }

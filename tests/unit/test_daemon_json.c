@@ -4,17 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                                             \
-            fprintf(stderr, "\n");                                                                                    \
-            failures++;                                                                                               \
-        }                                                                                                             \
-    } while (0)
+#include "check.h"
 
 static void json_escape(void)
 {
@@ -40,9 +30,5 @@ static void json_escape(void)
 int main(void)
 {
     json_escape();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    else
-        printf("test_daemon_json: ok\n");
-    return failures != 0;
+    return check_exit("test_daemon_json");
 }

@@ -7,17 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                                             \
-            fprintf(stderr, "\n");                                                                                    \
-            failures++;                                                                                               \
-        }                                                                                                             \
-    } while (0)
+#include "check.h"
 
 /* A real 4-CPU /proc/stat (trimmed after the per-CPU lines). */
 static const char STAT[] = "cpu  4705 150 1120 16250 520 0 34 7 0 0\n"
@@ -107,9 +97,5 @@ int main(void)
     procstat();
     pidstat();
     foreign();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    else
-        printf("test_daemon_lookout: ok\n");
-    return failures != 0;
+    return check_exit("test_daemon_lookout");
 }

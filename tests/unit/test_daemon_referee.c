@@ -5,17 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                                             \
-            fprintf(stderr, "\n");                                                                                    \
-            failures++;                                                                                               \
-        }                                                                                                             \
-    } while (0)
+#include "check.h"
 
 /* The set as a bit mask of CPUs 0..63 (enough for these tables). */
 static uint64_t mask(const uint64_t *set)
@@ -166,9 +156,5 @@ int main(void)
     decide_equipartition();
     decide_more_clients_than_contexts();
     decide_clamps();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    else
-        printf("test_daemon_referee: ok\n");
-    return failures != 0;
+    return check_exit("test_daemon_referee");
 }

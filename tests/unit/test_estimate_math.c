@@ -4,17 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                                             \
-            fprintf(stderr, "\n");                                                                                    \
-            failures++;                                                                                               \
-        }                                                                                                             \
-    } while (0)
+#include "check.h"
 
 static int near(double a, double b, double tol)
 {
@@ -142,7 +132,5 @@ int main(void)
     mix();
     rc();
     ppm();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    return check_exit("test_estimate_math");
 }

@@ -6,24 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+
 #define MAXN 64
-
-static int failures;
-
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "FAIL %s: %s\n", what, detail);
-    failures++;
-}
-
-static void fmt(char *buf, size_t len, const uint32_t *v, uint32_t n)
-{
-    size_t off = 0;
-
-    buf[0] = 0;
-    for (uint32_t i = 0; i < n && off + 12 < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? "," : "", v[i]);
-}
 
 struct tcase {
     const char *name;
@@ -190,10 +175,5 @@ int main(void)
     run_table();
     run_errors();
     run_properties(20000);
-    if (failures) {
-        fprintf(stderr, "test_intpart: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_intpart: all passed\n");
-    return 0;
+    return check_exit("test_intpart");
 }

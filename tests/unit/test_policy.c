@@ -6,27 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+
 #define MAXK 48
 #define UNKNOWN (-1.0)
 /* p', E, prev, cap, prev_coef */
 #define F(P, E, PREV, CAP, COEF) {.p = (P), .e = (E), .prev = (PREV), .cap = (CAP), .prev_coef = (COEF)}
-
-static int failures;
-
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "FAIL %s: %s\n", what, detail);
-    failures++;
-}
-
-static void fmt(char *buf, size_t len, const uint32_t *v, uint32_t n)
-{
-    size_t off = 0;
-
-    buf[0] = 0;
-    for (uint32_t i = 0; i < n && off + 12 < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? "," : "", v[i]);
-}
 
 /* A client as the tables describe it: cap 0 = none, E < 0 = unknown. */
 struct cl {
@@ -423,10 +408,5 @@ int main(void)
     run_garbage();
     run_properties(5000);
     run_damping();
-    if (failures) {
-        fprintf(stderr, "test_policy: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_policy: all passed\n");
-    return 0;
+    return check_exit("test_policy");
 }
