@@ -235,7 +235,10 @@ def _speedup(serial: float, t: float) -> float | None:
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
-    return "-" if v is None else f"{v:.2f}{unit}"
+    """Speedups with 2 decimals; times with 3 significant digits (size S runs take milliseconds)."""
+    if v is None:
+        return "-"
+    return f"{v:.2f}{unit}" if unit else f"{v:.3g}"
 
 
 def report(names: list[str], serial: list[Result], plain: list[Result], scaf: list[Result],

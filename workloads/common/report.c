@@ -39,7 +39,7 @@ void wl_checksum_print(uint64_t checksum)
 
 int wl_result_print(const char *name, double seconds, int verified)
 {
-    printf("name=%s threads=%d time_s=%.3f verified=%s\n", name, wl_team_max(), seconds,
+    printf("name=%s threads=%d time_s=%.6f verified=%s\n", name, wl_team_max(), seconds,
            verified ? "yes" : "no");
     fflush(stdout);
     return verified ? 0 : 1;
