@@ -184,8 +184,8 @@ int main(int argc, char **argv)
         break;
     }
     struct grid g;
-    g.rows = g.cols = WL_PICK(args.size, 256, 2048, 4096);
-    const int sweeps = WL_PICK(args.size, 6, 300, 300);
+    g.rows = g.cols = WL_PICK(args.size, 1024, 2048, 4096);
+    const int sweeps = WL_PICK(args.size, 8, 300, 300);
     g.stride = (size_t)g.cols + 2;
     g.a = malloc((size_t)(g.rows + 2) * g.stride * sizeof(double));
     g.old = malloc((size_t)(g.rows + 2) * g.stride * sizeof(double));

@@ -63,7 +63,7 @@ examples:
   scaf demo --size S                         a quick check (well under a minute)
   scaf demo --workloads spin,spin            two copies of the spin-lock pipeline
   scaf demo --keep                           keep outputs and the daemon's allocation log
-  scaf demo --plot out/                      also plot the allocations over time
+  scaf demo --plot out/                      also draw allocations and per-CPU traces
 """
 
 
@@ -79,7 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"comma-separated workloads from build/workloads (default {DEFAULT_WORKLOADS})")
     p.add_argument("--size", choices=("S", "W", "A"), default="W",
                    help="problem size: S quick check, W a few seconds each (default), A longer")
-    p.add_argument("--plot", metavar="DIR", help="write a plot of the daemon's allocations over time into DIR")
+    p.add_argument("--plot", metavar="DIR", help="write pictures of the run into DIR: demo-alloc.png (threads per program over "
+                        "time, from the daemon's log) and demo-trace-unmodified.png / demo-trace-scaf.png "
+                        "(which program used each CPU over time)")
     p.add_argument("--keep", action="store_true",
                    help="keep the private directory (outputs, daemon log, allocation log) and say where")
     p.set_defaults(func=main)
@@ -162,8 +164,18 @@ class Demo:
         raise DemoFailed("the private daemon did not answer within 10 s:\n"
                          + Path(self.daemon_stderr).read_text(errors="replace"))
 
-    def run_together(self, label: str, names: list[str], size: str, scaf: bool, serial: bool) -> list[Result]:
-        """Start NAMES at the same moment, wait for all, return their results (in order)."""
+    def trace_path(self, label: str) -> str:
+        return os.path.join(self.dir, f"{label}.trace")
+
+    def run_together(self, label: str, names: list[str], size: str, scaf: bool, serial: bool,
+                     trace: bool = False) -> list[Result]:
+        """Start NAMES at the same moment, wait for all, return their results (in order).
+
+        With trace, per-CPU usage of each program's tree goes to trace_path(label).
+        """
+        from scaf.trace import Recorder
+
+        recorder = Recorder(self.trace_path(label)).start() if trace else None
         started: list[tuple[str, subprocess.Popen[bytes], str, float]] = []
         for i, name in enumerate(names):
             out = os.path.join(self.dir, f"{label}-{i}-{name}.out")
@@ -172,10 +184,16 @@ class Demo:
                 p = subprocess.Popen([str(paths.workload(name)), "--size", size], stdin=subprocess.DEVNULL,
                                      stdout=f, stderr=f, env=self.env(scaf, serial), start_new_session=True)
             self.procs.append(p)
+            if recorder:
+                recorder.add(p.pid, name)
             started.append((name, p, out, time.monotonic()))
         results = []
-        for name, p, out, t0 in started:
-            code = p.wait()
+        try:
+            codes = [p.wait() for _, p, _, _ in started]
+        finally:
+            if recorder:
+                recorder.stop()
+        for (name, p, out, t0), code in zip(started, codes, strict=True):
             wall = time.monotonic() - t0
             text = Path(out).read_text(errors="replace")
             fields = last_line_fields(text)
@@ -280,25 +298,23 @@ def report(names: list[str], serial: list[Result], plain: list[Result], scaf: li
     return ratio
 
 
-def _plot(log: str, out_dir: str, err: Console) -> bool:
-    try:
-        from scaf import plot as plotmod  # the bench/trace engineer's module
-    except ImportError as e:
-        err.print(f"[yellow]scaf: --plot is not available ({e}); skipped[/]")
-        return True
-    fn = getattr(plotmod, "plot_alloc_log", None)
-    if fn is None:
-        err.print("[yellow]scaf: --plot is not available yet (scaf.plot has no plot_alloc_log); skipped[/]")
-        return True
+def _plot(demo: Demo, labels: list[str], out_dir: str, err: Console) -> bool:
+    """The allocation timeline and, per concurrent phase, the per-CPU trace (time- vs space-sharing)."""
+    from scaf.plot import plot_alloc_log, plot_trace
+
     os.makedirs(out_dir, exist_ok=True)
-    png = os.path.join(out_dir, "demo-alloc.png")
-    try:
-        fn(log, png)
-    except Exception as e:  # noqa: BLE001 - another team's code; report it, the measurements stand
-        err.print(f"[red]scaf: plotting {log} failed: {e}[/]")
-        return False
-    err.print(f"wrote {png}")
-    return True
+    jobs = [(plot_alloc_log, demo.alloc_log, os.path.join(out_dir, "demo-alloc.png"))]
+    jobs += [(plot_trace, demo.trace_path(lb), os.path.join(out_dir, f"demo-trace-{lb}.png")) for lb in labels]
+    ok = True
+    for fn, src, png in jobs:
+        try:
+            fn(src, png)
+        except Exception as e:  # noqa: BLE001 - a failed picture must not hide the measurements above
+            err.print(f"[red]scaf: plotting {src} failed: {e}[/]")
+            ok = False
+            continue
+        err.print(f"wrote {png}")
+    return ok
 
 
 def _raise_exit(signum: int, _frame: object) -> None:
@@ -345,10 +361,11 @@ def main(args: argparse.Namespace) -> int:
             err.print(f"serial: {n} {serial[-1].time_s:.2f} s")
         together = " and ".join(names)
         with err.status(f"unmodified: {together} at once, default threads, plain libgomp"):
-            plain = demo.run_together("unmodified", names, args.size, scaf=False, serial=False)
+            plain = demo.run_together("unmodified", names, args.size, scaf=False, serial=False,
+                                      trace=bool(args.plot))
         err.print("unmodified: " + ", ".join(f"{r.name} {r.time_s:.2f} s" for r in plain))
         with err.status(f"under scaf: {together} at once, sharing {cpus} CPUs through the private daemon"):
-            scaf = demo.run_together("scaf", names, args.size, scaf=True, serial=False)
+            scaf = demo.run_together("scaf", names, args.size, scaf=True, serial=False, trace=bool(args.plot))
         err.print("under scaf: " + ", ".join(f"{r.name} {r.time_s:.2f} s" for r in scaf))
         alloc = allocations(demo.alloc_log, {r.pid: r.name for r in scaf})
         for r in scaf:
@@ -357,7 +374,7 @@ def main(args: argparse.Namespace) -> int:
                           f"allocation log: did the layer connect? (see {demo.daemon_stderr})[/]")
         report(names, serial, plain, scaf, alloc, cpus, args.size)
         if args.plot:
-            ok = _plot(demo.alloc_log, args.plot, err)
+            ok = _plot(demo, ["unmodified", "scaf"], args.plot, err)
         if args.keep:
             err.print(f"kept outputs, the daemon's stderr and its allocation log in {demo.dir}")
         return 0 if ok else 1

@@ -105,3 +105,15 @@ def test_demo_unknown_workload() -> None:
                        timeout=30, check=False)
     assert r.returncode == 2
     assert "unknown workload 'nosuch'" in r.stderr and "built:" in r.stderr
+
+
+def test_demo_plot_writes_allocation_and_trace_pictures(tmp_path) -> None:
+    out = tmp_path / "pics"
+    r = subprocess.run([str(SCAF), "demo", "--size", "S", "--workloads", "ep,crit", "--plot", str(out)],
+                       capture_output=True, text=True, timeout=240, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("demo-alloc.png", "demo-trace-unmodified.png", "demo-trace-scaf.png"):
+        png = out / name
+        assert png.exists(), r.stderr
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert f"wrote {png}" in r.stderr
