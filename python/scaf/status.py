@@ -15,7 +15,11 @@ then one row per client program:
 
   PID         the client's process id (checked by the daemon with SO_PEERCRED)
   NAME        its command name
-  THREADS     the threads it may use now (its allocation)
+  THREADS     the team size it runs now (its allocation; for a non-malleable
+              client, its fixed team)
+  SHARE       the hardware contexts the policy gave it (for a non-malleable
+              client, the size of its CPU set; the shares add up to at most
+              the available contexts)
   MALLEABLE   yes: its team size follows the allocation at each parallel region;
               no: its team is fixed and the daemon steers it by CPU affinity
   CPUSET      the CPUs a non-malleable client is confined to
@@ -92,17 +96,18 @@ def render(st: dict, sock: str) -> None:
         console.print("no clients")
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("PID", "NAME", "THREADS", "MALLEABLE", "CPUSET", "NLWP", "EFFICIENCY", "ESTIMATE"):
-        right = col in ("PID", "THREADS", "NLWP", "EFFICIENCY")
+    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "CPUSET", "NLWP", "EFFICIENCY", "ESTIMATE"):
+        right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     total = 0
     for c in sorted(clients, key=lambda c: c.get("pid", 0)):
-        threads = c.get("threads", 0)
-        total += threads if isinstance(threads, int) else 0
+        share = c.get("share", c.get("threads", 0))
+        total += share if isinstance(share, int) else 0
         table.add_row(
             str(c.get("pid", "?")),
             str(c.get("name", "?")),
-            str(threads),
+            str(c.get("threads", "?")),
+            str(share),
             "yes" if c.get("malleable") else "no",
             cpu_ranges(c.get("cpuset") or []) or "-",
             str(c.get("nlwp", "-")),
@@ -110,7 +115,7 @@ def render(st: dict, sock: str) -> None:
             str(c.get("estimate", "-")),
         )
     table.add_section()
-    table.add_row("all", f"{len(clients)} clients", str(total), "", "", "", "", "")
+    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "")
     console.print(table)
 
 

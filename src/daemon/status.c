@@ -36,8 +36,10 @@ static void client_json(struct scaf_buf *b, const struct scafd_conn *c)
 
     scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"name\":", c->id, (int)c->pid);
     scaf_buf_json_string(b, c->name);
-    scaf_buf_printf(b, ",\"threads\":%u,\"malleable\":%s,\"cpuset\":[", c->alloc.threads,
-                    c->alloc.malleable ? "true" : "false");
+    /* threads: the team the page tells the client; share: the contexts the policy gave it (the
+     * size of its CPU set). They differ only for a fixed team steered by affinity. */
+    scaf_buf_printf(b, ",\"threads\":%u,\"share\":%u,\"malleable\":%s,\"cpuset\":[", c->alloc.threads,
+                    c->alloc.share, c->alloc.malleable ? "true" : "false");
     for (int cpu = 0; cpu < SCAF_MAX_CPUS; cpu++)
         if (c->alloc.cpuset[cpu / 64] & (1ull << (cpu % 64))) {
             scaf_buf_printf(b, "%s%d", first ? "" : ",", cpu);

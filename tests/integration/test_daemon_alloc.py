@@ -118,6 +118,10 @@ def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
     st = scafd.status()
     fixed = next(c for c in st["clients"] if not c["malleable"])
     assert fixed["threads"] == 3 and fixed["cpuset"] == p1.cpuset() and fixed["cpuset"]
+    # Its share is what the policy gave (2 of 4 here), the size of its CPU set, not its team.
+    assert fixed["share"] == 2 and len(set(fixed["cpuset"])) <= fixed["share"]
+    other = next(c for c in st["clients"] if c["malleable"])
+    assert other["share"] == other["threads"] == 2
     assert set(fixed["cpuset"]) <= set(range(os.cpu_count() or 1))
     s1.close()
     s2.close()
@@ -166,7 +170,7 @@ TOP = {
     "rate_hz": (int, float), "chunk": int, "time": float, "clients": list,
 }
 CLIENT = {
-    "id": int, "pid": int, "name": str, "threads": int, "malleable": bool, "cpuset": list, "nlwp": int,
+    "id": int, "pid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
     "estimate": str, "long_region": bool, "experiments": int,
 }
