@@ -174,14 +174,9 @@ static double x_true(int s, int i)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const int n = WL_PICK(args.size, 20000, 200000, 400000);
     const int solves = WL_PICK(args.size, 3, 18, 36);
     const int per_row = 6; /* about 13 nonzeros per row after symmetrizing */

@@ -78,14 +78,9 @@ static int verify_file(const char *path, int instances, const uint64_t *expect)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const int instances = WL_PICK(args.size, 16, 400, 1600);
     /* About 10 ms per instance at one thread: threads x time stays well above
      * the few milliseconds under which scaf times a region in place instead

@@ -34,14 +34,9 @@ static uint64_t chain(uint64_t item)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const long per_round = 20000;
     const long rounds = WL_PICK(args.size, 10, 500, 2000);
     const long n = per_round * rounds;

@@ -109,14 +109,9 @@ static int verify(const struct block *blocks, uint64_t nblocks, const struct blo
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const uint64_t nblocks = WL_PICK(args.size, 128u, 4096u, 16384u);
     struct block *blocks = calloc(nblocks, sizeof *blocks);
     if (!blocks) {

@@ -35,14 +35,9 @@ static void share(long n, int t, int nt, long *lo, long *hi)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const long n = WL_PICK(args.size, 1L << 20, 1L << 24, 1L << 24);
     const int iterations = WL_PICK(args.size, 10, 80, 320);
     const int nt = omp_get_max_threads();

@@ -41,14 +41,9 @@ static uint64_t task(uint64_t k, int t)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const uint64_t regions = WL_PICK(args.size, 1000u, 100000u, 400000u);
     uint64_t *res = calloc(regions * TASKS, sizeof *res);
     if (!res) {

@@ -115,14 +115,9 @@ static long region(uint64_t k)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const uint64_t K = WL_PICK(args.size, 1000u, 400000u, 1600000u);
     for (int i = 0; i < M; i++)
         a[i] = wl_mix64((uint64_t)i);

@@ -175,14 +175,9 @@ static long sweep(struct grid *g)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     struct grid g;
     g.rows = g.cols = WL_PICK(args.size, 1024, 2048, 4096);
     const int sweeps = WL_PICK(args.size, 8, 300, 300);

@@ -42,14 +42,9 @@ static double *sines(int n, int a)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const int n = WL_PICK(args.size, 64, 128, 200);
     const int regions = WL_PICK(args.size, 10, 120, 120);
     const size_t cells = (size_t)(n + 2) * (n + 2) * (n + 2);

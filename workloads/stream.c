@@ -40,14 +40,9 @@ static double init(long i, int which)
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const long n = WL_PICK(args.size, 1L << 20, 1L << 23, 1L << 24);
     const int passes = WL_PICK(args.size, 30, 450, 900);
     double *v[3];

@@ -43,14 +43,9 @@ static void transpose(uint64_t *restrict dst, const uint64_t *restrict src, long
 int main(int argc, char **argv)
 {
     struct wl_args args;
-    switch (wl_args_parse(argc, argv, &spec, &args)) {
-    case WL_ARGS_HELP:
-        return 0;
-    case WL_ARGS_BAD:
-        return 2;
-    case WL_ARGS_RUN:
-        break;
-    }
+    int rc;
+    if (!wl_args_ready(argc, argv, &spec, &args, &rc))
+        return rc;
     const long n = WL_PICK(args.size, 1024, 4096, 4096); /* a multiple of TILE */
     const int passes = WL_PICK(args.size, 20, 60, 240);  /* even */
     uint64_t *a = malloc((size_t)(n * n) * sizeof *a), *b = malloc((size_t)(n * n) * sizeof *b);

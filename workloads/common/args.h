@@ -27,6 +27,17 @@ enum wl_args_status { WL_ARGS_RUN = 0, WL_ARGS_HELP = 1, WL_ARGS_BAD = 2 };
 enum wl_args_status wl_args_parse(int argc, char **argv, const struct wl_spec *spec,
                                   struct wl_args *out);
 
+/* The common prologue of main(): 1 when the workload should run; otherwise 0
+ * with *exit_code set (0 after --help, 2 on bad arguments). */
+static inline int wl_args_ready(int argc, char **argv, const struct wl_spec *spec,
+                                struct wl_args *out, int *exit_code)
+{
+    enum wl_args_status st = wl_args_parse(argc, argv, spec, out);
+
+    *exit_code = st == WL_ARGS_HELP ? 0 : 2;
+    return st == WL_ARGS_RUN;
+}
+
 /* Picks the entry for the parsed size from a three-entry table {S, W, A}. */
 #define WL_PICK(size, s, w, a) ((size) == WL_SIZE_S ? (s) : (size) == WL_SIZE_W ? (w) : (a))
 
