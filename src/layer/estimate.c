@@ -23,6 +23,7 @@ struct settings {
     int enabled;          /* SCAF_ESTIMATE */
     int lazy;             /* SCAF_LAZY */
     int experiments;      /* SCAF_EXPERIMENTS */
+    int cpu_view;         /* SCAF_CPU_VIEW: region efficiency from process CPU time instead of wall time */
     int counters;         /* SCAF_COUNTERS: -1 auto, 0 off, 1 wanted */
     double tau_s;         /* SCAF_RC_TAU_S */
     uint64_t interval_ns; /* SCAF_EXPERIMENT_INTERVAL_S */
@@ -107,6 +108,7 @@ static void read_settings(void)
     env_bool("SCAF_ESTIMATE", &cfg.enabled);
     env_bool("SCAF_LAZY", &cfg.lazy);
     env_bool("SCAF_EXPERIMENTS", &cfg.experiments);
+    env_bool("SCAF_CPU_VIEW", &cfg.cpu_view);
     env_bool("SCAF_COUNTERS", &c);
     cfg.counters = c;
     env_double("SCAF_RC_TAU_S", &cfg.tau_s, 0.0, 3600.0, "seconds in [0, 3600]");
@@ -580,7 +582,9 @@ unsigned scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *da
             }
         }
     }
-    if (threads >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
+    /* Off by default: CPU time cannot see threads that sleep on a lock (a critical
+     * section looked more efficient than ep), which the wall formula does. */
+    if (cfg.cpu_view && threads >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
         (par >= CPU_SAMPLE_MIN_NS || LD(s->instances) % CPU_SAMPLE_EVERY == 0))
         r->cpu0_ns = process_cpu_ns();
     /* IPC of this thread against the experiment's, where counters exist and the region is long enough to pay

@@ -168,6 +168,8 @@ def test_speedup_gives_ep_more_threads_than_crit(scafd_factory: Callable[..., Da
         assert a is not None and b is not None
         assert a["threads"] + b["threads"] == 4
         if policy == "speedup":
-            assert a["efficiency"] > b["efficiency"]
+            # Efficiencies measured at different team sizes do not compare; the fitted
+            # coefficient C of S(p) = 1 + C ln p is what the shares follow.
+            assert a["coef"] > b["coef"]
         else:
             assert a["threads"] == b["threads"] == 2
