@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -124,6 +125,18 @@ def new_tag() -> str:
     """The value of SCAF_BENCH_TAG in every process this bench starts (inherited if already set,
     so that a caller can find any leftover)."""
     return os.environ.get(runner.TAG_VAR) or uuid.uuid4().hex[:12]
+
+
+def execute_then_report(command: str, results: store.Results, units: list[Unit], no_report: bool,
+                        render: Callable[[], int]) -> int:
+    """The end of solo and pairs: run what is left, say how to resume after Ctrl-C, then report."""
+    try:
+        execute(results, units)
+    except KeyboardInterrupt:
+        print(f"\nscaf bench {command}: interrupted; finished runs are in {results.path}; "
+              f"rerun with --out {results.dir} to resume", file=sys.stderr)
+        return 130
+    return 0 if no_report else render()
 
 
 def execute(results: store.Results, units: list[Unit], quiet: bool = False) -> int:

@@ -98,15 +98,8 @@ def cmd_pairs(args: argparse.Namespace) -> int:
     print(f"scaf bench pairs: {len(pairs_of(workloads))} pairs x {len(wanted)} configurations x "
           f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size}, "
           f"stagger {args.stagger:g} s -> {results.dir}", file=sys.stderr)
-    try:
-        common.execute(results, units)
-    except KeyboardInterrupt:
-        print(f"\nscaf bench pairs: interrupted; finished runs are in {results.path}; "
-              f"rerun with --out {results.dir} to resume", file=sys.stderr)
-        return 130
-    if args.no_report:
-        return 0
-    return report.render(results.dir, candidate_name=args.candidate)
+    return common.execute_then_report("pairs", results, units, args.no_report,
+                                      lambda: report.render(results.dir, candidate_name=args.candidate))
 
 
 def register(sub: argparse._SubParsersAction, epilog: str) -> None:

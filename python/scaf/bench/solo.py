@@ -51,15 +51,8 @@ def cmd_solo(args: argparse.Namespace) -> int:
     print(f"scaf bench solo: {len(workloads)} workloads x threads {','.join(map(str, threads))} x "
           f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size} -> {results.dir}",
           file=sys.stderr)
-    try:
-        common.execute(results, units)
-    except KeyboardInterrupt:
-        print(f"\nscaf bench solo: interrupted; finished runs are in {results.path}; "
-              f"rerun with --out {results.dir} to resume", file=sys.stderr)
-        return 130
-    if args.no_report:
-        return 0
-    return report.render(results.dir)
+    return common.execute_then_report("solo", results, units, args.no_report,
+                                      lambda: report.render(results.dir))
 
 
 def register(sub: argparse._SubParsersAction, epilog: str) -> None:
