@@ -15,7 +15,7 @@
  * All integers are native-endian: both ends run on the same machine.
  */
 #define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
-#define SCAF_PROTO_VERSION 1u
+#define SCAF_PROTO_VERSION 2u
 
 #define SCAF_NAME_MAX 16     /* like TASK_COMM_LEN, NUL included */
 #define SCAF_CPUSET_WORDS 16 /* 1024 CPUs */
@@ -94,6 +94,24 @@ enum scaf_control {
 #define SCAF_CLIENT_NONMALLEABLE 0x1u /* team size fixed: control through cpuset */
 #define SCAF_CLIENT_LONG_REGION 0x2u  /* a region has run past SCAF_LONG_REGION_S */
 
+/* Whether the program's results may depend on its team size (see docs/layer.md). */
+enum scaf_verdict {
+    SCAF_VERDICT_UNDECIDED = 0, /* evidence still being gathered: regions run at the full team */
+    SCAF_VERDICT_MALLEABLE = 1, /* team steered at each outermost region */
+    SCAF_VERDICT_FIXED = 2,     /* team kept; the daemon steers its CPUs instead */
+};
+
+/* Who decided the verdict. */
+enum scaf_verdict_source {
+    SCAF_SOURCE_DEFAULT = 0,  /* no evidence either way yet */
+    SCAF_SOURCE_EVIDENCE = 1, /* the layer's rule, from the program's omp_* calls */
+    SCAF_SOURCE_USER = 2,     /* SCAF_MALLEABLE=yes|no (scaf run --malleable / --fixed) */
+    SCAF_SOURCE_RULES = 3,    /* a line of a rules file */
+    SCAF_SOURCE_CHECK = 4,    /* scaf check's test mode (SCAF_CHECK_SEED) */
+};
+
+#define SCAF_REASON_MAX 200 /* NUL included */
+
 enum scaf_estimate {
     SCAF_ESTIMATE_NONE = 0,     /* no estimate yet */
     SCAF_ESTIMATE_ASSUMED = 1,  /* a stated default, not measured */
@@ -132,9 +150,15 @@ struct scaf_page {
     _Atomic uint32_t client_seq;     /* bumped by the client after each report */
     _Atomic uint64_t regions;        /* outermost regions run so far */
     _Atomic uint64_t experiments;    /* serial experiments completed */
+    _Atomic uint32_t verdict;        /* enum scaf_verdict */
+    _Atomic uint32_t verdict_source; /* enum scaf_verdict_source */
+    /* Seqlock over `reason`, like the daemon's `seq`: odd while the client rewrites it. */
+    _Atomic uint32_t reason_seq;
+    uint32_t reserved1;
+    char reason[SCAF_REASON_MAX]; /* why: the call, function and object; NUL-terminated */
     uint8_t client_reserved[64];
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
-static_assert(sizeof(struct scaf_page) == 336, "page layout is part of the protocol");
+static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");
 
 #endif

@@ -95,6 +95,19 @@ void scaf_buf_printf(struct scaf_buf *b, const char *fmt, ...) __attribute__((fo
 void scaf_buf_json_string(struct scaf_buf *b, const char *s);
 void scaf_buf_free(struct scaf_buf *b);
 
+/* ---- page.c: the client's verdict, decoded once ---- */
+
+struct scaf_page_verdict {
+    uint32_t verdict; /* enum scaf_verdict, validated */
+    uint32_t source;  /* enum scaf_verdict_source, validated */
+    char reason[SCAF_REASON_MAX]; /* printable, NUL-terminated; empty when torn or absent */
+};
+
+/* Reads and validates the verdict fields of a client page (untrusted). */
+void scaf_page_verdict_read(const struct scaf_page *pg, bool hello_fixed, struct scaf_page_verdict *out);
+const char *scaf_verdict_name(uint32_t verdict);
+const char *scaf_verdict_source_name(uint32_t source);
+
 /* ---- referee.c: collect -> decide (pure) -> apply ---- */
 
 /* One client as the decision sees it: everything decide() needs, nothing it could write. */

@@ -32,7 +32,10 @@ static void client_json(struct scaf_buf *b, const struct scafd_conn *c)
     uint32_t flags = atomic_load_explicit(&pg->client_flags, memory_order_relaxed);
     uint32_t est = atomic_load_explicit(&pg->estimate, memory_order_relaxed);
     uint32_t ppm = atomic_load_explicit(&pg->efficiency_ppm, memory_order_relaxed);
+    struct scaf_page_verdict v;
     bool first = true;
+
+    scaf_page_verdict_read(pg, c->hello_nonmalleable, &v);
 
     scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"name\":", c->id, (int)c->pid);
     scaf_buf_json_string(b, c->name);
@@ -52,10 +55,14 @@ static void client_json(struct scaf_buf *b, const struct scafd_conn *c)
         scaf_buf_printf(b, "null");
     else
         scaf_buf_printf(b, "%.6f", ppm / 1e6);
-    scaf_buf_printf(b, ",\"coef\":%.6g,\"estimate\":\"%s\",\"long_region\":%s,\"experiments\":%llu}",
+    scaf_buf_printf(b, ",\"coef\":%.6g,\"estimate\":\"%s\",\"long_region\":%s,\"experiments\":%llu",
                     isfinite(c->alloc.coef) ? c->alloc.coef : 0.0, estimate_name(est),
                     flags & SCAF_CLIENT_LONG_REGION ? "true" : "false",
                     (unsigned long long)atomic_load_explicit(&pg->experiments, memory_order_relaxed));
+    scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(v.verdict),
+                    scaf_verdict_source_name(v.source));
+    scaf_buf_json_string(b, v.reason);
+    scaf_buf_printf(b, "}");
 }
 
 int scaf_status_build(const struct scafd *d, struct scaf_buf *b)

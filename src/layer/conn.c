@@ -17,6 +17,7 @@
 #include "estimate.h"
 #include "helper.h"
 #include "layer.h"
+#include "malleable.h"
 #include "scaf/sockpath.h"
 
 _Atomic int scaf_conn_state = SCAF_CONN_UNTRIED;
@@ -166,7 +167,7 @@ static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out)
     hello.h.type = SCAF_MSG_HELLO;
     hello.h.length = sizeof hello;
     hello.max_threads = bound > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : bound;
-    hello.flags = atomic_load(&scaf_layer_nonmalleable) ? SCAF_HELLO_F_NONMALLEABLE : 0;
+    hello.flags = atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0;
     program_name(hello.name);
     if (send_all(fd, &hello, sizeof hello) != 0) {
         scaf_layer_log("HELLO not sent: %s", strerror(errno));
@@ -228,8 +229,8 @@ out:
 static void publish(struct scaf_page *page)
 {
     atomic_store_explicit(&scaf_layer_page, page, memory_order_release);
-    /* After the pointer: an omp_* call racing with us then writes to this page itself. */
-    scaf_layer_publish_flags(page);
+    /* After the pointer: a verdict change racing with us then writes to this page itself. */
+    scaf_malleable_publish(page);
     scaf_estimate_attach(page);
 }
 
@@ -238,6 +239,7 @@ struct scaf_page *scaf_conn_first(void)
     struct scaf_page *page = NULL;
     int fd = -1;
 
+    scaf_malleable_prepare(); /* rules files, before the HELLO that carries the verdict */
     pthread_mutex_lock(&conn_lock);
     if (atomic_load(&scaf_conn_state) != SCAF_CONN_UNTRIED) {
         page = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);

@@ -12,12 +12,11 @@
 #include "conn.h"
 #include "estimate.h"
 #include "layer.h"
+#include "malleable.h"
 
 struct scaf_real scaf_real;
 _Atomic(struct scaf_page *) scaf_layer_page;
 int scaf_layer_verbose;
-_Atomic int scaf_layer_nonmalleable;
-_Atomic unsigned scaf_layer_fixed_team;
 
 void scaf_layer_log(const char *fmt, ...)
 {
@@ -145,6 +144,10 @@ static void resolve_all(void)
     R(get_max_threads, "omp_get_max_threads");
     R(get_max_threads_f, "omp_get_max_threads_");
     R(get_level, "omp_get_level");
+    R(get_thread_num, "omp_get_thread_num");
+    R(get_thread_num_f, "omp_get_thread_num_");
+    R(get_num_threads, "omp_get_num_threads");
+    R(get_num_threads_f, "omp_get_num_threads_");
 #undef R
 }
 
@@ -162,6 +165,7 @@ static void init(void)
         atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
     }
     scaf_bound_init();
+    scaf_malleable_init();
     scaf_conn_init();
 }
 
@@ -171,47 +175,20 @@ __attribute__((constructor)) static void scaf_layer_ctor(void)
     pthread_once(&init_once, init);
 }
 
-/* ---- non-malleable programs ---- */
-
-void scaf_layer_publish_flags(struct scaf_page *page)
-{
-    if (!page || !atomic_load(&scaf_layer_nonmalleable))
-        return;
-    atomic_store(&page->fixed_team, atomic_load(&scaf_layer_fixed_team));
-    atomic_fetch_or(&page->client_flags, SCAF_CLIENT_NONMALLEABLE);
-}
-
-/*
- * The program fixed (omp_set_num_threads) or read (omp_get_max_threads) its
- * team size outside any parallel region: it may depend on it from now on, so
- * its regions keep libgomp's own count and the daemon controls its share by
- * affinity instead.
- */
-static void note_fixed(int team)
-{
-    unsigned t = team < 1 ? 1u : (unsigned)team;
-
-    if (scaf_estimate_in_child())
-        return;
-    if (atomic_load_explicit(&scaf_layer_nonmalleable, memory_order_relaxed) &&
-        atomic_load_explicit(&scaf_layer_fixed_team, memory_order_relaxed) == t)
-        return;
-    pthread_once(&init_once, init);
-    atomic_store(&scaf_layer_fixed_team, t);
-    if (!atomic_exchange(&scaf_layer_nonmalleable, 1))
-        scaf_layer_log("non-malleable from now on: team fixed at %u", t);
-    /* Flags first, then the page: a reconnect publishing a new page in between copies them itself. */
-    scaf_layer_publish_flags(atomic_load(&scaf_layer_page));
-    if (atomic_load(&scaf_conn_state) == SCAF_CONN_UNTRIED) {
-        int saved = errno;
-        scaf_conn_first();
-        errno = saved;
-    }
-}
+/* ---- evidence for the malleability verdict (malleable.c) ---- */
 
 static inline int outside_parallel(void)
 {
     return REAL(get_level, "omp_get_level")() == 0;
+}
+
+/* The program chose its team outside any region: it may depend on it from now on. */
+static void note_set(void *caller)
+{
+    int saved = errno;
+
+    scaf_malleable_set(caller, REAL(get_max_threads, "omp_get_max_threads")());
+    errno = saved;
 }
 
 SCAF_EXPORT void omp_set_num_threads(int n)
@@ -219,7 +196,7 @@ SCAF_EXPORT void omp_set_num_threads(int n)
     pthread_once(&init_once, init);
     REAL(set_num_threads, "omp_set_num_threads")(n);
     if (outside_parallel())
-        note_fixed(REAL(get_max_threads, "omp_get_max_threads")());
+        note_set(__builtin_return_address(0));
 }
 
 SCAF_EXPORT void omp_set_num_threads_(const int *n)
@@ -227,7 +204,7 @@ SCAF_EXPORT void omp_set_num_threads_(const int *n)
     pthread_once(&init_once, init);
     REAL(set_num_threads_f, "omp_set_num_threads_")(n);
     if (outside_parallel())
-        note_fixed(REAL(get_max_threads, "omp_get_max_threads")());
+        note_set(__builtin_return_address(0));
 }
 
 SCAF_EXPORT void omp_set_num_threads_8_(const int64_t *n)
@@ -235,20 +212,23 @@ SCAF_EXPORT void omp_set_num_threads_8_(const int64_t *n)
     pthread_once(&init_once, init);
     REAL(set_num_threads_8_f, "omp_set_num_threads_8_")(n);
     if (outside_parallel())
-        note_fixed(REAL(get_max_threads, "omp_get_max_threads")());
+        note_set(__builtin_return_address(0));
 }
 
 /*
  * Returns exactly what plain libgomp returns: the layer never changes
- * nthreads-var, so before any omp_set_num_threads this is the bound. Inside a
- * parallel region it is the task's own ICV and tells nothing about the program.
+ * nthreads-var. Outside a region the call is evidence (a count the program
+ * may divide work by), not a verdict; inside one it is the task's own ICV.
  */
 SCAF_EXPORT int omp_get_max_threads(void)
 {
     int n = REAL(get_max_threads, "omp_get_max_threads")();
 
-    if (outside_parallel())
-        note_fixed(n);
+    if (outside_parallel()) {
+        int saved = errno;
+        scaf_malleable_query(__builtin_return_address(0));
+        errno = saved;
+    }
     return n;
 }
 
@@ -256,46 +236,96 @@ SCAF_EXPORT int omp_get_max_threads_(void)
 {
     int n = REAL(get_max_threads_f, "omp_get_max_threads_")();
 
-    if (outside_parallel())
-        note_fixed(n);
+    if (outside_parallel()) {
+        int saved = errno;
+        scaf_malleable_query(__builtin_return_address(0));
+        errno = saved;
+    }
     return n;
+}
+
+/* Inside regions: two loads and a compare per call after the first of each region instance. */
+SCAF_EXPORT int omp_get_thread_num(void)
+{
+    scaf_malleable_tid_call();
+    return REAL(get_thread_num, "omp_get_thread_num")();
+}
+
+SCAF_EXPORT int omp_get_thread_num_(void)
+{
+    scaf_malleable_tid_call();
+    return REAL(get_thread_num_f, "omp_get_thread_num_")();
+}
+
+SCAF_EXPORT int omp_get_num_threads(void)
+{
+    scaf_malleable_nth_call();
+    return REAL(get_num_threads, "omp_get_num_threads")();
+}
+
+SCAF_EXPORT int omp_get_num_threads_(void)
+{
+    scaf_malleable_nth_call();
+    return REAL(get_num_threads_f, "omp_get_num_threads_")();
 }
 
 /* ---- team size at a region entry ---- */
 
-/* Connected: the page decides outermost regions that left the count to us. */
-static inline unsigned begin_live(struct scaf_page *p, struct scaf_region *r, int *est,
-                                  scaf_fn_t fn, void *data, unsigned num_threads, int forkable)
+/* One outermost region instance, from its wrapper's entry to its exit. */
+struct region_rec {
+    struct scaf_region est;     /* the estimator's record */
+    struct scaf_mall_region mall;
+    unsigned team;              /* the team it ran with (libgomp's own count when not ours) */
+    unsigned char live;         /* connected and outermost: region_end has work to do */
+    unsigned char est_on;       /* the estimator timed it */
+};
+
+/* Connected: the verdict says how the team is chosen; for a steered one, the page decides. */
+static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, scaf_fn_t fn,
+                                  void *data, unsigned num_threads, int forkable)
 {
-    unsigned t;
+    unsigned t = 0;
 
     if (__builtin_expect(scaf_estimate_in_child(), 0))
         return 1;
     if (REAL(get_level, "omp_get_level")() != 0)
         return num_threads; /* nested: untouched */
     atomic_fetch_add_explicit(&p->regions, 1, memory_order_relaxed);
-    if (num_threads != 0 || atomic_load_explicit(&scaf_layer_nonmalleable, memory_order_relaxed)) {
+    r->live = 1;
+    switch (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &t)) {
+    case SCAF_TEAM_KEEP:
         /* An explicit clause (an if(false) gives 1) or a fixed team: libgomp's count stands. */
-        t = num_threads ? num_threads
-                        : atomic_load_explicit(&scaf_layer_fixed_team, memory_order_relaxed);
-        atomic_store_explicit(&p->last_team, t, memory_order_relaxed);
+        r->team = num_threads ? num_threads : scaf_malleable_fixed_team();
+        atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
         return num_threads;
+    case SCAF_TEAM_WATCH:
+        /* First look at a suspect site: exactly what plain libgomp would run. */
+        r->team = scaf_malleable_cap();
+        atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
+        return num_threads;
+    case SCAF_TEAM_CHECK:
+        r->team = t;
+        atomic_store_explicit(&p->last_team, t, memory_order_relaxed);
+        return t;
+    default:
+        break;
     }
     t = atomic_load_explicit(&p->threads, memory_order_relaxed);
-    if (t > scaf_bound_threads())
-        t = scaf_bound_threads();
+    if (t > scaf_malleable_cap())
+        t = scaf_malleable_cap();
     if (t == 0)
         t = 1;
-    t = scaf_estimate_begin(r, fn, data, t, forkable);
+    t = scaf_estimate_begin(&r->est, fn, data, t, forkable);
     if (t == 0)
         t = 1;
-    *est = 1;
+    r->est_on = 1;
+    r->team = t;
     atomic_store_explicit(&p->last_team, t, memory_order_relaxed);
     return t;
 }
 
 /* Not connected yet (or in a forked child): initialise, maybe connect, then decide. */
-__attribute__((noinline)) static unsigned begin_slow(struct scaf_region *r, int *est, scaf_fn_t fn,
+__attribute__((noinline)) static unsigned begin_slow(struct region_rec *r, scaf_fn_t fn,
                                                      void *data, unsigned num_threads, int forkable)
 {
     struct scaf_page *p;
@@ -311,64 +341,68 @@ __attribute__((noinline)) static unsigned begin_slow(struct scaf_region *r, int 
     errno = saved;
     if (!p)
         return num_threads;
-    return begin_live(p, r, est, fn, data, num_threads, forkable);
+    return begin_live(p, r, fn, data, num_threads, forkable);
 }
 
 /*
- * Returns the num_threads argument for the real entry point; *est says whether
- * scaf_estimate_end must follow. Inert: one load and one branch, and the
- * original argument goes straight through.
+ * Returns the num_threads argument for the real entry point. Inert: one load
+ * and one branch, and the original argument goes straight through.
  */
-static inline unsigned region_begin(struct scaf_region *r, int *est, scaf_fn_t fn, void *data,
+static inline unsigned region_begin(struct region_rec *r, scaf_fn_t fn, void *data,
                                     unsigned num_threads, int forkable)
 {
     struct scaf_page *p = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
 
-    *est = 0;
+    r->live = 0;
+    r->est_on = 0;
     if (__builtin_expect(p != NULL, 1))
-        return begin_live(p, r, est, fn, data, num_threads, forkable);
+        return begin_live(p, r, fn, data, num_threads, forkable);
     if (__builtin_expect(atomic_load_explicit(&scaf_conn_state, memory_order_relaxed) ==
                              SCAF_CONN_INERT, 1))
         return num_threads;
-    return begin_slow(r, est, fn, data, num_threads, forkable);
+    return begin_slow(r, fn, data, num_threads, forkable);
+}
+
+/* After the real entry point returned: judge the evidence, then let the estimator time it. */
+static inline void region_end(struct region_rec *r)
+{
+    if (!r->live)
+        return;
+    scaf_malleable_region_end(&r->mall, r->team);
+    if (r->est_on)
+        scaf_estimate_end(&r->est);
 }
 
 /* ---- combined entry points (gcc >= 4.9 emits these) ---- */
 
 SCAF_EXPORT void GOMP_parallel(scaf_fn_t fn, void *data, unsigned num_threads, unsigned flags)
 {
-    struct scaf_region r;
-    int est;
-    unsigned n = region_begin(&r, &est, fn, data, num_threads, 1);
+    struct region_rec r;
+    unsigned n = region_begin(&r, fn, data, num_threads, 1);
 
     REAL(parallel, "GOMP_parallel")(fn, data, n, flags);
-    if (est)
-        scaf_estimate_end(&r);
+    region_end(&r);
 }
 
 SCAF_EXPORT unsigned GOMP_parallel_reductions(scaf_fn_t fn, void *data, unsigned num_threads,
                                               unsigned flags)
 {
-    struct scaf_region r;
-    int est;
-    unsigned n = region_begin(&r, &est, fn, data, num_threads, 0);
+    struct region_rec r;
+    unsigned n = region_begin(&r, fn, data, num_threads, 0);
     unsigned ret = REAL(reductions, "GOMP_parallel_reductions")(fn, data, n, flags);
 
-    if (est)
-        scaf_estimate_end(&r);
+    region_end(&r);
     return ret;
 }
 
 SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_threads,
                                         unsigned count, unsigned flags)
 {
-    struct scaf_region r;
-    int est;
-    unsigned n = region_begin(&r, &est, fn, data, num_threads, 0);
+    struct region_rec r;
+    unsigned n = region_begin(&r, fn, data, num_threads, 0);
 
     REAL(sections, "GOMP_parallel_sections")(fn, data, n, count, flags);
-    if (est)
-        scaf_estimate_end(&r);
+    region_end(&r);
 }
 
 #define LOOP_CHUNKED(suffix, member)                                                           \
@@ -376,12 +410,10 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                                  long start, long end, long incr, long chunk,  \
                                                  unsigned flags)                               \
     {                                                                                          \
-        struct scaf_region r;                                                                  \
-        int est;                                                                               \
-        unsigned n = region_begin(&r, &est, fn, data, num_threads, 0);                         \
+        struct region_rec r;                                                                   \
+        unsigned n = region_begin(&r, fn, data, num_threads, 0);                               \
         REAL(member, "GOMP_parallel_loop_" #suffix)(fn, data, n, start, end, incr, chunk, flags); \
-        if (est)                                                                               \
-            scaf_estimate_end(&r);                                                             \
+        region_end(&r);                                                                        \
     }
 
 #define LOOP_RUNTIME(suffix, member)                                                           \
@@ -389,12 +421,10 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                                  long start, long end, long incr,              \
                                                  unsigned flags)                               \
     {                                                                                          \
-        struct scaf_region r;                                                                  \
-        int est;                                                                               \
-        unsigned n = region_begin(&r, &est, fn, data, num_threads, 0);                         \
+        struct region_rec r;                                                                   \
+        unsigned n = region_begin(&r, fn, data, num_threads, 0);                               \
         REAL(member, "GOMP_parallel_loop_" #suffix)(fn, data, n, start, end, incr, flags);     \
-        if (est)                                                                               \
-            scaf_estimate_end(&r);                                                             \
+        region_end(&r);                                                                        \
     }
 
 LOOP_CHUNKED(static, loop_static)
@@ -414,7 +444,7 @@ LOOP_RUNTIME(maybe_nonmonotonic_runtime, loop_maybe_nonmonotonic_runtime)
  * through), so that only our own region's _end closes the record.
  */
 struct split_region {
-    struct scaf_region r;
+    struct region_rec r;
     int active;
     unsigned depth;
 };
@@ -423,15 +453,14 @@ static _Thread_local struct split_region split_tls;
 static unsigned split_begin(scaf_fn_t fn, void *data, unsigned num_threads)
 {
     struct split_region *s = &split_tls;
-    int est;
     unsigned n;
 
     if (s->active) {
         s->depth++;
         return num_threads;
     }
-    n = region_begin(&s->r, &est, fn, data, num_threads, 0);
-    if (est) {
+    n = region_begin(&s->r, fn, data, num_threads, 0);
+    if (s->r.live) {
         s->active = 1;
         s->depth = 0;
     }
@@ -457,7 +486,7 @@ SCAF_EXPORT void GOMP_parallel_end(void)
         return;
     }
     s->active = 0;
-    scaf_estimate_end(&s->r);
+    region_end(&s->r);
 }
 
 SCAF_EXPORT void GOMP_parallel_sections_start(scaf_fn_t fn, void *data, unsigned num_threads,

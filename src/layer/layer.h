@@ -43,6 +43,10 @@ struct scaf_real {
     int (*get_max_threads)(void);
     int (*get_max_threads_f)(void);
     int (*get_level)(void);
+    int (*get_thread_num)(void);
+    int (*get_thread_num_f)(void);
+    int (*get_num_threads)(void);
+    int (*get_num_threads_f)(void);
 };
 extern struct scaf_real scaf_real;
 
@@ -56,15 +60,8 @@ extern _Atomic(struct scaf_page *) scaf_layer_page;
 /* Nonzero with SCAF_VERBOSE=1: diagnostics on stderr. The layer is silent otherwise. */
 extern int scaf_layer_verbose;
 
-/* Non-malleable state, set by the omp_* wrappers; the connection module copies it to each new page. */
-extern _Atomic int scaf_layer_nonmalleable;
-extern _Atomic unsigned scaf_layer_fixed_team;
-
 /* Diagnostics to stderr when SCAF_VERBOSE=1 (async-signal-safe write, no stdio). */
 void scaf_layer_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Write the non-malleable flag and fixed team into `page` (no-op while malleable). */
-void scaf_layer_publish_flags(struct scaf_page *page);
 
 /* bound.c: what the program could have seen at startup. Call scaf_bound_init once, early. */
 void scaf_bound_init(void);

@@ -37,7 +37,7 @@ def test_page_layout_matches_c(tmp_path: Path) -> None:
                                                         check=True).stdout.splitlines())
     for f in FIELDS:
         assert int(out[f]) == proto.PAGE_OFFSETS[f], f
-    assert int(out["page"]) == 336
+    assert int(out["page"]) == 552
     assert int(out["hello"]) == proto.HELLO.size and int(out["welcome"]) == proto.WELCOME.size
     assert int(out["refuse"]) == proto.REFUSE.size
     assert int(out["cpuset_words"]) == proto.CPUSET_WORDS and int(out["page_size"]) == proto.PAGE_SIZE

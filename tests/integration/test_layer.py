@@ -241,13 +241,11 @@ def test_split_entry_points_follow_allocation(probe: Path, scafd_factory: Callab
 @pytest.mark.parametrize(
     "args,team",
     [
-        (["fixed", "STOP", MAXSEC], 3),  # omp_get_max_threads() before the first region
         (["setnum", "2", "STOP", MAXSEC], 2),  # omp_set_num_threads(2)
-        (["fmax", "STOP", MAXSEC], 3),  # Fortran omp_get_max_threads_
         (["fsetnum", "2", "STOP", MAXSEC], 2),  # Fortran omp_set_num_threads_
         (["fsetnum8", "2", "STOP", MAXSEC], 2),  # Fortran omp_set_num_threads_8_
     ],
-    ids=["get_max_threads", "set_num_threads", "get_max_threads_", "set_num_threads_", "set_num_threads_8_"],
+    ids=["set_num_threads", "set_num_threads_", "set_num_threads_8_"],
 )
 def test_nonmalleable_fixed_team_under_cpuset(
     probe: Path, scafd_factory: Callable[..., Daemon], probes: Callable[..., Probe], args: list[str], team: int
@@ -260,6 +258,10 @@ def test_nonmalleable_fixed_team_under_cpuset(
         lambda st: (c := client(st, p.pid)) is not None and not c["malleable"] and c["cpuset"],
         what="non-malleable client with a cpuset",
     )
+    st = d.wait_for(lambda st: client(st, p.pid)["verdict_source"] == "evidence", what="the page's verdict")
+    c = client(st, p.pid)
+    assert c["verdict"] == "fixed", c
+    assert f"omp_set_num_threads({team}) outside regions from " in c["reason"], c
     cpuset = sorted(client(st, p.pid)["cpuset"])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -276,9 +278,30 @@ def test_nonmalleable_fixed_team_under_cpuset(
     assert rc == 0, text
     assert set(p.teams()) == {team}, text
     assert set(kinds(text).values()) == {team}, text
-    if args[0] in ("fixed", "fmax"):
-        # Decision: before the first region omp_get_max_threads() returns what plain libgomp does.
-        assert f"max={team}" in text.splitlines(), text
+
+
+@pytest.mark.parametrize("mode", ["fixed", "fmax"], ids=["get_max_threads", "get_max_threads_"])
+def test_count_query_alone_stays_malleable(
+    probe: Path, scafd_factory: Callable[..., Daemon], probes: Callable[..., Probe], mode: str
+) -> None:
+    """A banner's omp_get_max_threads() is evidence, not a verdict: the probe's regions read
+    their own team size (or none), so after one look at each region it is steered again."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "1", "--no-lookout")
+    p = probes(probe, [mode, "STOP", MAXSEC], layer_env(d.socket, {"OMP_NUM_THREADS": "3", **QUIET}))
+    st = d.wait_for(
+        lambda st: (c := client(st, p.pid)) is not None and c["verdict"] == "malleable" and c["regions"] > 50,
+        what="the probe judged malleable",
+    )
+    c = client(st, p.pid)
+    assert c["malleable"] and c["verdict_source"] == "evidence", c
+    assert "omp_get_max_threads() outside regions from omp_probe" in c["reason"], c
+    rc, text = p.finish()
+    assert rc == 0, text
+    # What the program saw is what plain libgomp says; its regions then follow the allocation
+    # (1), after at most one full-team look at each region.
+    assert "max=3" in text.splitlines(), text
+    teams = p.teams()
+    assert set(teams) <= {1, 3} and teams[-1] == 1, teams
 
 
 def test_get_max_threads_before_first_region_same_as_plain(probe: Path, scafd: Daemon) -> None:

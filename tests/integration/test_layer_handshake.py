@@ -187,9 +187,9 @@ def test_hello_fields_and_allocation_capped_by_bound(probe: Path, peer: Peer, st
 
 
 def test_nonmalleable_flag_in_hello_and_page(probe: Path, peer: Peer, started: list[Probe]) -> None:
-    p = start(probe, ["fixed", "STOP", MAXSEC], layer_env(peer.path, {"OMP_NUM_THREADS": "3", **QUIET}), started)
+    p = start(probe, ["setnum", "3", "STOP", MAXSEC], layer_env(peer.path, {"OMP_NUM_THREADS": "3", **QUIET}), started)
     conn, hello = peer.accept()
-    # omp_get_max_threads() before any region: the layer connects there, already non-malleable.
+    # omp_set_num_threads() before any region: at its first region the layer connects already fixed.
     assert hello["flags"] == 1  # SCAF_HELLO_F_NONMALLEABLE
     mm = peer.welcome(conn, threads=1)
     assert mm is not None
