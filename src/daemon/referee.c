@@ -27,15 +27,31 @@ void scaf_cpuset_layout(const uint32_t *share, uint32_t nclients, uint32_t n, co
     }
 }
 
+/*
+ * Fixed teams first (docs/daemon.md, "Fixed teams"): a fixed team is never
+ * given fewer CPUs than it has threads, because a spin-synchronised team
+ * squeezed onto fewer CPUs waits a scheduler slice at every hand-off. When
+ * the fixed teams fit beside one chunk per malleable client, each gets a CPU
+ * set of its own size and the policy divides the rest among the malleable
+ * clients. When they do not fit, fixed teams run unconfined, as they would
+ * without scaf, and each malleable client keeps a share of what is left
+ * (at least one chunk), so scaf never adds threads to an oversubscribed
+ * machine.
+ */
 int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_referee_snapshot *snap,
                         struct scaf_referee_alloc *out)
 {
     uint32_t n = snap->nclients;
     struct scaf_policy_client *pc = NULL;
-    uint32_t *threads = NULL, *share = NULL;
+    uint32_t *threads = NULL, *share = NULL, *idx = NULL;
     uint64_t(*sets)[SCAF_CPUSET_WORDS] = NULL;
     double *coef = NULL;
     struct scaf_policy_input in;
+    uint32_t avail = snap->available ? snap->available : 1;
+    uint32_t nctx = snap->n ? snap->n : avail;
+    uint32_t chunk = snap->chunk ? snap->chunk : 1;
+    uint32_t nmall = 0, fixed_sum = 0, rest;
+    bool placed;
     int rc = -1;
 
     if (n == 0)
@@ -43,39 +59,57 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     pc = calloc(n, sizeof *pc);
     threads = calloc(n, sizeof *threads);
     share = calloc(n, sizeof *share);
+    idx = calloc(n, sizeof *idx);
     coef = calloc(n, sizeof *coef);
     sets = calloc(n, sizeof *sets);
-    if (!pc || !threads || !share || !coef || !sets) {
+    if (!pc || !threads || !share || !idx || !coef || !sets) {
         errno = ENOMEM;
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
-        pc[i] = snap->clients[i].pol;
-        if (pc[i].max_threads == 0)
-            pc[i].max_threads = 1;
+        const struct scaf_referee_client *c = &snap->clients[i];
+        if (c->pol.malleable) {
+            pc[nmall] = c->pol;
+            if (pc[nmall].max_threads == 0)
+                pc[nmall].max_threads = 1;
+            idx[nmall++] = i;
+        } else {
+            uint32_t t = c->fixed_team ? c->fixed_team : 1;
+            share[i] = t > nctx ? nctx : t;
+            fixed_sum += share[i];
+        }
     }
-    in = (struct scaf_policy_input){snap->available ? snap->available : 1, snap->chunk ? snap->chunk : 1, n, pc};
-    if (policy->decide(&in, threads, coef) < 0)
-        goto out;
-    for (uint32_t i = 0; i < n; i++) {
-        /* Never more than the program could have seen, never none: whatever the policy returned. */
-        uint32_t s = threads[i];
-        share[i] = s < 1 ? 1 : s > pc[i].max_threads ? pc[i].max_threads : s;
+    placed = fixed_sum + nmall * chunk <= avail;
+    rest = avail > fixed_sum ? avail - fixed_sum : 0;
+    if (rest < nmall * chunk)
+        rest = nmall * chunk; /* oversubscribed already: one chunk each, no more */
+    if (nmall > 0) {
+        in = (struct scaf_policy_input){rest, chunk, nmall, pc};
+        if (policy->decide(&in, threads, coef) < 0)
+            goto out;
+        for (uint32_t k = 0; k < nmall; k++) {
+            /* Never more than the program could have seen, never none: whatever the policy returned. */
+            uint32_t s = threads[k];
+            share[idx[k]] = s < 1 ? 1 : s > pc[k].max_threads ? pc[k].max_threads : s;
+        }
     }
-    scaf_cpuset_layout(share, n, snap->n ? snap->n : in.contexts, snap->cpu, snap->ncpu, sets);
-    for (uint32_t i = 0; i < n; i++) {
+    scaf_cpuset_layout(share, n, nctx, snap->cpu, snap->ncpu, sets);
+    for (uint32_t i = 0, k = 0; i < n; i++) {
         const struct scaf_referee_client *c = &snap->clients[i];
         struct scaf_referee_alloc *a = &out[i];
 
         a->share = share[i];
-        a->coef = coef[i];
         a->malleable = c->pol.malleable != 0;
+        a->coef = 0.0;
         memcpy(a->cpuset, sets[i], sizeof a->cpuset);
         if (!c->pol.malleable) {
-            /* Its team size is fixed: the share becomes a CPU set its helper thread applies. */
+            /* Its team size is fixed: placed on CPUs of its own, or left to the kernel. */
             a->threads = c->fixed_team ? c->fixed_team : 1;
-            a->control = SCAF_CONTROL_CPUSET;
+            a->control = placed ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
+            if (!placed)
+                memset(a->cpuset, 0, sizeof a->cpuset);
         } else {
+            a->coef = coef[k++];
             a->threads = share[i];
             a->control = c->long_region ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
         }
@@ -85,6 +119,7 @@ out:
     free(pc);
     free(threads);
     free(share);
+    free(idx);
     free(coef);
     free(sets);
     return rc;
@@ -106,7 +141,11 @@ static void collect(const struct scafd_conn *c, struct scaf_referee_client *r)
     uint32_t eff_threads = atomic_load_explicit(&pg->eff_threads, memory_order_relaxed);
     uint32_t ppm = atomic_load_explicit(&pg->efficiency_ppm, memory_order_relaxed);
     uint32_t est = atomic_load_explicit(&pg->estimate, memory_order_relaxed);
-    bool nonmalleable = c->hello_nonmalleable || (flags & SCAF_CLIENT_NONMALLEABLE);
+    struct scaf_page_verdict v;
+    bool nonmalleable;
+
+    scaf_page_verdict_read(pg, c->hello_nonmalleable, &v);
+    nonmalleable = v.verdict == SCAF_VERDICT_FIXED;
 
     if (est > SCAF_ESTIMATE_COUNTERS)
         est = SCAF_ESTIMATE_NONE;

@@ -61,7 +61,7 @@ static void decide_equipartition(void)
 {
     const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
     int cpu[] = {0, 1};
-    struct scaf_referee_client cl[3] = {mk(8, 1, 0, false), mk(8, 0, 3, false), mk(8, 1, 0, true)};
+    struct scaf_referee_client cl[3] = {mk(8, 1, 0, false), mk(8, 0, 2, false), mk(8, 1, 0, true)};
     struct scaf_referee_client copy[3];
     struct scaf_referee_alloc out[3], again[3];
     struct scaf_referee_snapshot s = {.available = 4, .n = 4, .chunk = 1, .nclients = 3, .clients = cl,
@@ -77,8 +77,8 @@ static void decide_equipartition(void)
     /* malleable: threads follow the share */
     CHECK(out[0].threads == out[0].share && out[0].control == SCAF_CONTROL_THREADS, "malleable: %u/%u ctl %u",
           out[0].threads, out[0].share, out[0].control);
-    /* not malleable: its fixed team, controlled by cpuset */
-    CHECK(out[1].threads == 3 && out[1].control == SCAF_CONTROL_CPUSET, "fixed: threads %u ctl %u", out[1].threads,
+    /* not malleable: its fixed team, placed on a CPU set of its own size */
+    CHECK(out[1].threads == 2 && out[1].share == 2 && out[1].control == SCAF_CONTROL_CPUSET, "fixed: threads %u ctl %u", out[1].threads,
           out[1].control);
     /* a long region: affinity control, threads still the share */
     CHECK(out[2].threads == out[2].share && out[2].control == SCAF_CONTROL_CPUSET, "long region: ctl %u",
@@ -150,8 +150,65 @@ static void decide_clamps(void)
     CHECK(scaf_referee_decide(&fp, &s, out) == -1 && errno == EINVAL, "policy failure reported");
 }
 
+/* Fixed teams are never squeezed: placed on CPU sets of their own size, or left unconfined. */
+static void decide_fixed_teams(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t n, available, nclients;
+        int malleable[4];
+        uint32_t fixed[4];
+        uint32_t want_share[4];
+        uint32_t want_control[4]; /* SCAF_CONTROL_* */
+        uint32_t want_cpus[4];    /* CPUs in the set */
+    } cases[] = {
+        {"fixed fits beside two malleable", 4, 4, 3, {0, 1, 1}, {2, 0, 0}, {2, 1, 1}, {1, 0, 0}, {2, 1, 1}},
+        {"fixed too big to leave each malleable one", 4, 4, 3, {0, 1, 1}, {3, 0, 0}, {3, 1, 1}, {0, 0, 0},
+         {0, 1, 1}},
+        {"two fixed pairs on 2 contexts: unconfined", 2, 2, 2, {0, 0}, {2, 2}, {2, 2}, {0, 0}, {0, 0}},
+        {"two fixed pairs on 4 contexts: disjoint sets", 4, 4, 2, {0, 0}, {2, 2}, {2, 2}, {1, 1}, {2, 2}},
+        {"a team larger than the machine gets all of it", 4, 4, 1, {0}, {8}, {4}, {1}, {4}},
+        {"foreign load never squeezes a fixed team", 2, 1, 1, {0}, {2}, {2}, {0}, {0}},
+        {"fixed and malleable on 2: malleable keeps one", 2, 2, 2, {0, 1}, {2, 0}, {2, 1}, {0, 0}, {0, 1}},
+    };
+    const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
+    int cpu[] = {0, 1, 2, 3};
+
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[4];
+        struct scaf_referee_alloc out[4];
+        struct scaf_referee_snapshot s = {.available = cases[t].available, .n = cases[t].n, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .cpu = cpu,
+                                          .ncpu = cases[t].n};
+        uint64_t seen = 0;
+
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
+        CHECK(scaf_referee_decide(eq, &s, out) == 0, "%s: decide", cases[t].name);
+        for (uint32_t i = 0; i < cases[t].nclients; i++) {
+            CHECK(out[i].share == cases[t].want_share[i], "%s: client %u share %u, want %u", cases[t].name, i,
+                  out[i].share, cases[t].want_share[i]);
+            CHECK(out[i].control == cases[t].want_control[i], "%s: client %u control %u, want %u", cases[t].name,
+                  i, out[i].control, cases[t].want_control[i]);
+            if (!cases[t].malleable[i]) {
+                CHECK(out[i].threads == cases[t].fixed[i], "%s: fixed team kept (%u)", cases[t].name,
+                      out[i].threads);
+                CHECK((uint32_t)__builtin_popcountll(mask(out[i].cpuset)) == cases[t].want_cpus[i],
+                      "%s: client %u has %d CPUs, want %u", cases[t].name, i,
+                      __builtin_popcountll(mask(out[i].cpuset)), cases[t].want_cpus[i]);
+                /* Placed fixed teams never share a CPU with anyone. */
+                if (out[i].control == SCAF_CONTROL_CPUSET) {
+                    CHECK((seen & mask(out[i].cpuset)) == 0, "%s: client %u overlaps", cases[t].name, i);
+                    seen |= mask(out[i].cpuset);
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
+    decide_fixed_teams();
     layout();
     decide_equipartition();
     decide_more_clients_than_contexts();
