@@ -18,7 +18,11 @@ double wl_clock_now(void)
 
 void wl_team_note(void)
 {
-    int n = omp_get_num_threads();
+    wl_team_note_size(omp_get_num_threads());
+}
+
+void wl_team_note_size(int n)
+{
     /* Read first: after the first region this is a read of a shared line. */
     int cur = atomic_load_explicit(&max_team, memory_order_relaxed);
     while (n > cur &&

@@ -11,6 +11,11 @@ double wl_clock_now(void);
  * remembers the largest omp_get_num_threads() seen. */
 void wl_team_note(void);
 
+/* Same, for a team size the program counted itself: for regions that must not call
+ * omp_get_num_threads() (split, partials: a call there is what a layer may take as
+ * evidence that the region adapts to its team). */
+void wl_team_note_size(int n);
+
 /* The largest team noted so far (0 if no region noted one). */
 int wl_team_max(void);
 
