@@ -4,7 +4,8 @@ when their parallel work is really corrupted.
 Corruption comes from two tiny preloaded shims compiled here, never from a flag in the
 workloads: one makes omp_get_thread_num() answer 0 in every thread (so work split by thread
 number is done twice and half is never done), the other changes the team size from region to
-region (which every workload but `fixed` must survive bit for bit).
+region (which every malleable workload must survive bit for bit, and which must break each of
+the non-malleable ones: that is what makes them fair tests of scaf's malleability rule).
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ WORKLOADS = [
     "stencil",
     "transpose",
     "irregular",
+    "banner",
+    "split",
+    "partials",
 ]
+# Not malleable on purpose: each fails when its team changes between regions (one hazard each).
+NON_MALLEABLE = ["fixed", "split", "partials"]
 # Workloads whose parallel work is divided by thread number somewhere (static schedules,
 # `master`, pipeline bands), so a runtime that misnumbers threads must make them fail.
 SPLIT_BY_THREAD_NUMBER = [
@@ -44,6 +50,9 @@ SPLIT_BY_THREAD_NUMBER = [
     "stream",
     "stencil",
     "transpose",
+    "banner",
+    "split",
+    "partials",
 ]
 TIMEOUT = 120
 
@@ -292,7 +301,7 @@ def test_misnumbered_threads_fail_verification(
     assert parse_result(p.stdout)["verified"] == "no"
 
 
-@pytest.mark.parametrize("name", [w for w in WORKLOADS if w != "fixed"])
+@pytest.mark.parametrize("name", [w for w in WORKLOADS if w not in NON_MALLEABLE])
 def test_team_changing_every_region_keeps_result_bit_identical(
     name: str,
     tmp_path: Path,
@@ -316,3 +325,42 @@ def test_fixed_really_depends_on_a_constant_team(
     assert p.returncode == 1, p.stdout + p.stderr
     assert parse_result(p.stdout)["verified"] == "no"
     assert "fixed: iteration" in p.stderr
+
+
+def test_banner_prints_its_thread_count_but_leaves_it_out_of_the_result(
+    tmp_path: Path,
+    shims: dict[str, Path],
+    plain_runs: dict[tuple[str, int], subprocess.CompletedProcess[str]],
+) -> None:
+    """banner reads omp_get_max_threads() before any region only to print it, like almost
+    every real program: the count differs, the checksum does not, and teams that differ from
+    the printed count (1, 2, 3, 1, ... under the shim) still give the same bits."""
+    for n in (1, 2, 3):
+        assert f" Total threads = {n}\n" in plain_runs[("banner", n)].stdout
+    p = run_workload("banner", 3, tmp_path, preload=shims["varying_team"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert " Total threads = 3\n" in p.stdout
+    assert parse_result(p.stdout)["verified"] == "yes"
+    assert checksum(p.stdout) == checksum(plain_runs[("banner", 1)].stdout)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("split", (r"split: iteration \d+: \d+ of \d+ elements not processed: a team of [12] "
+                   r"ran work cut into 3 chunks before the regions; chunk\(s\) (1 2|2) skipped")),
+        ("partials", (r"partials: region \d+: .*: a team of [12] left slots holding an "
+                      r"earlier region's partials")),
+    ],
+)
+def test_hazard_fails_when_a_team_shrinks_below_the_count_read_before_the_regions(
+    name: str, says: str, tmp_path: Path, shims: dict[str, Path]
+) -> None:
+    """split (work cut into omp_get_max_threads() chunks) and partials (per-thread slots
+    summed whole) are wrong as soon as a region's team is smaller than the count they read
+    at level 0. At OMP_NUM_THREADS=3 the shim's teams (1, 2, 3, ...) never exceed that count,
+    as scaf's never do: every failure is a shrink, the case the layer must prevent."""
+    p = run_workload(name, 3, tmp_path, preload=shims["varying_team"])
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert parse_result(p.stdout)["verified"] == "no"
+    assert re.search(says, p.stderr), p.stderr
