@@ -23,7 +23,8 @@ EXIT_SCAF = 125
 DESCRIPTION = """\
 Run CMD with scaf's layer (libscaf_gomp.so) preloaded, so that every GNU OpenMP
 parallel region it opens uses the number of threads the daemon allocates to it.
-The program is not modified; its output is the same as without scaf.
+The program is not modified; its output is the same as without scaf as long
+as it is malleable (below).
 
 scaf run
   - appends the layer to LD_PRELOAD (keeping any libraries already there),
@@ -39,6 +40,29 @@ scaf run
 Without a daemon the layer is inert: the program runs exactly as with plain
 libgomp. Programs that are not GNU OpenMP programs run unaffected.
 
+malleable or fixed:
+  A program is malleable when its results do not depend on how many threads
+  its parallel regions get. scaf changes a malleable program's team at each
+  outermost region; a fixed program keeps the team it would have without
+  scaf, and the daemon gives it its share of the cores through its CPU
+  affinity instead (slower next to other programs, but the same team).
+  By default the layer decides from evidence (the program's omp_* calls, see
+  docs/layer.md), unless a rules file names the program (`scaf rules`).
+  You can decide instead, for this run, over any rule:
+
+  --fixed      keep the team. Use it when the results must be bitwise
+               reproducible: a floating-point reduction (reduction(+:x) over
+               doubles, or partial sums per thread) rounds differently for
+               different team sizes, so its last digits can change when scaf
+               changes the team. Also for a program that splits work by a
+               thread count it read earlier, or keeps per-thread data between
+               regions, when the layer has not seen that.
+  --malleable  steer the team whatever the evidence says. Only when you know
+               the results do not depend on it (`scaf check` tests one input):
+               a wrong --malleable can give wrong results or crash.
+
+  They set SCAF_MALLEABLE=no or yes in the program's environment.
+
 socket (first that applies):
   --socket P, $SCAF_SOCKET, $XDG_RUNTIME_DIR/scaf/scafd.sock, /tmp/scaf-$UID/scafd.sock
 """
@@ -53,6 +77,9 @@ exit status:
 
 environment:
   SCAF_SOCKET       the daemon's socket (set for the program to the one resolved)
+  SCAF_MALLEABLE    yes, no or auto (default): what --malleable/--fixed set
+  SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
+                    /etc/scaf/rules (colon-separated; see `scaf rules --help`)
   LD_PRELOAD        the layer is appended to it
   SCAF_VERBOSE=1    the layer reports on stderr what it does
   SCAF_DISABLE=1    the layer stays inert
@@ -65,6 +92,8 @@ examples:
   scaf run --socket /run/scaf/scafd.sock -- make -j check
                                                use a system-wide daemon
   scaf run --no-start -- ./prog                use a daemon only if one is running
+  scaf run --fixed -- ./solver input.dat       bitwise-reproducible sums: keep the team
+  scaf run --malleable -- ./render scene       checked with `scaf check`: let scaf steer it
   SCAF_VERBOSE=1 scaf run -- ./prog            see what the layer decides
 """
 
@@ -76,10 +105,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="scaf run [-h] [--socket P] [--no-start] -- CMD [ARGS...]",
+        usage="scaf run [-h] [--socket P] [--no-start] [--malleable | --fixed] -- CMD [ARGS...]",
     )
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above)")
     p.add_argument("--no-start", action="store_true", help="do not start a daemon when none answers")
+    m = p.add_mutually_exclusive_group()
+    m.add_argument("--malleable", dest="malleable", action="store_const", const="yes",
+                   help="scaf may change the team at every region, whatever the evidence or rules say "
+                        "(SCAF_MALLEABLE=yes)")
+    m.add_argument("--fixed", dest="malleable", action="store_const", const="no",
+                   help="keep the program's team; steer it by CPU affinity only (SCAF_MALLEABLE=no), "
+                        "e.g. for bitwise-reproducible floating-point results")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the program and its arguments")
     p.set_defaults(func=main, _parser=p)
 
@@ -201,5 +237,7 @@ def main(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
     env["SCAF_SOCKET"] = sock
+    if args.malleable:
+        env["SCAF_MALLEABLE"] = args.malleable
 
     return supervise(path, argv, env)
