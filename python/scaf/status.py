@@ -21,12 +21,20 @@ then one row per client program:
               client, the size of its CPU set; the shares add up to at most
               the available contexts)
   MALLEABLE   yes: its team size follows the allocation at each parallel region;
-              no: its team is fixed and the daemon steers it by CPU affinity
+              no: its team is fixed and the daemon steers it by CPU affinity;
+              undecided: the layer is still watching its regions (each runs
+              once at the full team before it is steered)
+  BY          who decided that: evidence (the layer's rule, from the
+              program's omp_* calls), user (scaf run --malleable/--fixed,
+              SCAF_MALLEABLE), rules (a rules file: scaf rules), check (scaf
+              check's test mode) or default (no evidence either way yet)
   CPUSET      the CPUs a non-malleable client is confined to
   NLWP        the threads the process has (from /proc)
   EFFICIENCY  its estimated parallel efficiency (- when not known yet)
   ESTIMATE    where that comes from: none, assumed, measured or counters
 
+--verbose adds, under the table, the reason for each client's verdict: the
+call, function and object that decided it, or the rule's file and line.
 --json prints the daemon's reply as it is (fields: docs/cli.md).
 """
 
@@ -37,6 +45,7 @@ exit status:
 
 examples:
   scaf status                                   the table
+  scaf status -v                                the table, then why each client is (not) malleable
   scaf status --json | jq '.clients[].threads'  the allocations, for scripts
   scaf status --socket /run/scaf/scafd.sock     ask a system-wide daemon
   watch -n1 scaf status                         follow it live
@@ -52,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print the daemon's JSON status instead of a table")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="after the table, the reason for each client's verdict")
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: $SCAF_SOCKET, "
                    "$XDG_RUNTIME_DIR/scaf/scafd.sock, /tmp/scaf-$UID/scafd.sock)")
     p.set_defaults(func=main)
@@ -75,7 +86,17 @@ def _fmt_eff(v: object) -> str:
     return f"{v:.2f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 
-def render(st: dict, sock: str) -> None:
+def verdict_of(c: dict) -> tuple[str, str]:
+    """(MALLEABLE cell, BY cell): the daemon's verdict, or its older boolean alone."""
+    v = c.get("verdict")
+    word = {"malleable": "yes", "fixed": "no", "undecided": "undecided"}.get(v) if isinstance(v, str) else None
+    if word is None:
+        word = "yes" if c.get("malleable") else "no"
+    src = c.get("verdict_source")
+    return word, src if isinstance(src, str) and src else "-"
+
+
+def render(st: dict, sock: str, verbose: bool = False) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -96,11 +117,13 @@ def render(st: dict, sock: str) -> None:
         console.print("no clients")
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "CPUSET", "NLWP", "EFFICIENCY", "ESTIMATE"):
+    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
+                "ESTIMATE"):
         right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     total = 0
-    for c in sorted(clients, key=lambda c: c.get("pid", 0)):
+    ordered = sorted(clients, key=lambda c: c.get("pid", 0))
+    for c in ordered:
         share = c.get("share", c.get("threads", 0))
         total += share if isinstance(share, int) else 0
         table.add_row(
@@ -108,15 +131,25 @@ def render(st: dict, sock: str) -> None:
             str(c.get("name", "?")),
             str(c.get("threads", "?")),
             str(share),
-            "yes" if c.get("malleable") else "no",
+            *verdict_of(c),
             cpu_ranges(c.get("cpuset") or []) or "-",
             str(c.get("nlwp", "-")),
             _fmt_eff(c.get("efficiency")),
             str(c.get("estimate", "-")),
         )
     table.add_section()
-    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "")
+    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "")
     console.print(table)
+    if verbose:
+        from rich.markup import escape
+
+        console.print("why:", highlight=False)
+        for c in ordered:
+            word, src = verdict_of(c)
+            word = {"yes": "malleable", "no": "fixed"}.get(word, word)
+            reason = c.get("reason") if isinstance(c.get("reason"), str) and c.get("reason") else "(not given)"
+            console.print(f"  {c.get('pid', '?')} {escape(str(c.get('name', '?')))}: {word} "
+                          f"(by {src}): {escape(reason)}", highlight=False, soft_wrap=True)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -139,5 +172,5 @@ def main(args: argparse.Namespace) -> int:
         json.dump(st, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(st, sock)
+        render(st, sock, args.verbose)
     return 0
