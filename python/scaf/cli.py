@@ -14,6 +14,8 @@ from scaf import __version__
 COMMANDS = [
     "daemon_cmd",
     "run",
+    "check",
+    "rules",
     "status",
     "allocate",
     "demo",
