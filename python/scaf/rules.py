@@ -43,6 +43,9 @@ LINE_MAX = 1022
 WORD_MAX = 31
 PATTERN_MAX = 4095
 
+# The layer takes at most this many files from SCAF_RULES (the rest are not read).
+SCAF_RULES_MAX = 3
+
 # C's isspace() in the C locale (what sscanf splits on; bytes.split() splits on the same), and '#'.
 _UNWRITABLE = " \t\n\r\x0b\x0c#"
 
@@ -94,17 +97,27 @@ def user_file(env: dict[str, str] | None = None) -> str | None:
     return None
 
 
+def _scaf_rules(env: dict[str, str]) -> list[str]:
+    return [p for p in env["SCAF_RULES"].split(":") if p]
+
+
 def search_path(env: dict[str, str] | None = None) -> list[str]:
     """The files the layer reads, in its order."""
     env = os.environ if env is None else env
     if "SCAF_RULES" in env:
-        return [p for p in env["SCAF_RULES"].split(":") if p]
+        return _scaf_rules(env)[:SCAF_RULES_MAX]
     out = []
     user = user_file(env)
     if user:
         out.append(user)
     out.append(SYSTEM_FILE)
     return out
+
+
+def unread_files(env: dict[str, str] | None = None) -> list[str]:
+    """Files named in SCAF_RULES beyond the ones the layer reads."""
+    env = os.environ if env is None else env
+    return _scaf_rules(env)[SCAF_RULES_MAX:] if "SCAF_RULES" in env else []
 
 
 def save_target(env: dict[str, str] | None = None) -> str | None:
@@ -334,8 +347,9 @@ Without a rule, the layer decides from evidence: the program's own omp_* calls
 `--fixed` (SCAF_MALLEABLE=yes|no) overrides every rule.
 
 rules files, in the order they are read (the first matching rule wins):
-  $SCAF_RULES             when set: a colon-separated list of files, read
-                          instead of the two below (empty: no rules at all)
+  $SCAF_RULES             when set: a colon-separated list of files (the
+                          layer reads the first 3), read instead of the two
+                          below (set but empty: no rules at all)
   $XDG_CONFIG_HOME/scaf/rules, or ~/.config/scaf/rules when XDG_CONFIG_HOME
                           is unset or not absolute: your own rules
   /etc/scaf/rules         the machine's rules
@@ -390,15 +404,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report_problems(files: list[RulesFile]) -> int:
+    unread = unread_files()
+    for f in unread:
+        print(f"scaf rules: {f}: not read: the layer reads only the first {SCAF_RULES_MAX} files of "
+              "$SCAF_RULES", file=sys.stderr)
     bad = 0
     for rf in files:
         for prob in rf.problems:
             print(f"scaf rules: {prob}", file=sys.stderr)
-            bad += 1
+            bad += prob.line > 0
     if bad:
         print(f"scaf rules: {bad} malformed line{'s' if bad != 1 else ''}: the layer ignores "
               f"{'them' if bad != 1 else 'it'}", file=sys.stderr)
-    return 1 if bad else 0
+    return 1 if bad or unread or any(rf.problems for rf in files) else 0
 
 
 def main(args: argparse.Namespace) -> int:
