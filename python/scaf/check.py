@@ -67,6 +67,9 @@ Limits (read these before trusting a "malleable"):
     such a sum to full precision comes out "not malleable". That is the
     truth about its bits; whether the last digits matter is your call
     (--ignore the line, or keep it fixed for bitwise-reproducible results).
+    With more than two threads, libgomp adds the threads' partial sums in
+    the order they finish, so such a program may differ between two plain
+    runs already (exit 3): it is not reproducible even without scaf.
   - Only what you name is compared: stdout, the exit status and the --output
     files. stderr is not compared.
   - A program whose team never changed (one CPU, OMP_NUM_THREADS=1) cannot
