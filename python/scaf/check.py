@@ -88,7 +88,8 @@ exit status:
   4    the check could not exercise PROG: it opened no parallel region under
        the layer, its team could not vary, or the plain run timed out
   125  scaf's own failure (the layer or scafd not built, the daemon would not
-       start, --save could not write the rules file)
+       start), or --save could not write its rule (the rules file is not
+       writable, or PROG is a script whose regions ran in another program)
 
 output: a line per run (seed, the team sizes the layer gave it, exit status,
 same or different), then the verdict with its evidence and the layer's rule.
@@ -174,6 +175,7 @@ class Run:
     name: str  # "plain 1", "seed 3", "auto"
     kind: str  # "plain" | "seed" | "auto"
     seed: int | None = None
+    pid: int = 0
     exit: int | None = None  # shell style; None when it timed out
     timed_out: bool = False
     wall_s: float = 0.0
@@ -227,6 +229,7 @@ class Checker:
         self.daemon = None
         self.out = sys.stdout
         self.warnings: list[str] = []
+        self.runs: list[Run] = []
 
     # -- environments --
     def base_env(self) -> dict[str, str]:
@@ -269,6 +272,7 @@ class Checker:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             t0 = time.monotonic()
             proc = runner.spawn(self.argv, env, None, stdout=out, stderr=err)
+        run.pid = proc.pid
         try:
             proc.wait(timeout=self.args.timeout)
         except subprocess.TimeoutExpired:
@@ -300,6 +304,7 @@ class Checker:
                     if isinstance(rec, dict):
                         run.reports.append(rec)
         Path(self.workdir, f"{tag}.exit").write_text("timeout\n" if run.timed_out else f"{run.exit}\n")
+        self.runs.append(run)
         return run
 
     # -- comparing --
@@ -581,11 +586,19 @@ def _check(ck: Checker) -> dict:
         return finish("not exercised", EXIT_NOT_EXERCISED)
     teams = sorted({t for r in seeded for t in r.teams})
     bound = result["bound"]
-    if teams == [bound] or not teams:
-        hint = "use --threads N (N > 1) to try larger teams" if bound == 1 else \
-            "use more --seeds, or a larger --threads"
-        _say(ck, f"verdict: not exercised: every region ran with {teams[0] if teams else '?'} threads, the team it gets "
-                 f"without scaf, so nothing was varied; {hint}")
+    # One team size everywhere is no test: either the plain team itself, or the team that the
+    # regions set themselves (num_threads clauses are kept), which the auto run shows too.
+    if not teams or (len(teams) == 1 and (teams[0] == bound or (auto.regions > 0 and auto.teams == teams))):
+        size = teams[0] if teams else "?"
+        if bound == 1:
+            why, hint = "the team it gets without scaf", "use --threads N (N > 1) to try larger teams"
+        elif teams and teams[0] != bound:
+            why, hint = ("in every run, seeded or not: its regions choose their own team (num_threads), "
+                         "which scaf keeps"), "scaf cannot change its teams"
+        else:
+            why, hint = "the team it gets without scaf", "use more --seeds, or a larger --threads"
+        _say(ck, f"verdict: not exercised: every region ran with {size} thread{'' if size == 1 else 's'}, {why}, so nothing was "
+                 f"varied; {hint}")
         return finish("not exercised", EXIT_NOT_EXERCISED)
 
     differing = [r for r in [*runs, auto] if r.diffs]
@@ -645,22 +658,53 @@ def _say(ck: Checker, msg: str) -> None:
         print(msg, flush=True)
 
 
+def _program_with_regions(ck: Checker) -> tuple[str | None, str]:
+    """The executable whose regions the check saw (what a rule must name), or None and why not.
+
+    The layer matches rules against /proc/self/exe of the process that runs the
+    regions: PROG itself, unless PROG is a script or a launcher (sh -c, taskset,
+    env) that runs another program.
+    """
+    reports = [r for run in ck.runs if run.kind != "plain" for r in run.reports]
+    exes = {os.path.realpath(r["exe"]) for r in reports if isinstance(r.get("exe"), str) and r["exe"]}
+    if exes:  # the layer names it
+        if len(exes) > 1:
+            return None, f"several programs ran the parallel regions ({', '.join(sorted(exes))})"
+        return exes.pop(), ""
+    pids = {r.get("pid") for r in reports}
+    if pids and not any(run.pid in pids for run in ck.runs):
+        return None, f"the parallel regions ran in another process than {ck.argv[0]} (a script or a launcher?)"
+    try:
+        with open(ck.exe, "rb") as f:
+            script = f.read(2) == b"#!"
+    except OSError:
+        script = False
+    if script:
+        return None, f"{ck.argv[0]} is a script: the parallel regions ran in a program it started"
+    return ck.exe, ""
+
+
 def _save(ck: Checker, result: dict, code: int) -> int:
     verdict = "malleable" if code == EXIT_MALLEABLE else "fixed"
     target = rules.save_target()
     if target is None:
         _err("--save: no rules file to write (HOME and XDG_CONFIG_HOME are unset)")
         return EXIT_SCAF
-    pattern = rules.pattern_for_path(ck.exe)
+    exe, why = _program_with_regions(ck)
+    if exe is None:
+        _err(f"--save: not saved: {why}; a rule for {ck.argv[0]} would not reach them: write a rule for "
+             "that program yourself (see scaf rules --help)")
+        return EXIT_SCAF
+    pattern = rules.pattern_for_path(exe)
     try:
-        line = rules.set_rule(target, verdict, pattern, exe=ck.exe)
+        line = rules.set_rule(target, verdict, pattern, exe=exe)
     except (OSError, ValueError) as e:
         _err(f"--save: cannot write {target}: {getattr(e, 'strerror', None) or e}")
         return EXIT_SCAF
     result["saved"] = {"file": target, "line": line, "rule": f"{verdict} {pattern}"}
     if not ck.args.json:
         print(f"saved: {target}:{line}: {verdict} {pattern}")
-    winner = rules.first_match(rules.load(), ck.exe)
+    winner = rules.first_match(rules.load(), exe)
     if winner is None or (winner.file, winner.line) != (target, line):
         msg = f"{winner.where()}: {winner.text()}" if winner else "none"
         _err(f"--save: warning: the layer would still pick another rule ({msg})")

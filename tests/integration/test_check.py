@@ -54,6 +54,20 @@ int main(int argc, char **argv) {
 }
 """
 
+# Every region sets its own team: scaf keeps explicit counts, so nothing can vary.
+EXPLICIT_C = r"""
+#include <stdio.h>
+int main(void) {
+    double s = 0;
+    for (int r = 0; r < 4; r++) {
+#pragma omp parallel for reduction(+:s) num_threads(1)
+        for (int i = 1; i <= 100000; i++) s += 1.0 / i;
+    }
+    printf("%.17g\n", s);
+    return 0;
+}
+"""
+
 # Fixed by evidence (omp_set_num_threads outside a region), then parked: a client to look at.
 PARKED_C = r"""
 #include <omp.h>
@@ -76,7 +90,7 @@ int main(void) {
 def progs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("check-progs")
     out = {}
-    for name, src in (("reduction", REDUCTION_C), ("parked", PARKED_C)):
+    for name, src in (("reduction", REDUCTION_C), ("parked", PARKED_C), ("explicit", EXPLICIT_C)):
         c = d / f"{name}.c"
         c.write_text(src)
         subprocess.run(["gcc", "-O2", "-fopenmp", str(c), "-o", str(d / name)], check=True)
@@ -162,8 +176,15 @@ def test_no_parallel_region_exits_4() -> None:
 def test_team_that_cannot_vary_exits_4() -> None:
     r = scaf("check", "--threads", "1", "--ignore", "^name=", "--", wl("ep"), "--size", "S")
     assert r.returncode == 4, r.stdout + r.stderr
-    assert "every region ran with 1 threads" in r.stdout
+    assert "every region ran with 1 thread, the team it gets without scaf" in r.stdout
     assert "use --threads N" in r.stdout
+
+
+def test_explicit_team_everywhere_exits_4(progs: dict[str, str]) -> None:
+    r = scaf("check", "--threads", "2", "--", progs["explicit"])
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "every region ran with 1 thread, in every run, seeded or not" in r.stdout
+    assert "num_threads" in r.stdout
 
 
 def test_plain_timeout_exits_4() -> None:
@@ -244,6 +265,23 @@ def test_save_then_rules_which(progs: dict[str, str], tmp_path: Path) -> None:
     assert f"the layer's rule says: fixed — rule {rules_file}:1: fixed {prog} (decided by: rules)" in r.stdout
     assert "the layer agrees" in r.stdout
     assert rules_file.read_text() == f"fixed {prog}\n"
+
+
+@pytest.mark.parametrize("how", ["fork", "exec"])
+def test_save_refuses_a_script_whose_regions_run_elsewhere(progs: dict[str, str], tmp_path: Path,
+                                                           how: str) -> None:
+    # A rule is matched against the executable that runs the regions: not the script (or the
+    # shell) that started it, whether it forked or exec'd the program.
+    script = tmp_path / "wrap.sh"
+    script.write_text(f"#!/bin/sh\n{'exec ' if how == 'exec' else ''}{progs['reduction']}\n")
+    script.chmod(0o755)
+    env = clean_env(XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    del env["SCAF_RULES"]
+    r = scaf("check", "--save", "--threads", "2", "--", str(script), env=env)
+    assert "verdict: not malleable" in r.stdout
+    assert r.returncode == 125, r.stdout + r.stderr
+    assert "--save: not saved: " in r.stderr
+    assert not (tmp_path / "xdg").exists()
 
 
 def test_save_without_a_verdict_saves_nothing(tmp_path: Path) -> None:
