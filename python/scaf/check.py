@@ -72,8 +72,9 @@ Limits (read these before trusting a "malleable"):
     runs already (exit 3): it is not reproducible even without scaf.
   - Only what you name is compared: stdout, the exit status and the --output
     files. stderr is not compared.
-  - A program whose team never changed (one CPU, OMP_NUM_THREADS=1) cannot
-    be exercised: use --threads N.
+  - A program whose team cannot change is not exercised (exit 4): one CPU
+    or OMP_NUM_THREADS=1 (use --threads N), or regions that all set their
+    own team with num_threads(...), which scaf keeps.
 
 PROG runs in the current directory with stdin from /dev/null, once with each
 seed and three more times; give it an input that takes seconds, not hours.
@@ -86,7 +87,8 @@ exit status:
   2    usage error (bad option, PROG not found or not executable)
   3    PROG is nondeterministic even without scaf (two plain runs differ)
   4    the check could not exercise PROG: it opened no parallel region under
-       the layer, its team could not vary, or the plain run timed out
+       the layer, its team could not vary (one CPU, num_threads clauses), or
+       the plain run timed out
   125  scaf's own failure (the layer or scafd not built, the daemon would not
        start), or --save could not write its rule (the rules file is not
        writable, or PROG is a script whose regions ran in another program)
@@ -145,7 +147,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "directory, and print where")
     p.add_argument("--save", action="store_true",
                    help="write the verdict as a rule (`malleable PATH` or `fixed PATH`, for PROG's "
-                        "absolute path) into your rules file, and say which file and line")
+                        "absolute path) into your rules file, and say which file and line (not for a script: "
+                        "its regions run in another program)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- PROG ARGS", help="the program and its arguments")
     p.set_defaults(func=main, _parser=p)
 

@@ -379,7 +379,8 @@ example file:
 
 exit status:
   0  the rules were listed (or --which answered), no malformed line
-  1  a rules file has a malformed line or cannot be read (listed on stderr)
+  1  a rules file has a malformed line or cannot be read, or $SCAF_RULES
+     names more files than the layer reads (each listed on stderr)
   2  usage error, or --which PROG was not found
 
 examples:
