@@ -156,6 +156,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ---- one run ---------------------------------------------------------------------------------
 
 
+class CannotRun(Exception):
+    """PROG could not be started."""
+
+
 @dataclass
 class Diff:
     what: str  # "exit" | "timeout" | "stdout" | "output"
@@ -274,7 +278,10 @@ class Checker:
         before = [_stamp(f) for f in self.outputs]
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             t0 = time.monotonic()
-            proc = runner.spawn(self.argv, env, None, stdout=out, stderr=err)
+            try:
+                proc = runner.spawn(self.argv, env, None, stdout=out, stderr=err)
+            except OSError as e:  # found at the start, gone or not executable now
+                raise CannotRun(f"cannot run {self.argv[0]}: {e.strerror or e}") from e
         run.pid = proc.pid
         try:
             proc.wait(timeout=self.args.timeout)
@@ -403,9 +410,19 @@ def _show(line: str, limit: int = 160) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+def _first_difference(a: bytes, b: bytes, n: int, block: int = 1 << 16) -> int:
+    """The first offset below n where a and b differ, else n (block by block: files can be large)."""
+    ma, mb = memoryview(a), memoryview(b)
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        if ma[start:end] != mb[start:end]:
+            return next(i for i in range(start, end) if a[i] != b[i])
+    return n
+
+
 def _compare_bytes(a: bytes, b: bytes, f: str, ref_name: str, run_name: str) -> Diff:
     n = min(len(a), len(b))
-    off = next((i for i in range(n) if a[i] != b[i]), n)
+    off = _first_difference(a, b, n)
     if off < n:
         detail = [(f"{f} byte {off}: {ref_name} 0x{a[off]:02x}, {run_name} 0x{b[off]:02x} "
                   f"(sizes {len(a)} and {len(b)})")]
@@ -462,6 +479,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         with runner.interruptible():
             result = _check(ck)
+    except CannotRun as e:
+        _err(str(e))
+        return EXIT_USAGE
     finally:
         if ck.daemon is not None:
             ck.daemon.stop()
