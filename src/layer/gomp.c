@@ -297,12 +297,12 @@ static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, sca
         /* An explicit clause (an if(false) gives 1) or a fixed team: libgomp's count stands. */
         r->team = num_threads ? num_threads : scaf_malleable_fixed_team();
         atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
-        return num_threads;
+        return num_threads ? num_threads : scaf_malleable_request(0);
     case SCAF_TEAM_WATCH:
-        /* First look at a suspect site: exactly what plain libgomp would run. */
+        /* First look at a suspect site: the team the program has seen, libgomp's own count. */
         r->team = scaf_malleable_cap();
         atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
-        return num_threads;
+        return scaf_malleable_request(num_threads);
     case SCAF_TEAM_CHECK:
         r->team = t;
         atomic_store_explicit(&p->last_team, t, memory_order_relaxed);

@@ -72,11 +72,13 @@ static struct {
     int prepared;
 
     _Atomic unsigned cap;
+    _Atomic int cap_lowered; /* the program saw a smaller team than libgomp would give */
     _Atomic unsigned fixed_team;
     _Atomic uint32_t verdict, source;
     char reason[SCAF_REASON_MAX];
 
-    _Atomic(void *) query_caller; /* first omp_get_max_threads() outside a region */
+    _Atomic(void *) query_caller; /* first omp_get_max_threads() outside a region, or the region */
+    _Atomic int query_in_region;  /* the count was omp_get_num_threads() read in region query_caller */
     _Atomic int query_seen;
     _Atomic(void *) tid_only_fn; /* first region seen with a thread number but no team size */
 
@@ -119,6 +121,18 @@ static void describe(void *addr, char *out, size_t len)
     else
         say_into(out, len, "%s+0x%lx", obj,
                  (unsigned long)((uintptr_t)addr - (uintptr_t)info.dli_fbase));
+}
+
+/* What the program's count query was, for reasons. */
+static void query_text(char *out, size_t len)
+{
+    char who[96];
+
+    describe(atomic_load(&M.query_caller), who, sizeof who);
+    if (atomic_load(&M.query_in_region))
+        say_into(out, len, "region %s read the team size", who);
+    else
+        say_into(out, len, "omp_get_max_threads() outside regions from %s", who);
 }
 
 /* ---- verdict changes ---- */
@@ -272,7 +286,7 @@ static int rules_match(const char *file, const char *exe, const char *base, uint
 
 void scaf_malleable_prepare(void)
 {
-    char exe[PATH_MAX], files[3][PATH_MAX], where[PATH_MAX + 64];
+    char exe[PATH_MAX], files[8][PATH_MAX], where[PATH_MAX + 64];
     const char *base, *list = getenv("SCAF_RULES");
     uint32_t verdict;
     ssize_t n;
@@ -294,9 +308,9 @@ void scaf_malleable_prepare(void)
     base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 
     if (list) {
-        /* SCAF_RULES: a colon-separated list, replacing the default locations. */
+        /* SCAF_RULES: a colon-separated list (up to 8 files), replacing the default locations. */
         const char *p = list;
-        while (*p && nfiles < 3) {
+        while (*p && nfiles < 8) {
             size_t len = strcspn(p, ":");
             if (len > 0 && len < PATH_MAX)
                 say_into(files[nfiles++], PATH_MAX, "%.*s", (int)len, p);
@@ -499,11 +513,50 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), 
     return m->mode = SCAF_TEAM_STEER;
 }
 
+/* The program has seen a team of `team`: no later region may be given more (whoever decided). */
+static void lower_cap(unsigned team)
+{
+    unsigned cap = atomic_load(&M.cap);
+
+    if (team >= 1 && team < cap) {
+        atomic_store(&M.cap, team);
+        atomic_store(&M.cap_lowered, 1);
+    }
+}
+
+/*
+ * A region read its team size without numbering its threads (typically
+ * `single: nthreads = omp_get_num_threads()`): the count may escape to later
+ * regions as a buffer size. It counts as a query, and the program has now
+ * seen that team: no later region may be given more.
+ */
+static void count_escaped(const struct scaf_mall_region *m, unsigned team)
+{
+    char what[96], reason[SCAF_REASON_MAX];
+
+    if (atomic_exchange(&M.query_seen, 1))
+        return;
+    atomic_store(&M.query_in_region, 1);
+    atomic_store(&M.query_caller, (void *)m->fn);
+    describe((void *)m->fn, what, sizeof what);
+    if (atomic_load(&M.tid_only_fn)) {
+        say_into(reason, sizeof reason,
+                 "a region numbers threads without omp_get_num_threads(); region %s read the team "
+                 "size without thread numbers", what);
+        set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
+        return;
+    }
+    say_into(reason, sizeof reason,
+             "region %s read the team size (%u) without thread numbers: watching each region once",
+             what, team);
+    set_verdict(SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_EVIDENCE, reason);
+}
+
 void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
 {
     int tid = atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) == m->epoch;
     int nth = atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) == m->epoch;
-    char what[96], who[96], reason[SCAF_REASON_MAX];
+    char what[96], who[160], reason[SCAF_REASON_MAX];
     struct site *s;
     int state = SITE_CLEAN;
 
@@ -511,10 +564,16 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         atomic_fetch_or_explicit(&M.team_bits[(team - 1) / 64], 1ull << ((team - 1) % 64),
                                  memory_order_relaxed);
     atomic_fetch_add_explicit(&M.regions, 1, memory_order_relaxed);
-    if (m->mode == SCAF_TEAM_KEEP || m->mode == SCAF_TEAM_CHECK || M.forced)
+    if (m->mode == SCAF_TEAM_KEEP || m->mode == SCAF_TEAM_CHECK)
+        return;
+    if (nth && !tid)
+        lower_cap(team);
+    if (M.forced)
         return;
     s = site_get(m->fn);
-    if (tid && nth && object_has_tls(m->fn)) {
+    if (nth && !tid)
+        count_escaped(m, team);
+    if (tid && object_has_tls(m->fn)) {
         describe((void *)m->fn, what, sizeof what);
         say_into(reason, sizeof reason,
                  "region %s numbers threads in code with thread-local (threadprivate) data", what);
@@ -525,10 +584,9 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         state = SITE_TID_ONLY;
         if (atomic_load(&M.query_seen)) {
             describe((void *)m->fn, what, sizeof what);
-            describe(atomic_load(&M.query_caller), who, sizeof who);
+            query_text(who, sizeof who);
             say_into(reason, sizeof reason,
-                     "region %s numbers threads without omp_get_num_threads(); "
-                     "omp_get_max_threads() outside regions from %s", what, who);
+                     "region %s numbers threads without omp_get_num_threads(); %s", what, who);
             set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
             return;
         }
@@ -537,10 +595,9 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     }
     if (s && atomic_exchange(&s->state, state) == 0 &&
         atomic_load(&M.verdict) == SCAF_VERDICT_UNDECIDED) {
-        describe(atomic_load(&M.query_caller), who, sizeof who);
+        query_text(who, sizeof who);
         say_into(reason, sizeof reason,
-                 "omp_get_max_threads() outside regions from %s, but every region seen "
-                 "reads its own team size or none", who);
+                 "%s, but every region seen reads its own team size or none", who);
         set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_EVIDENCE, reason);
     }
 }
@@ -553,6 +610,14 @@ unsigned scaf_malleable_cap(void)
     if (c == 0)
         c = b;
     return c < 1 ? 1 : c;
+}
+
+unsigned scaf_malleable_request(unsigned num_threads)
+{
+    /* Passing 0 keeps libgomp's own semantics (nthreads-var, OMP_DYNAMIC); pass the cap only
+     * when the program has seen a smaller team than that. */
+    return atomic_load_explicit(&M.cap_lowered, memory_order_relaxed) ? scaf_malleable_fixed_team()
+                                                                      : num_threads;
 }
 
 unsigned scaf_malleable_fixed_team(void)
@@ -590,10 +655,16 @@ __attribute__((destructor)) static void report_at_exit(void)
         esc[k++] = c < 0x20 ? ' ' : (char)c;
     }
     esc[k] = 0;
+    char exe[512] = "";
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = 0;
+    for (char *q = exe; *q; q++)
+        if (*q == '"' || *q == '\\' || (unsigned char)*q < 0x20)
+            *q = '?';
     n = snprintf(buf, sizeof buf,
-                 "{\"pid\":%d,\"verdict\":\"%s\",\"source\":\"%s\",\"reason\":\"%s\",\"regions\":%llu,"
+                 "{\"pid\":%d,\"exe\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\",\"reason\":\"%s\",\"regions\":%llu,"
                  "\"teams\":[",
-                 (int)getpid(), verdict_word(atomic_load(&M.verdict)),
+                 (int)getpid(), exe, verdict_word(atomic_load(&M.verdict)),
                  source_word(atomic_load(&M.source)), esc,
                  (unsigned long long)atomic_load(&M.regions));
     pthread_mutex_unlock(&M.lock);

@@ -1,0 +1,274 @@
+"""The malleability verdict on the hazard workloads, end to end: real daemon, real layer.
+
+Each hazard workload verifies its own result, so a wrong verdict shows as a failed
+verification, not only as a wrong label. The daemon believes it has 2 contexts and the
+programs see 4 (OMP_NUM_THREADS), so a steered region runs 2 threads and a fixed or watched
+one 4: the team sizes in SCAF_REPORT tell which path each region took, without timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import Daemon, layer_env, parse_result
+from scaf import paths
+
+BOUND = 4
+TIMEOUT = 120
+
+
+def plain_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("SCAF_")}
+    env.update(extra or {})
+    return env
+
+
+def run(name: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(paths.workload(name)), "--size", "S"], env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def checksum(stdout: str) -> str:
+    return next(ln for ln in stdout.splitlines() if ln.startswith("checksum="))
+
+
+def under_scaf(name: str, d: Daemon, tmp_path: Path, extra: dict[str, str] | None = None) -> tuple[dict, dict]:
+    """Runs `name` under the layer; returns (the workload's result line, the layer's report)."""
+    report = tmp_path / f"{name}.report"
+    report.unlink(missing_ok=True)
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(report), **(extra or {})})
+    p = run(name, env)
+    assert p.returncode == 0 or "verified=no" in p.stdout, p.stderr
+    lines = report.read_text().splitlines()
+    assert len(lines) == 1, lines
+    return parse_result(p.stdout) | {"checksum": checksum(p.stdout)}, json.loads(lines[0])
+
+
+@pytest.fixture
+def two(scafd_factory: Callable[..., Daemon]) -> Daemon:
+    return scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+
+
+@pytest.mark.parametrize(
+    "name,verdict,reason",
+    [
+        ("banner", "malleable", "omp_get_max_threads() outside regions from banner"),
+        ("split", "fixed", "numbers threads without omp_get_num_threads()"),
+        ("partials", "fixed", "numbers threads without omp_get_num_threads()"),
+        ("fixed", "fixed", f"omp_set_num_threads({BOUND}) outside regions from fixed"),
+    ],
+)
+def test_hazard_workloads_judged_by_evidence(two: Daemon, tmp_path: Path, name: str, verdict: str, reason: str) -> None:
+    plain = run(name, plain_env({"OMP_NUM_THREADS": str(BOUND)}))
+    assert parse_result(plain.stdout)["verified"] == "yes", plain.stdout
+    result, rep = under_scaf(name, two, tmp_path)
+    assert result["verified"] == "yes", result
+    assert result["checksum"] == checksum(plain.stdout)
+    assert rep["verdict"] == verdict and rep["source"] == "evidence", rep
+    assert reason in rep["reason"], rep
+    if verdict == "malleable":
+        # Steered: the daemon's 2, after at most a first full-team look at each region.
+        assert 2 in rep["teams"] and set(rep["teams"]) <= {2, BOUND}, rep
+    else:
+        # Never changed: every region at the team the program saw.
+        assert rep["teams"] == [BOUND], rep
+
+
+def test_the_first_look_is_what_keeps_split_correct(two: Daemon, tmp_path: Path) -> None:
+    """The same workload steered without the rule (SCAF_MALLEABLE=yes) gives a wrong result:
+    the hazard is real, and the override reaches the layer."""
+    result, rep = under_scaf("split", two, tmp_path, {"SCAF_MALLEABLE": "yes"})
+    assert rep["verdict"] == "malleable" and rep["source"] == "user", rep
+    assert rep["teams"] == [2], rep
+    assert result["verified"] == "no", result
+
+
+@pytest.mark.parametrize("name", ["split", "partials", "fixed"])
+def test_seeded_teams_break_the_hazards(two: Daemon, tmp_path: Path, name: str) -> None:
+    """scaf check's mode: a seeded team at every region. Each fixed-verdict workload fails."""
+    result, rep = under_scaf(name, two, tmp_path, {"SCAF_CHECK_SEED": "3"})
+    assert rep["source"] == "check" and len(rep["teams"]) > 1, rep
+    assert set(rep["teams"]) <= set(range(1, BOUND + 1)), rep
+    assert result["verified"] == "no", result
+
+
+def test_seeded_teams_keep_banner_correct(two: Daemon, tmp_path: Path) -> None:
+    plain = run("banner", plain_env({"OMP_NUM_THREADS": str(BOUND)}))
+    for seed in ("1", "2", "3"):
+        result, rep = under_scaf("banner", two, tmp_path / seed if (tmp_path / seed).mkdir() is None else tmp_path,
+                                 {"SCAF_CHECK_SEED": seed})
+        assert len(rep["teams"]) > 1, rep
+        assert result["verified"] == "yes" and result["checksum"] == checksum(plain.stdout), (seed, result)
+
+
+def test_seeds_are_reproducible(two: Daemon, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    _, ra = under_scaf("split", two, a, {"SCAF_CHECK_SEED": "7"})
+    _, rb = under_scaf("split", two, b, {"SCAF_CHECK_SEED": "7"})
+    assert ra["teams"] == rb["teams"] and ra["regions"] == rb["regions"]
+
+
+def test_user_fixed_keeps_a_malleable_team(two: Daemon, tmp_path: Path) -> None:
+    result, rep = under_scaf("banner", two, tmp_path, {"SCAF_MALLEABLE": "no"})
+    assert rep["verdict"] == "fixed" and rep["source"] == "user", rep
+    assert rep["teams"] == [BOUND] and result["verified"] == "yes", rep
+
+
+@pytest.mark.parametrize("word", ["maybe", "", "auto"])
+def test_unknown_or_auto_setting_means_auto(two: Daemon, tmp_path: Path, word: str) -> None:
+    result, rep = under_scaf("split", two, tmp_path, {"SCAF_MALLEABLE": word, "SCAF_VERBOSE": "0"})
+    assert rep["verdict"] == "fixed" and rep["source"] == "evidence", rep
+    assert result["verified"] == "yes"
+
+
+def test_rules_file_by_basename_and_path(two: Daemon, tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.write_text(
+        "# comment line\n"
+        "this line is not a rule\n"
+        f"fixed {paths.workload('banner')}\n"  # by absolute path
+        "malleable banner\n"  # a later match never wins
+        "malleable spl?t   # by basename glob\n"
+    )
+    _, rep = under_scaf("banner", two, tmp_path, {"SCAF_RULES": str(rules)})
+    assert rep["verdict"] == "fixed" and rep["source"] == "rules", rep
+    assert f"{rules}:3: fixed " in rep["reason"], rep
+    result, rep = under_scaf("split", two, tmp_path, {"SCAF_RULES": f"/nonexistent/rules:{rules}"})
+    assert rep["verdict"] == "malleable" and rep["source"] == "rules", rep
+    assert f"{rules}:5:" in rep["reason"], rep
+    assert result["verified"] == "no", "a user's wrong rule is obeyed (and check would have said so)"
+    # The environment beats any rule.
+    _, rep = under_scaf("banner", two, tmp_path, {"SCAF_RULES": str(rules), "SCAF_MALLEABLE": "yes"})
+    assert rep["source"] == "user", rep
+
+
+def test_xdg_rules_file_is_read(two: Daemon, tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg"
+    (cfg / "scaf").mkdir(parents=True)
+    (cfg / "scaf" / "rules").write_text("fixed banner\n")
+    env = {k: v for k, v in os.environ.items() if k != "SCAF_RULES"}
+    env["XDG_CONFIG_HOME"] = str(cfg)
+    old = os.environ.pop("SCAF_RULES", None)
+    try:
+        _, rep = under_scaf("banner", two, tmp_path, {"XDG_CONFIG_HOME": str(cfg)})
+    finally:
+        if old is not None:
+            os.environ["SCAF_RULES"] = old
+    assert rep["verdict"] == "fixed" and rep["source"] == "rules", rep
+
+
+def test_status_shows_verdict_and_reason(two: Daemon) -> None:
+    env = layer_env(two.socket, {"OMP_NUM_THREADS": str(BOUND)})
+    p = subprocess.Popen([str(paths.workload("split")), "--size", "W"], env=env, stdout=subprocess.DEVNULL)
+    try:
+        st = two.wait_for(
+            lambda st: any(c["pid"] == p.pid and c["verdict"] == "fixed" and not c["malleable"] for c in st["clients"]),
+            what="split judged fixed in status",
+            timeout=60,
+        )
+        c = next(c for c in st["clients"] if c["pid"] == p.pid)
+        assert c["verdict_source"] == "evidence" and not c["malleable"], c
+        assert "split" in c["reason"] and "omp_get_max_threads()" in c["reason"], c
+        # A fixed team of 4, alone, larger than the daemon's 2 contexts: it gets all of them.
+        assert c["threads"] == BOUND and len(c["cpuset"]) == 2, c
+    finally:
+        p.wait(timeout=TIMEOUT)
+
+
+# ---------------------------------------------------------------- patterns no workload has
+
+ESCAPE = r"""
+/* The team size read inside a first region becomes the size of per-thread slots. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    int nt = 0, ok = 1;
+#pragma omp parallel
+    {
+#pragma omp single
+        nt = omp_get_num_threads();
+    }
+    long *part = calloc((size_t)nt, sizeof *part);
+    for (int it = 0; it < 200; it++) {
+#pragma omp parallel
+        {
+            int t = omp_get_thread_num();
+            long l = 0;
+#pragma omp for schedule(dynamic, 64) nowait
+            for (long i = 0; i < 20000; i++) l += i % 5 + it;
+            part[t] = l;
+        }
+        long s = 0, w = 0;
+        for (int t = 0; t < nt; t++) s += part[t];
+        for (long i = 0; i < 20000; i++) w += i % 5 + it;
+        ok &= s == w;
+    }
+    printf("ok=%d\n", ok);
+    return !ok;
+}
+"""
+
+THREADPRIVATE = r"""
+/* threadprivate state filled in one region and read in a later one (like NPB IS). */
+#include <omp.h>
+#include <stdio.h>
+static long acc;
+#pragma omp threadprivate(acc)
+int main(void) {
+    long total = 0;
+    for (int it = 0; it < 50; it++) {
+#pragma omp parallel
+        acc += omp_get_thread_num() + 1;
+    }
+#pragma omp parallel reduction(+ : total)
+    total += acc;
+    printf("total=%ld\n", total);
+    return 0;
+}
+"""
+
+
+def build(tmp_path: Path, name: str, src: str) -> Path:
+    c = tmp_path / f"{name}.c"
+    c.write_text(src)
+    exe = tmp_path / name
+    subprocess.run(["gcc", "-O2", "-fopenmp", str(c), "-o", str(exe)], check=True, capture_output=True)
+    return exe
+
+
+def report_of(exe: Path, d: Daemon, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+    rep = tmp_path / f"{exe.name}.report"
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(rep)})
+    p = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    return p, json.loads(rep.read_text().splitlines()[0])
+
+
+def test_team_size_read_in_a_region_caps_later_teams(two: Daemon, tmp_path: Path) -> None:
+    """A region that reads omp_get_num_threads() without thread numbers lets the count escape:
+    it counts as a query, and no later region may get more threads than that region had."""
+    exe = build(tmp_path, "escape", ESCAPE)
+    p, rep = report_of(exe, two, tmp_path)
+    assert p.returncode == 0 and p.stdout == "ok=1\n", (p.stdout, p.stderr)
+    assert rep["verdict"] == "fixed" and "read the team size" in rep["reason"], rep
+    assert rep["teams"] == [2], rep  # the first region was steered to 2; never 4 afterwards
+
+
+def test_threadprivate_state_fixes_the_team(two: Daemon, tmp_path: Path) -> None:
+    exe = build(tmp_path, "tp", THREADPRIVATE)
+    plain = subprocess.run([str(exe)], env=plain_env({"OMP_NUM_THREADS": str(BOUND)}), capture_output=True,
+                           text=True, timeout=TIMEOUT, check=True)
+    p, rep = report_of(exe, two, tmp_path)
+    assert p.stdout == plain.stdout, (p.stdout, plain.stdout)
+    assert rep["verdict"] == "fixed" and "thread-local" in rep["reason"], rep
+    assert rep["teams"] == [BOUND], rep
