@@ -44,7 +44,7 @@ WORD_MAX = 31
 PATTERN_MAX = 4095
 
 # The layer takes at most this many files from SCAF_RULES (the rest are not read).
-SCAF_RULES_MAX = 3
+SCAF_RULES_MAX = 8
 
 # C's isspace() in the C locale (what sscanf splits on; bytes.split() splits on the same), and '#'.
 _UNWRITABLE = " \t\n\r\x0b\x0c#"
@@ -348,7 +348,7 @@ Without a rule, the layer decides from evidence: the program's own omp_* calls
 
 rules files, in the order they are read (the first matching rule wins):
   $SCAF_RULES             when set: a colon-separated list of files (the
-                          layer reads the first 3), read instead of the two
+                          layer reads the first 8), read instead of the two
                           below (set but empty: no rules at all)
   $XDG_CONFIG_HOME/scaf/rules, or ~/.config/scaf/rules when XDG_CONFIG_HOME
                           is unset or not absolute: your own rules

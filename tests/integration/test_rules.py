@@ -290,10 +290,10 @@ def test_rules_which_not_found_exit_2(tmp_path: Path) -> None:
 
 
 def test_rules_too_many_files_in_scaf_rules(tmp_path: Path) -> None:
-    names = [str(tmp_path / f"r{i}") for i in range(4)]
+    names = [str(tmp_path / f"r{i}") for i in range(9)]
     r = scaf("rules", env=clean_env(SCAF_RULES=":".join(names)))
     assert r.returncode == 1
-    assert f"{names[3]}: not read: the layer reads only the first 3 files" in r.stderr
+    assert f"{names[8]}: not read: the layer reads only the first 8 files" in r.stderr
 
 
 def test_rules_help() -> None:
