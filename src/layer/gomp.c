@@ -300,7 +300,7 @@ static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, sca
         return num_threads ? num_threads : scaf_malleable_request(0);
     case SCAF_TEAM_WATCH:
         /* First look at a suspect site: the team the program has seen, libgomp's own count. */
-        r->team = scaf_malleable_cap();
+        r->team = scaf_malleable_watch_team();
         atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
         return scaf_malleable_request(num_threads);
     case SCAF_TEAM_CHECK:

@@ -72,7 +72,8 @@ static struct {
     int prepared;
 
     _Atomic unsigned cap;
-    _Atomic int cap_lowered; /* the program saw a smaller team than libgomp would give */
+    _Atomic int cap_lowered;     /* the program saw a smaller team than libgomp would give */
+    _Atomic unsigned seen_min;   /* smallest team read by omp_get_num_threads() alone, 0 = none */
     _Atomic unsigned fixed_team;
     _Atomic uint32_t verdict, source;
     char reason[SCAF_REASON_MAX];
@@ -172,7 +173,7 @@ static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *re
     if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED)
         return;
     if (verdict == SCAF_VERDICT_FIXED) {
-        atomic_store(&M.fixed_team, atomic_load(&M.cap));
+        atomic_store(&M.fixed_team, scaf_malleable_watch_team());
         atomic_store(&scaf_mall_fixed, 1);
     }
     say_into(M.reason, sizeof M.reason, "%s", reason);
@@ -513,15 +514,20 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), 
     return m->mode = SCAF_TEAM_STEER;
 }
 
-/* The program has seen a team of `team`: no later region may be given more (whoever decided). */
+/*
+ * The program has read a team of `team` inside a region: a region it has not
+ * shown to be team-relative (a first look, or a fixed team) gets no more than
+ * that, since the count may have sized per-thread buffers. Regions seen to
+ * read their own team size keep the whole cap, so teams can grow back.
+ */
 static void lower_cap(unsigned team)
 {
-    unsigned cap = atomic_load(&M.cap);
+    unsigned cur = atomic_load(&M.seen_min);
 
-    if (team >= 1 && team < cap) {
-        atomic_store(&M.cap, team);
+    while (team >= 1 && (cur == 0 || team < cur) && !atomic_compare_exchange_weak(&M.seen_min, &cur, team))
+        ;
+    if (team >= 1 && team < scaf_malleable_cap())
         atomic_store(&M.cap_lowered, 1);
-    }
 }
 
 /*
@@ -612,9 +618,15 @@ unsigned scaf_malleable_cap(void)
     return c < 1 ? 1 : c;
 }
 
+unsigned scaf_malleable_watch_team(void)
+{
+    unsigned cap = scaf_malleable_cap(), seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
+    return seen && seen < cap ? seen : cap;
+}
+
 unsigned scaf_malleable_request(unsigned num_threads)
 {
-    /* Passing 0 keeps libgomp's own semantics (nthreads-var, OMP_DYNAMIC); pass the cap only
+    /* Passing 0 keeps libgomp's own semantics (nthreads-var, OMP_DYNAMIC); pass a count only
      * when the program has seen a smaller team than that. */
     return atomic_load_explicit(&M.cap_lowered, memory_order_relaxed) ? scaf_malleable_fixed_team()
                                                                       : num_threads;
@@ -623,7 +635,7 @@ unsigned scaf_malleable_request(unsigned num_threads)
 unsigned scaf_malleable_fixed_team(void)
 {
     unsigned t = atomic_load_explicit(&M.fixed_team, memory_order_relaxed);
-    return t ? t : scaf_malleable_cap();
+    return t ? t : scaf_malleable_watch_team();
 }
 
 /* ---- SCAF_REPORT: one JSON line at exit, for scaf check ---- */

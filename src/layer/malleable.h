@@ -74,6 +74,9 @@ extern _Atomic int scaf_mall_fixed;
 /* nthreads-var as the program last left it: the bound, or what omp_set_num_threads set. */
 unsigned scaf_malleable_cap(void);
 
+/* The team of a first look (or a fixed team): the cap, or less if a region read a smaller team. */
+unsigned scaf_malleable_watch_team(void);
+
 /* The num_threads to pass libgomp for a region whose team the layer leaves alone (0 = libgomp's own). */
 unsigned scaf_malleable_request(unsigned num_threads);
 

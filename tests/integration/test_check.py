@@ -268,10 +268,11 @@ def test_save_then_rules_which(progs: dict[str, str], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["fork", "exec"])
-def test_save_refuses_a_script_whose_regions_run_elsewhere(progs: dict[str, str], tmp_path: Path,
-                                                           how: str) -> None:
+def test_save_names_the_program_that_ran_the_regions(progs: dict[str, str], tmp_path: Path,
+                                                      how: str) -> None:
     # A rule is matched against the executable that runs the regions: not the script (or the
-    # shell) that started it, whether it forked or exec'd the program.
+    # shell) that started it, whether it forked or exec'd the program. The layer's report
+    # names that executable (its "exe"), so the rule is saved for it.
     script = tmp_path / "wrap.sh"
     script.write_text(f"#!/bin/sh\n{'exec ' if how == 'exec' else ''}{progs['reduction']}\n")
     script.chmod(0o755)
@@ -279,9 +280,8 @@ def test_save_refuses_a_script_whose_regions_run_elsewhere(progs: dict[str, str]
     del env["SCAF_RULES"]
     r = scaf("check", "--save", "--threads", "2", "--", str(script), env=env)
     assert "verdict: not malleable" in r.stdout
-    assert r.returncode == 125, r.stdout + r.stderr
-    assert "--save: not saved: " in r.stderr
-    assert not (tmp_path / "xdg").exists()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (tmp_path / "xdg" / "scaf" / "rules").read_text() == f"fixed {os.path.realpath(progs['reduction'])}\n"
 
 
 def test_save_without_a_verdict_saves_nothing(tmp_path: Path) -> None:

@@ -132,8 +132,9 @@ def test_search_path(tmp_path: Path) -> None:
     # SCAF_RULES replaces both; empty items are skipped; set but empty means no file.
     assert rules.search_path({"HOME": home, "SCAF_RULES": "/a::/b"}) == ["/a", "/b"]
     assert rules.search_path({"HOME": home, "SCAF_RULES": ""}) == []
-    assert rules.search_path({"SCAF_RULES": "/a:/b:/c:/d"}) == ["/a", "/b", "/c"]
-    assert rules.unread_files({"SCAF_RULES": "/a:/b:/c:/d"}) == ["/d"]
+    nine = [f"/r{i}" for i in range(9)]
+    assert rules.search_path({"SCAF_RULES": ":".join(nine)}) == nine[:8]
+    assert rules.unread_files({"SCAF_RULES": ":".join(nine)}) == nine[8:]
     assert rules.save_target({"HOME": home, "SCAF_RULES": "/a:/b"}) == "/a"
     assert rules.save_target({"HOME": home}) == f"{home}/.config/scaf/rules"
 
@@ -166,7 +167,8 @@ PARITY = [
     (["malleable [^a]p\nfixed ep\n"], (0, 1)),
     (["fixed e\\p\n"], (0, 1)),
     (["fixed EP\nfixed p\nfixed /ep\n"], None),
-    (["fixed cg\n", "fixed lu\n", "fixed is\n", "fixed ep\n"], None),  # a 4th file is not read
+    (["fixed cg\n", "fixed lu\n", "fixed is\n", "fixed ep\n"], (3, 1)),
+    (["fixed cg\n"] * 8 + ["fixed ep\n"], None),  # a 9th file is not read
 ]
 
 
