@@ -94,6 +94,16 @@ enum scaf_control {
 #define SCAF_CLIENT_NONMALLEABLE 0x1u /* team size fixed: control through cpuset */
 #define SCAF_CLIENT_LONG_REGION 0x2u  /* a region has run past SCAF_LONG_REGION_S */
 
+/*
+ * Gang turns for fixed teams that together oversubscribe the machine: a
+ * client in WAIT starts no outermost region until its turn comes (RUN).
+ */
+enum scaf_gang {
+    SCAF_GANG_OFF = 0,  /* not in a gang: run freely */
+    SCAF_GANG_RUN = 1,  /* its gang's turn */
+    SCAF_GANG_WAIT = 2, /* another gang's turn: hold new regions */
+};
+
 /* Whether the program's results may depend on its team size (see docs/layer.md). */
 enum scaf_verdict {
     SCAF_VERDICT_UNDECIDED = 0, /* evidence still being gathered: regions run at the full team */
@@ -137,7 +147,8 @@ struct scaf_page {
     _Atomic uint32_t nclients; /* clients registered now (experiments are lazy while 1) */
     uint32_t reserved0;
     _Atomic uint64_t cpuset[SCAF_CPUSET_WORDS]; /* real CPU numbers for this client */
-    uint8_t daemon_reserved[64];
+    _Atomic uint32_t gang; /* enum scaf_gang; a single word outside the seqlock, FUTEX_WAKEd */
+    uint8_t daemon_reserved[60];
 
     /* client -> daemon */
     _Atomic uint32_t client_flags;   /* SCAF_CLIENT_* */

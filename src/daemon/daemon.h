@@ -36,6 +36,7 @@ struct scafd_opts {
     uint32_t max_clients;
     uint32_t chunk;          /* --chunk; 0 = SMT width */
     bool lookout;            /* false with --no-lookout */
+    double gang_quantum_s;   /* --gang-quantum; 0 = fixed teams that do not fit run unconfined */
     bool shared;             /* --shared: socket mode 0666 */
     int verbose;
 };
@@ -125,6 +126,7 @@ struct scaf_referee_snapshot {
     const struct scaf_referee_client *clients;
     const int *cpu; /* real CPU list; virtual context v runs on cpu[v % ncpu] */
     uint32_t ncpu;
+    bool gang; /* fixed teams that do not fit may take turns */
 };
 
 struct scaf_referee_alloc {
@@ -132,6 +134,7 @@ struct scaf_referee_alloc {
     uint32_t threads; /* what the page says: share, or the fixed team */
     uint32_t control; /* enum scaf_control */
     bool malleable;   /* as decided: status shows this, so it always matches threads and control */
+    uint32_t gang_slot; /* 0: not in a gang; else its turn, 1..number of gangs */
     double coef;
     uint64_t cpuset[SCAF_CPUSET_WORDS];
 };
@@ -155,6 +158,7 @@ enum scafd_tag {
     SCAFD_TAG_LOOKOUT,
     SCAFD_TAG_SCOREBOARD,
     SCAFD_TAG_IDLE,
+    SCAFD_TAG_GANG,
 };
 #define SCAFD_TAG_CONN (1ull << 63)
 
@@ -206,7 +210,9 @@ struct scafd {
     struct scaf_capacity cap;
     uint32_t chunk;
 
-    int epfd, lfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd;
+    int epfd, lfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
+    uint32_t gang_slots; /* gangs taking turns now (0 or >= 2) */
+    uint32_t gang_turn;  /* whose turn: 0..gang_slots-1 */
     int lockfd;
     dev_t sock_dev;
     ino_t sock_ino;
@@ -262,6 +268,8 @@ void scaf_lookout_client_start(struct scafd_conn *c);
 /* referee.c */
 /* Collects pages, decides, writes pages, logs when anything changed. */
 void scaf_referee_run(struct scafd *d);
+/* Passes the turn to the next gang (the gang timer). */
+void scaf_referee_gang_tick(struct scafd *d);
 
 /* status.c */
 /* The status JSON (the STATUS_REPLY body and each --log line). Returns 0 or -1 (ENOMEM). */

@@ -136,6 +136,8 @@ int scaf_loop_run(struct scafd *d)
         goto fail;
     if (d->opt.idle_exit_s > 0 && (d->idle_tfd = add_timer(d, 0, SCAFD_TAG_IDLE)) < 0)
         goto fail;
+    if (d->opt.gang_quantum_s > 0 && (d->gang_tfd = add_timer(d, d->opt.gang_quantum_s, SCAFD_TAG_GANG)) < 0)
+        goto fail;
     scaf_loop_idle_update(d);
     scaf_lookout_sample(d); /* baseline; the first foreign estimate comes a second later */
 
@@ -168,6 +170,10 @@ int scaf_loop_run(struct scafd *d)
             case SCAFD_TAG_SCOREBOARD:
                 drain(d->score_tfd);
                 scaf_scoreboard_print(d, stdout);
+                break;
+            case SCAFD_TAG_GANG:
+                drain(d->gang_tfd);
+                scaf_referee_gang_tick(d);
                 break;
             case SCAFD_TAG_IDLE:
                 drain(d->idle_tfd);

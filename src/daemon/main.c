@@ -24,7 +24,8 @@ static void help(void)
            "SYNOPSIS\n"
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
-           "          [--no-lookout] [--shared] [-v] [--help] [--version]\n"
+           "          [--no-lookout] [--gang-quantum MS] [--shared] [-v] [--help]\n"
+           "          [--version]\n"
            "\n"
            "DESCRIPTION\n"
            "    scafd decides how many threads each client program may use. Programs become\n"
@@ -60,6 +61,11 @@ static void help(void)
            "    --chunk C          allocation granularity in contexts (default: the SMT width\n"
            "                       of the first CPU, from /sys topology)\n"
            "    --no-lookout       ignore load from processes that are not clients\n"
+           "    --gang-quantum MS  fixed teams (programs whose team size scaf must not change)\n"
+           "                       that together need more contexts than there are take turns:\n"
+           "                       whole teams, MS milliseconds each (default 100), parked by\n"
+           "                       their own layer at region boundaries. 0: they run unconfined\n"
+           "                       side by side instead, as without scaf\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
            "                       any user's programs may join\n"
            "    -v, --verbose      log arrivals, departures and allocations on stderr\n"
@@ -140,7 +146,7 @@ static void unknown_policy(const char *name)
 /* Fills d->opt from argv. Returns 0, 1 when the program should exit 0 (--help), or -1 on a usage error. */
 static int parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -152,6 +158,7 @@ static int parse_args(struct scafd *d, int argc, char **argv)
         {"max-clients", required_argument, NULL, O_MAXC},
         {"chunk", required_argument, NULL, O_CHUNK},
         {"no-lookout", no_argument, NULL, O_NOLOOK},
+        {"gang-quantum", required_argument, NULL, O_GANG},
         {"shared", no_argument, NULL, O_SHARED},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -165,6 +172,7 @@ static int parse_args(struct scafd *d, int argc, char **argv)
     o->rate_hz = 4;
     o->max_clients = 256;
     o->lookout = true;
+    o->gang_quantum_s = 0.1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":t:vhV", opts, NULL)) != -1) {
         int r = 0;
@@ -198,6 +206,10 @@ static int parse_args(struct scafd *d, int argc, char **argv)
             break;
         case O_NOLOOK:
             o->lookout = false;
+            break;
+        case O_GANG:
+            r = parse_secs("--gang-quantum", optarg, 0, false, 60000, &o->gang_quantum_s);
+            o->gang_quantum_s /= 1000.0;
             break;
         case O_SHARED:
             o->shared = true;
@@ -272,7 +284,7 @@ int main(int argc, char **argv)
     int rc = EXIT_RUNTIME, pr;
 
     d.lfd = d.sigfd = d.epfd = d.lockfd = -1;
-    d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = -1;
+    d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = -1;
     pr = parse_args(&d, argc, argv);
     if (pr == 1)
         return 0;
@@ -314,7 +326,7 @@ out:
     scaf_client_table_free(&d);
     scaf_log_close(&d);
     {
-        int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd};
+        int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
             if (fds[i] >= 0)
                 close(fds[i]);

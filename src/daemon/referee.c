@@ -36,7 +36,9 @@ void scaf_cpuset_layout(const uint32_t *share, uint32_t nclients, uint32_t n, co
  * clients. When they do not fit, fixed teams run unconfined, as they would
  * without scaf, and each malleable client keeps a share of what is left
  * (at least one chunk), so scaf never adds threads to an oversubscribed
- * machine.
+ * machine. With gangs on, fixed teams that do not fit are packed (first fit,
+ * in arrival order) into gangs that each fit the machine, and the gangs take
+ * turns.
  */
 int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_referee_snapshot *snap,
                         struct scaf_referee_alloc *out)
@@ -94,6 +96,31 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         }
     }
     scaf_cpuset_layout(share, n, nctx, snap->cpu, snap->ncpu, sets);
+    if (!placed && snap->gang) {
+        /* First fit, in arrival order: deterministic, and an arrival never reshuffles earlier gangs. */
+        uint32_t ngangs = 0, load[SCAF_MAX_CPUS];
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t g = 0;
+            out[i].gang_slot = 0;
+            if (snap->clients[i].pol.malleable)
+                continue;
+            while (g < ngangs && load[g] + share[i] > nctx)
+                g++;
+            if (g == ngangs) {
+                if (ngangs == SCAF_MAX_CPUS)
+                    continue;
+                load[ngangs++] = 0;
+            }
+            load[g] += share[i];
+            out[i].gang_slot = g + 1;
+        }
+        if (ngangs < 2)
+            for (uint32_t i = 0; i < n; i++)
+                out[i].gang_slot = 0;
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            out[i].gang_slot = 0;
+    }
     for (uint32_t i = 0, k = 0; i < n; i++) {
         const struct scaf_referee_client *c = &snap->clients[i];
         struct scaf_referee_alloc *a = &out[i];
@@ -169,7 +196,8 @@ static void collect(const struct scafd_conn *c, struct scaf_referee_client *r)
 
 static bool same_alloc(const struct scaf_referee_alloc *a, const struct scaf_referee_alloc *b)
 {
-    return a->threads == b->threads && a->control == b->control && a->malleable == b->malleable && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
+    return a->threads == b->threads && a->control == b->control && a->malleable == b->malleable &&
+           a->gang_slot == b->gang_slot && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
 }
 
 /* Seqlock write of the daemon half of the page, then wake the client's helper thread. */
@@ -189,6 +217,34 @@ static void page_write(struct scaf_page *pg, const struct scaf_referee_alloc *a,
     atomic_store_explicit(&pg->seq, s + 2, memory_order_release);
     /* Shared futex (no FUTEX_PRIVATE_FLAG): the waiter is another process mapping the same memfd. */
     syscall(SYS_futex, &pg->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static uint32_t gang_state(const struct scafd *d, uint32_t slot)
+{
+    if (slot == 0 || d->gang_slots < 2)
+        return SCAF_GANG_OFF;
+    return slot - 1 == d->gang_turn ? SCAF_GANG_RUN : SCAF_GANG_WAIT;
+}
+
+/* One word, outside the seqlock: the layer reads it alone at a region entry and waits on it. */
+static void gang_write(struct scaf_page *pg, uint32_t state)
+{
+    if (atomic_load_explicit(&pg->gang, memory_order_relaxed) == state)
+        return;
+    atomic_store_explicit(&pg->gang, state, memory_order_release);
+    syscall(SYS_futex, &pg->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void scaf_referee_gang_tick(struct scafd *d)
+{
+    if (d->gang_slots < 2)
+        return;
+    d->gang_turn = (d->gang_turn + 1) % d->gang_slots;
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        struct scafd_conn *c = &d->conns[i];
+        if (c->state == SCAFD_CONN_CLIENT && c->applied)
+            gang_write(c->page, gang_state(d, c->alloc.gang_slot));
+    }
 }
 
 void scaf_referee_run(struct scafd *d)
@@ -212,6 +268,7 @@ void scaf_referee_run(struct scafd *d)
         .clients = d->rclients,
         .cpu = d->cap.cpu,
         .ncpu = d->cap.ncpu,
+        .gang = d->opt.gang_quantum_s > 0,
     };
 
     /* decide */
@@ -221,6 +278,14 @@ void scaf_referee_run(struct scafd *d)
     }
 
     /* apply */
+    d->gang_slots = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (d->rallocs[i].gang_slot > d->gang_slots)
+            d->gang_slots = d->rallocs[i].gang_slot;
+    if (d->gang_slots < 2)
+        d->gang_slots = 0;
+    if (d->gang_turn >= d->gang_slots)
+        d->gang_turn = 0;
     for (uint32_t i = 0; i < k; i++) {
         struct scafd_conn *c = &d->conns[d->order[i]];
         const struct scaf_referee_alloc *a = &d->rallocs[i];
@@ -232,6 +297,7 @@ void scaf_referee_run(struct scafd *d)
         c->alloc = *a;
         c->applied = true;
         c->page_nclients = k;
+        gang_write(c->page, gang_state(d, a->gang_slot));
     }
     d->membership_changed = false;
     if (changed) {

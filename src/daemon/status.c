@@ -59,6 +59,7 @@ static void client_json(struct scaf_buf *b, const struct scafd_conn *c)
                     isfinite(c->alloc.coef) ? c->alloc.coef : 0.0, estimate_name(est),
                     flags & SCAF_CLIENT_LONG_REGION ? "true" : "false",
                     (unsigned long long)atomic_load_explicit(&pg->experiments, memory_order_relaxed));
+    scaf_buf_printf(b, ",\"gang\":%u", c->alloc.gang_slot);
     scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(v.verdict),
                     scaf_verdict_source_name(v.source));
     scaf_buf_json_string(b, v.reason);

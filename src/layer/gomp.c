@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -280,6 +283,28 @@ struct region_rec {
     unsigned char est_on;       /* the estimator timed it */
 };
 
+/*
+ * Another gang's turn (docs/daemon.md, "Fixed teams"): hold this region until
+ * ours comes. The whole team is parked where it would be between regions, so
+ * no thread is interrupted. Bounded: a daemon that died mid-turn costs at most
+ * GANG_WAIT_MAX_MS per region until the helper reconnects.
+ */
+#define GANG_WAIT_MAX_MS 1000
+__attribute__((noinline)) static void gang_wait(struct scaf_page *p)
+{
+    struct timespec slice = {0, 50 * 1000 * 1000};
+    int saved = errno;
+
+    for (int waited = 0; waited < GANG_WAIT_MAX_MS; waited += 50) {
+        if (atomic_load_explicit(&p->gang, memory_order_acquire) != SCAF_GANG_WAIT ||
+            atomic_load_explicit(&scaf_layer_page, memory_order_acquire) != p)
+            break;
+        /* Shared futex: the daemon, another process, wakes it. */
+        syscall(SYS_futex, &p->gang, FUTEX_WAIT, SCAF_GANG_WAIT, &slice, NULL, 0);
+    }
+    errno = saved;
+}
+
 /* Connected: the verdict says how the team is chosen; for a steered one, the page decides. */
 static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, scaf_fn_t fn,
                                   void *data, unsigned num_threads, int forkable)
@@ -295,6 +320,9 @@ static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, sca
     switch (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &t)) {
     case SCAF_TEAM_KEEP:
         /* An explicit clause (an if(false) gives 1) or a fixed team: libgomp's count stands. */
+        if (__builtin_expect(atomic_load_explicit(&p->gang, memory_order_relaxed) == SCAF_GANG_WAIT, 0) &&
+            atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed))
+            gang_wait(p);
         r->team = num_threads ? num_threads : scaf_malleable_fixed_team();
         atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
         return num_threads ? num_threads : scaf_malleable_request(0);

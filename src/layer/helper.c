@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -144,8 +145,12 @@ static void apply_control(struct scaf_page *p, int *applied)
 static void reconnect(void)
 {
     unsigned delay = BACKOFF_MIN_MS;
+    struct scaf_page *old = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
 
     scaf_conn_drop();
+    /* No daemon passes the turn any more: a team held for its gang's turn runs again. */
+    if (old && atomic_exchange(&old->gang, SCAF_GANG_OFF) != SCAF_GANG_OFF)
+        syscall(SYS_futex, &old->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     for (;;) {
         enum scaf_conn_result res = scaf_conn_reconnect();
 

@@ -206,9 +206,50 @@ static void decide_fixed_teams(void)
     }
 }
 
+/* Fixed teams that do not fit take turns in gangs that each fit, first fit in arrival order. */
+static void decide_gangs(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t n, nclients;
+        bool gang;
+        int malleable[4];
+        uint32_t fixed[4];
+        uint32_t want_slot[4];
+    } cases[] = {
+        {"two pairs on 2 contexts take turns", 2, 2, true, {0, 0}, {2, 2}, {1, 2}},
+        {"gangs off: unconfined side by side", 2, 2, false, {0, 0}, {2, 2}, {0, 0}},
+        {"two pairs share a gang, the quad has its own", 4, 3, true, {0, 0, 0}, {2, 2, 4}, {1, 1, 2}},
+        {"placed teams need no turns", 4, 2, true, {0, 0}, {2, 2}, {0, 0}},
+        {"one fixed team and a malleable one: no gang of one", 2, 2, true, {0, 1}, {2, 0}, {0, 0}},
+        {"malleable clients never wait", 2, 3, true, {0, 1, 0}, {2, 0, 2}, {1, 0, 2}},
+    };
+    const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
+    int cpu[] = {0, 1, 2, 3};
+
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[4];
+        struct scaf_referee_alloc out[4];
+        struct scaf_referee_snapshot s = {.available = cases[t].n, .n = cases[t].n, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .cpu = cpu,
+                                          .ncpu = cases[t].n, .gang = cases[t].gang};
+
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
+        CHECK(scaf_referee_decide(eq, &s, out) == 0, "%s: decide", cases[t].name);
+        for (uint32_t i = 0; i < cases[t].nclients; i++) {
+            CHECK(out[i].gang_slot == cases[t].want_slot[i], "%s: client %u gang %u, want %u", cases[t].name, i,
+                  out[i].gang_slot, cases[t].want_slot[i]);
+            if (!cases[t].malleable[i])
+                CHECK(out[i].threads == cases[t].fixed[i], "%s: team kept", cases[t].name);
+        }
+    }
+}
+
 int main(void)
 {
     decide_fixed_teams();
+    decide_gangs();
     layout();
     decide_equipartition();
     decide_more_clients_than_contexts();

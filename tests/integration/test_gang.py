@@ -1,0 +1,83 @@
+"""Fixed teams that together need more contexts than the daemon has take turns (gangs).
+
+Real daemon, real layer, the `fixed` workload (it calls omp_set_num_threads, so its team is
+fixed). The daemon believes it has 2 contexts and each program keeps a team of 2.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+
+from conftest import Daemon, layer_env, parse_result
+from scaf import paths
+
+TIMEOUT = 180
+
+
+def start_fixed(d: Daemon, size: str = "W") -> subprocess.Popen[str]:
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "2"})
+    return subprocess.Popen([str(paths.workload("fixed")), "--size", size], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(p: subprocess.Popen[str]) -> dict[str, str]:
+    out, err = p.communicate(timeout=TIMEOUT)
+    assert p.returncode == 0, err
+    return parse_result(out)
+
+
+def regions(st: dict, pid: int) -> int:
+    return next((c["regions"] for c in st["clients"] if c["pid"] == pid), -1)
+
+
+def test_fixed_teams_that_do_not_fit_take_turns(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "50")
+    a, b = start_fixed(d), start_fixed(d)
+    try:
+        st = d.wait_for(
+            lambda st: sorted(c["gang"] for c in st["clients"] if c["pid"] in (a.pid, b.pid)) == [1, 2],
+            what="two gangs",
+            timeout=30,
+        )
+        for c in st["clients"]:
+            # Never squeezed: each keeps its team and is not confined.
+            assert c["threads"] == 2 and c["cpuset"] == [] and c["verdict"] == "fixed", c
+        # Over a window, both make progress: turns, not starvation.
+        r0 = {p.pid: regions(st, p.pid) for p in (a, b)}
+        time.sleep(1.5)
+        st = d.status()
+        if all(regions(st, p.pid) >= 0 for p in (a, b)):
+            assert all(regions(st, p.pid) > r0[p.pid] for p in (a, b)), (r0, st)
+    finally:
+        ra, rb = finish(a), finish(b)
+    assert ra["verified"] == rb["verified"] == "yes"
+
+
+def test_gangs_off_leaves_them_unconfined(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "0")
+    a, b = start_fixed(d), start_fixed(d)
+    try:
+        st = d.wait_for(
+            lambda st: len([c for c in st["clients"] if c["verdict"] == "fixed" and not c["malleable"]]) == 2,
+            what="two fixed clients",
+            timeout=30,
+        )
+        assert all(c["gang"] == 0 and c["cpuset"] == [] and c["threads"] == 2 for c in st["clients"]), st
+    finally:
+        assert finish(a)["verified"] == finish(b)["verified"] == "yes"
+
+
+def test_daemon_killed_mid_turn_never_hangs_a_waiting_team(scafd_factory: Callable[..., Daemon]) -> None:
+    """A client told to wait keeps the word on its page when the daemon dies; its wait is bounded."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "60000")
+    a, b = start_fixed(d, "S"), start_fixed(d, "S")
+    try:
+        d.wait_for(lambda st: sorted(c["gang"] for c in st["clients"]) == [1, 2], what="two gangs", timeout=30)
+    finally:
+        assert d.proc is not None
+        d.proc.kill()
+        d.proc.wait()
+    # The one whose turn never came finishes anyway (each region waits at most a second).
+    assert finish(a)["verified"] == finish(b)["verified"] == "yes"
