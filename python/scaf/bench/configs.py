@@ -12,6 +12,8 @@ class Config:
     name: str
     summary: str
     policy: str | None = None  # a private scafd with this policy runs the pair
+    daemon_args: tuple[str, ...] = ()  # added to that scafd's command line
+    env: tuple[tuple[str, str], ...] = ()  # added to each program's environment
 
 
 CONFIGS: dict[str, Config] = {c.name: c for c in (
@@ -21,9 +23,16 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("share2", "oversubscribed: OMP_NUM_THREADS = 2 x CPUs for each program"),
     Config("equipartition", "scaf, equipartition policy (private scafd)", policy="equipartition"),
     Config("speedup", "scaf, speedup policy (private scafd)", policy="speedup"),
+    Config("fixed-gang", "scaf, every program declared fixed (--fixed); fixed teams that do not fit "
+           "take turns (gangs, scafd's default)", policy="speedup", env=(("SCAF_MALLEABLE", "no"),)),
+    Config("fixed-unconfined", "scaf, every program declared fixed (--fixed); fixed teams that do not "
+           "fit run unconfined (scafd --gang-quantum 0)", policy="speedup",
+           daemon_args=("--gang-quantum", "0"), env=(("SCAF_MALLEABLE", "no"),)),
 )}
 
-DEFAULT_CONFIGS = list(CONFIGS)
+# The fixed-* configurations answer one question (what scaf does with programs it must not
+# reshape); ask for them by name.
+DEFAULT_CONFIGS = [c for c in CONFIGS if not c.startswith("fixed-")]
 
 
 def parse_configs(text: str) -> list[str]:
@@ -59,6 +68,7 @@ def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
         assert socket is not None
         env["LD_PRELOAD"] = str(paths.layer())
         env["SCAF_SOCKET"] = socket
+        env.update(dict(CONFIGS[config].env))
     return env, mine
 
 

@@ -30,7 +30,7 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
                 log = logs / f"{a}+{b}.{config}.r{repeat}.alloc.jsonl"
                 log.unlink(missing_ok=True)  # scafd appends; a retried run starts afresh
                 daemon = runner.PrivateDaemon(policy, cpus, len(cpus) if restricted else None,
-                                              log, daemon_args, tag)
+                                              log, [*daemon_args, *configs.CONFIGS[config].daemon_args], tag)
                 record["alloc_log"] = str(log.relative_to(out))
             progs = []
             for slot, name in enumerate((a, b)):
@@ -118,7 +118,9 @@ def register(sub: argparse._SubParsersAction, epilog: str) -> None:
     )
     common.add_common(p, "workloads to pair (default: every built workload)")
     p.add_argument("--configs", default=",".join(configs.DEFAULT_CONFIGS), metavar="C,C,...",
-                   help=f"configurations (default all: {','.join(configs.DEFAULT_CONFIGS)})")
+                   help=f"configurations (default: {','.join(configs.DEFAULT_CONFIGS)}; also "
+                        f"{','.join(c for c in configs.CONFIGS if c not in configs.DEFAULT_CONFIGS)}: "
+                        "every program declared fixed, with gangs or unconfined)")
     p.add_argument("--stagger", type=common.nonneg_float, default=1.0, metavar="S",
                    help="seconds between the first and the second program's start (default 1)")
     p.add_argument("--candidate", metavar="C",
