@@ -52,8 +52,8 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     uint32_t avail = snap->available ? snap->available : 1;
     uint32_t nctx = snap->n ? snap->n : avail;
     uint32_t chunk = snap->chunk ? snap->chunk : 1;
-    uint32_t nmall = 0, fixed_sum = 0, rest;
-    bool placed;
+    uint32_t nmall = 0, nfixed = 0, fixed_sum = 0, rest;
+    bool placed, gangs;
     int rc = -1;
 
     if (n == 0)
@@ -79,10 +79,14 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
             uint32_t t = c->fixed_team ? c->fixed_team : 1;
             share[i] = t > nctx ? nctx : t;
             fixed_sum += share[i];
+            nfixed++;
         }
     }
     placed = fixed_sum + nmall * chunk <= avail;
-    rest = avail > fixed_sum ? avail - fixed_sum : 0;
+    /* Gangs: fixed teams and the malleable clients take turns, so the malleable ones, in theirs,
+     * have the whole machine. Without gangs they share what the fixed teams leave. */
+    gangs = !placed && snap->gang && nfixed > 0 && nfixed + (nmall > 0) >= 2;
+    rest = gangs ? avail : avail > fixed_sum ? avail - fixed_sum : 0;
     if (rest < nmall * chunk)
         rest = nmall * chunk; /* oversubscribed already: one chunk each, no more */
     if (nmall > 0) {
@@ -96,8 +100,9 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         }
     }
     scaf_cpuset_layout(share, n, nctx, snap->cpu, snap->ncpu, sets);
-    if (!placed && snap->gang) {
-        /* First fit, in arrival order: deterministic, and an arrival never reshuffles earlier gangs. */
+    if (gangs) {
+        /* First fit, in arrival order: deterministic, and an arrival never reshuffles earlier gangs.
+         * The malleable clients, all together, are the last gang. */
         uint32_t ngangs = 0, load[SCAF_MAX_CPUS];
         for (uint32_t i = 0; i < n; i++) {
             uint32_t g = 0;
@@ -113,6 +118,12 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
             }
             load[g] += share[i];
             out[i].gang_slot = g + 1;
+        }
+        if (nmall > 0 && ngangs < SCAF_MAX_CPUS) {
+            ngangs++;
+            for (uint32_t i = 0; i < n; i++)
+                if (snap->clients[i].pol.malleable)
+                    out[i].gang_slot = ngangs;
         }
         if (ngangs < 2)
             for (uint32_t i = 0; i < n; i++)

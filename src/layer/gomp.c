@@ -315,14 +315,13 @@ static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, sca
         return 1;
     if (REAL(get_level, "omp_get_level")() != 0)
         return num_threads; /* nested: untouched */
+    if (__builtin_expect(atomic_load_explicit(&p->gang, memory_order_relaxed) == SCAF_GANG_WAIT, 0))
+        gang_wait(p);
     atomic_fetch_add_explicit(&p->regions, 1, memory_order_relaxed);
     r->live = 1;
     switch (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &t)) {
     case SCAF_TEAM_KEEP:
         /* An explicit clause (an if(false) gives 1) or a fixed team: libgomp's count stands. */
-        if (__builtin_expect(atomic_load_explicit(&p->gang, memory_order_relaxed) == SCAF_GANG_WAIT, 0) &&
-            atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed))
-            gang_wait(p);
         r->team = num_threads ? num_threads : scaf_malleable_fixed_team();
         atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
         return num_threads ? num_threads : scaf_malleable_request(0);

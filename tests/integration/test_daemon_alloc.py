@@ -142,8 +142,11 @@ def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
     p2.set_u32("client_flags", proto.CLIENT_LONG_REGION)
     scafd.wait_for(lambda s: any(c["long_region"] for c in s["clients"]), what="long_region in status")
     scafd.wait_for(lambda s: p2.control == proto.CONTROL_CPUSET, what="cpuset control for the long region")
-    # The fixed team of 6 fills all 4 contexts, so the other client keeps one (docs/daemon.md).
-    assert p2.threads == 1
+    # The fixed team of 6 fills all 4 contexts: the two take turns (gangs), and in its turn the
+    # malleable client has the whole machine (docs/daemon.md, "Fixed teams").
+    assert p2.threads == 4
+    st = scafd.status()
+    assert sorted(c["gang"] for c in st["clients"]) == [1, 2], st
     s.close()
     s2.close()
 
@@ -174,7 +177,7 @@ TOP = {
 CLIENT = {
     "id": int, "pid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
-    "estimate": str, "long_region": bool, "experiments": int, "verdict": str, "verdict_source": str,
+    "estimate": str, "long_region": bool, "experiments": int, "gang": int, "verdict": str, "verdict_source": str,
     "reason": str,
 }
 

@@ -221,8 +221,9 @@ static void decide_gangs(void)
         {"gangs off: unconfined side by side", 2, 2, false, {0, 0}, {2, 2}, {0, 0}},
         {"two pairs share a gang, the quad has its own", 4, 3, true, {0, 0, 0}, {2, 2, 4}, {1, 1, 2}},
         {"placed teams need no turns", 4, 2, true, {0, 0}, {2, 2}, {0, 0}},
-        {"one fixed team and a malleable one: no gang of one", 2, 2, true, {0, 1}, {2, 0}, {0, 0}},
-        {"malleable clients never wait", 2, 3, true, {0, 1, 0}, {2, 0, 2}, {1, 0, 2}},
+        {"a fixed team and a malleable one take turns", 2, 2, true, {0, 1}, {2, 0}, {1, 2}},
+        {"the malleable clients are one gang, the last", 2, 4, true, {0, 1, 0, 1}, {2, 0, 2, 0}, {1, 3, 2, 3}},
+        {"a fixed team alone needs no turns", 2, 1, true, {0}, {4}, {0}},
     };
     const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
     int cpu[] = {0, 1, 2, 3};
