@@ -1,0 +1,301 @@
+"""The corpus: real third-party OpenMP programs from Debian bookworm packages, one row each.
+
+Each row says which Debian package(s) provide the program (all listed in packages.txt, which
+tools/corpus-install installs), the command line(s) run in a fresh directory, the generator of
+its input, the output files compared byte for byte, the masks for output that is not
+deterministic even without scaf (each with its reason, proven by running plain twice), the
+OpenMP pattern the program uses where we could tell, and why it is interesting.
+
+Programs get no thread-count option unless they need one to run in parallel at all: a default
+team (one thread per CPU) is what a user gets, and what the layer has to bound.
+"""
+
+from __future__ import annotations
+
+from . import inputs as gen
+from .harness import Program, StepResult
+
+# Timestamps some programs print on stdout: the same program prints different ones each run.
+KALIGN_TIME = (r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\]", "kalign stamps each log line with the wall-clock time")
+KALIGN_CPU = (r"CPU Time: .*$", "kalign logs the CPU and elapsed time of each phase")
+VELVET_TIME = (r"^\[\d+\.\d+\]", "velvet prefixes each log line with the seconds since it started")
+VELVET_PHASE = (r" in \d+\.\d+ s$", "velvet logs how long each phase took (=== Threaded in 0.26 s)")
+
+NUMPY_SCRIPT = r"""
+import hashlib
+import numpy as np
+n = 1500
+rng = np.random.default_rng(12345)
+a = rng.standard_normal((n, n))
+b = rng.standard_normal((n, n))
+c = a @ b
+for _ in range(4):
+    c = (c @ b) / n
+x = np.linalg.solve(a, b[:, :200])
+def h(m):
+    return hashlib.sha256(np.ascontiguousarray(m).tobytes()).hexdigest()
+maps = open("/proc/self/maps").read()
+print("blas", sorted({ln.split()[-1] for ln in maps.splitlines() if "openblas" in ln}))
+print("libgomp", any("libgomp.so.1" in ln for ln in maps.splitlines()))
+print("matmul", h(c))
+print("solve", h(x))
+"""
+
+OPENBLAS_OPENMP_DIR = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+
+
+def _numpy_uses_openblas_openmp(step: StepResult) -> None:
+    out = step.stdout.decode()
+    assert f"{OPENBLAS_OPENMP_DIR}/libopenblas" in out, f"numpy did not load OpenBLAS built for OpenMP: {out}"
+    assert "libgomp True" in out, f"numpy's process has no libgomp mapped: {out}"
+
+
+PROGRAMS: list[Program] = [
+    Program(
+        name="clustalo",
+        packages=("clustalo",),
+        steps=(("clustalo", "-i", "prot.fa", "-o", "aln.fa", "--force"),),
+        inputs=gen.protein_family("prot.fa", count=100, length=300, rate=0.3, seed=1),
+        outputs=("aln.fa",),
+        compare_stderr=True,
+        does="multiple alignment of 100 related proteins (300 residues)",
+        pattern="omp_set_num_threads(omp_get_max_threads()) at start; ~100,000 tiny regions a second "
+                "(pairwise distances, HMM alignment)",
+        why="very many short regions from a fixed team: the layer's per-region cost and a fixed team's affinity",
+    ),
+    Program(
+        name="fasttree",
+        packages=("fasttree",),
+        steps=(("fasttreeMP", "-nt", "aln.fa"),),
+        inputs=gen.dna_alignment("aln.fa", taxa=100, length=500, rate=0.05, seed=2),
+        does="approximately-maximum-likelihood tree of 100 aligned DNA sequences (500 sites); the tree is on stdout",
+        pattern="omp_get_max_threads() at level 0 (banner), parallel for over sites/nodes",
+        why="reads the team size outside regions only to print it: must stay malleable",
+    ),
+    Program(
+        name="muscle",
+        packages=("muscle",),
+        steps=(("muscle", "-align", "prot.fa", "-output", "aln.afa"),),
+        inputs=gen.protein_family("prot.fa", count=20, length=250, rate=0.3, seed=3),
+        outputs=("aln.afa",),
+        does="MUSCLE 5 multiple alignment (posterior consistency) of 20 proteins",
+        pattern="omp_get_max_threads() at level 0 to size per-thread state, then long parallel for loops",
+        why="per-thread buffers indexed by omp_get_thread_num(), sized from the level-0 count",
+    ),
+    Program(
+        name="kalign",
+        packages=("kalign",),
+        steps=(("kalign", "-i", "prot.fa", "-o", "aln.afa"),),
+        inputs=gen.protein_family("prot.fa", count=2000, length=400, rate=0.3, seed=4),
+        outputs=("aln.afa",),
+        stdout_masks=(KALIGN_TIME, KALIGN_CPU),
+        does="kalign 3 alignment of 2000 proteins; its log goes to stdout",
+        pattern="omp_set_num_threads(4) (its default -n 4), tasks and parallel for",
+        why="asks for more threads than CPUs: a fixed team of 4 on 2 CPUs",
+    ),
+    Program(
+        name="cd-hit",
+        packages=("cd-hit",),
+        steps=(("cd-hit", "-i", "prot.fa", "-o", "nr.fa", "-c", "0.9", "-T", "0", "-M", "0"),),
+        inputs=gen.protein_families("prot.fa", families=300, count=12_000, rate=0.03, seed=5),
+        outputs=("nr.fa", "nr.fa.clstr"),
+        stdout_masks=(
+            (r"(?s).*", ("cd-hit's progress lines depend on how its threads raced (two plain runs differ); "
+                         "the clusters are in the compared output files")),
+        ),
+        does="clusters 12,000 proteins from 300 families at 90% identity",
+        pattern="omp_set_num_threads(-T) then parallel for with a per-thread work table",
+        why="thread-id indexed buffers sized from the requested count",
+    ),
+    Program(
+        name="velveth",
+        packages=("velvet",),
+        steps=(("velveth_de", "vd", "31", "-fastq", "-short", "reads.fq"),),
+        inputs=gen.reads("reads.fq", genome_len=100_000, count=40_000, read_len=100, seed=6),
+        # Roadmaps is not compared: velveth_de (the OpenMP build) writes its records in the order
+        # its threads finish, so two plain runs with 2 threads differ (three runs, three files);
+        # with OMP_NUM_THREADS=1 it is reproducible. Sequences is deterministic.
+        outputs=("vd/Sequences",),
+        stdout_masks=(VELVET_TIME, VELVET_PHASE),
+        does="velveth (OpenMP build): hashes 40,000 100-bp reads into k-mer roadmaps",
+        pattern="omp_get_max_threads() at level 0 to split the reads, parallel for",
+        why="reads its team size at level 0 and splits work by it; its own output order is racy",
+    ),
+    Program(
+        name="velvetg",
+        packages=("velvet",),
+        steps=(("velvetg_de", "vd", "-exp_cov", "auto"),),
+        # velveth on one thread (reproducible, see velveth) makes velvetg's input.
+        inputs=gen.chain(gen.reads("reads.fq", genome_len=100_000, count=40_000, read_len=100, seed=6),
+                         gen.command(["velveth_de", "vd", "31", "-fastq", "-short", "reads.fq"],
+                                     env={"OMP_NUM_THREADS": "1"})),
+        outputs=("vd/contigs.fa", "vd/stats.txt", "vd/LastGraph", "vd/Graph2", "vd/PreGraph"),
+        stdout_masks=(VELVET_TIME, VELVET_PHASE),
+        does="velvetg (OpenMP build): de Bruijn graph and contigs from velveth's output",
+        pattern="omp_get_max_threads() at level 0, parallel for loops",
+        why="reads its team size outside regions, yet every region reads its own",
+    ),
+    Program(
+        name="megahit",
+        packages=("megahit",),
+        steps=(("megahit", "-r", "reads.fq", "-o", "mh", "--min-count", "2"),),
+        inputs=gen.reads("reads.fq", genome_len=100_000, count=40_000, read_len=100, seed=7),
+        outputs=("mh/final.contigs.fa", "mh/intermediate_contigs/*.fa"),
+        does="megahit assembly of 40,000 reads: a Python driver running megahit_core several times",
+        pattern="omp_set_num_threads(-t) in each megahit_core; parallel for and locks",
+        why="a process tree: the layer is inherited by every megahit_core the Python driver starts",
+    ),
+    Program(
+        name="sumaclust",
+        packages=("sumaclust",),
+        steps=(("sumaclust", "-p", "2", "amp.fa"),),
+        inputs=gen.amplicons("amp.fa", otus=300, count=12_000, length=250, rate=0.03, seed=8),
+        does="clusters 12,000 amplicon reads around 300 centres; result on stdout",
+        pattern="omp_set_num_threads(-p), one parallel region per cluster (13,000 regions)",
+        why="one region per cluster centre: many medium regions from a fixed team",
+    ),
+    Program(
+        name="ntcard",
+        packages=("ntcard",),
+        steps=(("ntcard", "-k", "21,31", "-t", "2", "-p", "freq", "reads.fq"),),
+        inputs=gen.reads("reads.fq", genome_len=200_000, count=40_000, read_len=100, seed=9),
+        outputs=("freq_k21.hist", "freq_k31.hist"),
+        does="k-mer frequency histograms (k=21, 31) of 40,000 reads",
+        pattern="omp_set_num_threads(-t), parallel for over input files and a reduction over tables",
+        why="a short-lived fixed team",
+    ),
+    Program(
+        name="spaced",
+        packages=("spaced",),
+        # -f: without a pattern file spaced draws random patterns, different in every run.
+        steps=(("spaced", "-f", "patterns.txt", "-o", "dist.txt", "genomes.fa"),),
+        inputs=gen.chain(gen.genomes(["genomes.fa"], length=300_000, rate=0.02, seed=10, per_file=6),
+                         gen.spaced_patterns("patterns.txt", count=5, weight=14, dont_care=15, seed=10)),
+        outputs=("dist.txt",),
+        compare_stderr=True,
+        does="alignment-free distances (spaced words) between 6 related 300-kb genomes in one file",
+        pattern="omp_set_num_threads(patterns): a fixed team larger than the CPUs",
+        why="its default of 25 threads is more than the machine has",
+    ),
+    Program(
+        name="andi",
+        packages=("andi",),
+        steps=(("andi", "-j", "g0.fa", "g1.fa", "g2.fa", "g3.fa", "g4.fa", "g5.fa", "g6.fa", "g7.fa"),),
+        inputs=gen.genomes([f"g{i}.fa" for i in range(8)], length=600_000, rate=0.01, seed=11),
+        compare_stderr=True,
+        does="anchor distances between 8 related 600-kb genomes; the matrix is on stdout",
+        pattern="no team-size call; parallel for over genome pairs",
+        why="a plain malleable program",
+    ),
+    Program(
+        name="phylonium",
+        packages=("phylonium",),
+        steps=(("phylonium", "g0.fa", "g1.fa", "g2.fa", "g3.fa", "g4.fa", "g5.fa", "g6.fa", "g7.fa"),),
+        inputs=gen.genomes([f"g{i}.fa" for i in range(8)], length=2_000_000, rate=0.01, seed=12),
+        compare_stderr=True,
+        does="phylonium distances between 8 related 2-Mb genomes; the matrix is on stdout",
+        pattern="parallel for over genomes",
+        why="a malleable C++ program",
+    ),
+    Program(
+        name="par2",
+        packages=("par2",),
+        steps=(("par2", "create", "-q", "-r10", "-n1", "blob.par2", "blob.bin"),),
+        inputs=gen.random_bytes("blob.bin", 20_000_000, seed=13),
+        outputs=("blob.par2", "blob.vol*.par2"),
+        compare_stderr=True,
+        does="Reed-Solomon recovery data (10%) for a 20 MB file",
+        pattern="omp_set_num_threads(-t, default all CPUs), parallel for over blocks",
+        why="I/O and compute mixed",
+    ),
+    Program(
+        name="pngquant",
+        packages=("pngquant",),
+        steps=(("pngquant", "--speed", "1", "-f", "-o", "out.png", "in.png"),),
+        inputs=gen.png("in.png", 2000, 2000, seed=14),
+        outputs=("out.png",),
+        compare_stderr=True,
+        does="quantizes a 2000x2000 RGB PNG to 256 colours (libimagequant)",
+        pattern="libimagequant: omp_get_max_threads() to size per-thread histograms, parallel for",
+        why="a library (libimagequant0) that sizes per-thread buffers from the level-0 count",
+    ),
+    Program(
+        name="jpegqs",
+        packages=("jpegqs",),
+        steps=(("jpegqs", "in.jpg", "out.jpg"),),
+        inputs=gen.jpeg("in.jpg", 4000, 3000, seed=15),
+        outputs=("out.jpg",),
+        does="JPEG quant smoothing (deblocking) of a 4000x3000 quality-40 JPEG",
+        pattern="parallel for over block rows",
+        why="long regions",
+    ),
+    Program(
+        name="aaphoto",
+        packages=("aaphoto",),
+        steps=(("aaphoto", "-a", "--bmp", "-o", "out", "in.bmp"),),
+        inputs=gen.chain(gen.bmp("in.bmp", 5000, 3500, seed=16), gen.mkdir("out")),
+        outputs=("out/*",),
+        compare_stderr=True,
+        does="automatic colour correction of a 5000x3500 BMP",
+        pattern="parallel for over rows",
+        why="image filter",
+    ),
+    Program(
+        name="iqtree",
+        packages=("iqtree",),
+        steps=(("iqtree2", "-s", "aln.phy", "-m", "HKY+G", "-T", "2", "--seed", "1", "-redo", "--quiet"),),
+        inputs=gen.dna_alignment("aln.phy", taxa=20, length=1500, rate=0.05, seed=17, fmt="phylip"),
+        outputs=("aln.phy.treefile",),
+        compare_stderr=True,
+        does="maximum-likelihood tree search, 20 taxa x 1500 sites, HKY+G",
+        pattern="omp_set_num_threads(-T), parallel likelihood kernels over site patterns",
+        why="many short regions, thread-id indexed partial-likelihood buffers",
+    ),
+    Program(
+        name="msgmerge",
+        packages=("gettext",),
+        steps=(("msgmerge", "-q", "-o", "out.po", "old.po", "new.pot"),),
+        inputs=gen.po_catalog("new.pot", "old.po", messages=6000, seed=18),
+        outputs=("out.po",),
+        compare_stderr=True,
+        does="merges a 6000-message catalog into a reworded template (fuzzy matching)",
+        pattern="one parallel for over messages (fuzzy search)",
+        why="a program almost every Debian machine has",
+    ),
+    Program(
+        name="numpy-openblas",
+        packages=("python3-numpy", "libopenblas0-openmp"),
+        steps=(("/usr/bin/python3", "-c", NUMPY_SCRIPT),),
+        inputs=gen.write_text("README", "numpy matmul and solve\n"),
+        env={"LD_LIBRARY_PATH": OPENBLAS_OPENMP_DIR},
+        compare_stderr=True,
+        check=_numpy_uses_openblas_openmp,
+        does="Debian's numpy: 1500x1500 matmuls and a solve on OpenBLAS built for OpenMP; hashes of the results",
+        pattern="OpenBLAS (OpenMP build): omp_get_max_threads() before every BLAS call, "
+                "regions with an explicit num_threads",
+        why="the BLAS every scientific Python program uses; picked for this process by LD_LIBRARY_PATH, "
+            "without touching the system's libblas.so.3 alternative",
+    ),
+    Program(
+        name="imagemagick",
+        packages=("imagemagick",),
+        steps=(("convert-im6.q16", "-size", "256x8192", "gradient:", "-blur", "0x6", "out.ppm"),),
+        inputs=gen.write_text("README", "no input\n"),
+        outputs=("out.ppm",),
+        compare_stderr=True,
+        does="blurs a generated 256x8192 gradient",
+        pattern="num_threads(omp_get_max_threads()) on every region; per-thread caches",
+        why="explicit counts everywhere (also in tests/integration/test_thirdparty.py)",
+    ),
+    Program(
+        name="graphicsmagick",
+        packages=("graphicsmagick",),
+        steps=(("gm", "convert", "-size", "512x8192", "gradient:", "-blur", "0x20", "out.ppm"),),
+        inputs=gen.write_text("README", "no input\n"),
+        outputs=("out.ppm",),
+        compare_stderr=True,
+        does="blurs a generated 512x8192 gradient",
+        pattern="omp_get_max_threads() sizes per-thread views; parallel for with num_threads",
+        why="per-thread state sized at level 0 (also in tests/integration/test_thirdparty.py)",
+    ),
+]
