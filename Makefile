@@ -7,7 +7,7 @@ VPY     := $(VENV)/bin/python
 JOBS    ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: all c asan py test test-unit test-py lint demo clean help
+.PHONY: all c asan py test test-unit test-py test-corpus lint demo clean help
 
 all: c py
 
@@ -15,6 +15,7 @@ help:
 	@echo "make          build daemon, layer, workloads and the scaf command into build/"
 	@echo "make demo     run two workloads unmodified and under scaf, print the table"
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
+	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
 	@echo "make lint     ruff over the Python code"
 	@echo "make clean    remove build/ and build-asan/"
 
@@ -47,6 +48,12 @@ test-unit:
 # The daemon robustness tests also run against the sanitized daemon.
 test-py: all asan
 	SCAF_ASAN_SCAFD=$(ASAN)/bin/scafd $(VPY) -m pytest $(PYTEST_ARGS) tests
+
+# Real OpenMP programs from Debian packages, plain and under scaf (docs/corpus.md). `make test`
+# runs them too (they are under tests/); programs whose package is missing are skipped, or fail
+# with SCAF_CORPUS_REQUIRED=1 (.ci/run sets it after tools/corpus-install).
+test-corpus: all
+	$(VPY) -m pytest $(PYTEST_ARGS) tests/corpus
 
 lint: py
 	$(VENV)/bin/ruff check python tests
