@@ -240,6 +240,18 @@ def jpeg(name: str, width: int, height: int, seed: int, quality: int = 40) -> Ca
     return gen
 
 
+def pdf(name: str, pages: int, width: int, height: int, seed: int) -> Callable[[Path], None]:
+    """A PDF of `pages` scanned-looking pages (one raster image each), via Pillow."""
+
+    def gen(d: Path) -> None:
+        from PIL import Image
+
+        imgs = [Image.fromarray(_pixels(width, height, seed + k), "RGB") for k in range(pages)]
+        imgs[0].save(d / name, "PDF", save_all=True, append_images=imgs[1:], resolution=150)
+
+    return gen
+
+
 def po_catalog(pot: str, po: str, messages: int, seed: int) -> Callable[[Path], None]:
     """A translation catalog and a new template whose messages were reworded, so that
     msgmerge must search for fuzzy matches (its OpenMP loop)."""

@@ -12,6 +12,8 @@ team (one thread per CPU) is what a user gets, and what the layer has to bound.
 
 from __future__ import annotations
 
+import glob
+
 from . import inputs as gen
 from .harness import Program, StepResult
 
@@ -41,7 +43,9 @@ print("matmul", h(c))
 print("solve", h(x))
 """
 
-OPENBLAS_OPENMP_DIR = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+# Debian's multiarch directory of libopenblas0-openmp (x86_64-linux-gnu, aarch64-linux-gnu, ...).
+OPENBLAS_OPENMP_DIR = next(iter(sorted(glob.glob("/usr/lib/*-linux-gnu*/openblas-openmp"))),
+                           "/usr/lib/x86_64-linux-gnu/openblas-openmp")
 
 
 def _numpy_uses_openblas_openmp(step: StepResult) -> None:
@@ -261,6 +265,57 @@ PROGRAMS: list[Program] = [
         does="merges a 6000-message catalog into a reworded template (fuzzy matching)",
         pattern="one parallel for over messages (fuzzy search)",
         why="a program almost every Debian machine has",
+    ),
+    Program(
+        name="pdf2djvu",
+        packages=("pdf2djvu",),
+        # --no-metadata: otherwise the DjVu carries the conversion time. -j 0: one thread per CPU.
+        steps=(("pdf2djvu", "-j", "0", "--no-metadata", "-o", "out.djvu", "doc.pdf"),),
+        inputs=gen.pdf("doc.pdf", pages=8, width=1200, height=1600, seed=19),
+        outputs=("out.djvu",),
+        # stderr not compared: its "- page #1 -> #1" lines come in the order the pages finish.
+        does="converts an 8-page scanned-looking PDF to DjVu (poppler renders, DjVuLibre encodes)",
+        pattern="parallel for over pages (-j); no team-size call outside regions",
+        why="a malleable program whose regions are long (a page each)",
+    ),
+    Program(
+        name="fastani",
+        packages=("fastani",),
+        steps=(("fastANI", "--ql", "genomes.txt", "--rl", "genomes.txt", "-t", "2", "-o", "ani.txt"),),
+        inputs=gen.chain(gen.genomes(["q0.fa", "q1.fa", "q2.fa"], length=3_000_000, rate=0.02, seed=20),
+                         gen.write_text("genomes.txt", "q0.fa\nq1.fa\nq2.fa\n")),
+        outputs=("ani.txt",),
+        does="average nucleotide identity of every pair of 3 related 3-Mb genomes",
+        pattern="omp_set_num_threads(-t), one parallel for over reference fragments",
+        why="one long region from a fixed team",
+    ),
+    Program(
+        name="cdo",
+        packages=("cdo",),
+        # --no_history: otherwise the netCDF history attribute holds the time of the run.
+        # -P 2: cdo runs one thread unless told. The random field is seeded (",7").
+        steps=(("cdo", "-s", "-f", "nc", "--no_history", "-P", "2", "remapcon,r720x360", "-random,r1440x720,7",
+                "out.nc"),),
+        inputs=gen.write_text("README", "cdo generates its own input field\n"),
+        outputs=("out.nc",),
+        compare_stderr=True,
+        does="conservative remapping of a seeded random 1440x720 global field to 720x360 (netCDF)",
+        pattern="omp_set_num_threads(-P), parallel for over target cells with per-thread search state",
+        why="climate-data operators; its results depend on its thread count (-P 1 and -P 2 differ), "
+            "so a fixed team is what keeps them identical",
+    ),
+    Program(
+        name="gmic",
+        packages=("gmic",),
+        steps=(("gmic", "-input", "3000,3000,1,3,(x*y+c*40)%255", "-blur", "4", "-rotate", "13", "-sharpen", "50",
+                "-resize", "70%,70%,1,3,5", "-output", "out.pnm"),),
+        inputs=gen.write_text("README", "gmic generates its own input image\n"),
+        outputs=("out.pnm",),
+        does="fills a 3000x3000 image from a formula, blurs, rotates, sharpens and resizes it (CImg)",
+        pattern="CImg's parallel for loops; the GraphicsMagick library it links calls omp_set_num_threads "
+                "at start-up",
+        why="a library the program links (GraphicsMagick, for file formats) decides the verdict for the "
+            "whole process; its -noise filter is not used: with 2 threads it gives one of two images at random",
     ),
     Program(
         name="numpy-openblas",
