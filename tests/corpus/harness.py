@@ -188,17 +188,18 @@ def _descends_from(pid: int, ancestor: int) -> bool | None:
 
 def _record(seen: dict[int, dict], c: dict) -> None:
     rec = seen.setdefault(c["pid"], {"pid": c["pid"], "name": c.get("name"), "polls": 0, "regions": 0,
-                                     "threads": [], "last_team": [], "cpusets": []})
+                                     "experiments": 0, "threads": [], "share": [], "last_team": [], "cpusets": []})
     rec["polls"] += 1
     rec["regions"] = max(rec["regions"], int(c.get("regions") or 0))
-    for key, seq in (("threads", rec["threads"]), ("last_team", rec["last_team"])):
+    rec["experiments"] = max(rec["experiments"], int(c.get("experiments") or 0))
+    for key, seq in (("threads", rec["threads"]), ("share", rec["share"]), ("last_team", rec["last_team"])):
         v = c.get(key)
         if v is not None and v not in seq:
             seq.append(v)
     cs = c.get("cpuset")
     if cs is not None and cs not in rec["cpusets"]:
         rec["cpusets"].append(cs)
-    for key in ("malleable", "max_threads", "verdict", "verdict_source", "reason"):
+    for key in ("malleable", "max_threads", "estimate", "efficiency", "verdict", "verdict_source", "reason"):
         rec[key] = c.get(key)  # None while the daemon does not report it; the latest value wins
 
 
@@ -219,7 +220,10 @@ def _watch(proc: subprocess.Popen[bytes], daemon, seen: dict[int, dict], competi
                 ours[pid] = d
             if ours[pid]:
                 _record(seen, c)
-        time.sleep(POLL_S)
+        try:
+            proc.wait(timeout=POLL_S)  # returns at once when it exits: the step's time stays exact
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def run_mode(prog: Program, mode: str, base: Path, inputs_dir: Path, daemon=None) -> RunResult:
