@@ -57,7 +57,8 @@ def _write_fasta(path: Path, records: list[tuple[str, str]], width: int = 0) -> 
                 f.write(seq + "\n")
 
 
-def protein_family(name: str, count: int, length: int, rate: float, seed: int, indels: int = 4) -> Callable[[Path], None]:
+def protein_family(name: str, count: int, length: int, rate: float, seed: int,
+                   indels: int = 4) -> Callable[[Path], None]:
     """Unaligned homologous proteins: one random root, each member mutated at `rate` plus indels."""
 
     def gen(d: Path) -> None:
@@ -81,7 +82,8 @@ def protein_families(name: str, families: int, count: int, rate: float, seed: in
     return gen
 
 
-def dna_alignment(name: str, taxa: int, length: int, rate: float, seed: int, fmt: str = "fasta") -> Callable[[Path], None]:
+def dna_alignment(name: str, taxa: int, length: int, rate: float, seed: int,
+                  fmt: str = "fasta") -> Callable[[Path], None]:
     """An aligned DNA data set evolved along a random tree: each new taxon copies a random
     existing one with substitutions at `rate`. fmt "fasta" or "phylip"."""
 

@@ -4,7 +4,9 @@ Each row says which Debian package(s) provide the program (all listed in package
 tools/corpus-install installs), the command line(s) run in a fresh directory, the generator of
 its input, the output files compared byte for byte, the masks for output that is not
 deterministic even without scaf (each with its reason, proven by running plain twice), the
-OpenMP pattern the program uses where we could tell, and why it is interesting.
+OpenMP pattern the program uses, and why it is interesting. The pattern is what we could tell
+without reading every program's source: the calls scaf's verdict reason names (call site and
+library), the region counts the daemon reported, and the programs' documented thread options.
 
 Programs get no thread-count option unless they need one to run in parallel at all: a default
 team (one thread per CPU) is what a user gets, and what the layer has to bound.
@@ -63,9 +65,9 @@ PROGRAMS: list[Program] = [
         outputs=("aln.fa",),
         compare_stderr=True,
         does="multiple alignment of 100 related proteins (300 residues)",
-        pattern="omp_set_num_threads(omp_get_max_threads()) at start; ~100,000 tiny regions a second "
-                "(pairwise distances, HMM alignment)",
-        why="very many short regions from a fixed team: the layer's per-region cost and a fixed team's affinity",
+        pattern=("omp_set_num_threads(N) once at start (N: --threads, default one per CPU); ~50,000 tiny regions a "
+                 "second"),
+        why="very many tiny regions from a fixed team: the layer's per-region cost, and affinity steering",
     ),
     Program(
         name="fasttree",
@@ -73,8 +75,9 @@ PROGRAMS: list[Program] = [
         steps=(("fasttreeMP", "-nt", "aln.fa"),),
         inputs=gen.dna_alignment("aln.fa", taxa=100, length=500, rate=0.05, seed=2),
         does="approximately-maximum-likelihood tree of 100 aligned DNA sequences (500 sites); the tree is on stdout",
-        pattern="omp_get_max_threads() at level 0 (banner), parallel for over sites/nodes",
-        why="reads the team size outside regions only to print it: must stay malleable",
+        pattern=("omp_get_max_threads() outside regions (for its 'OpenMP (2 threads)' banner); ~600 regions that read "
+                 "their own team size"),
+        why="reads the count at level 0 only to print it: the case a one-call rule would wrongly fix",
     ),
     Program(
         name="muscle",
@@ -83,8 +86,8 @@ PROGRAMS: list[Program] = [
         inputs=gen.protein_family("prot.fa", count=20, length=250, rate=0.3, seed=3),
         outputs=("aln.afa",),
         does="MUSCLE 5 multiple alignment (posterior consistency) of 20 proteins",
-        pattern="omp_get_max_threads() at level 0 to size per-thread state, then long parallel for loops",
-        why="per-thread buffers indexed by omp_get_thread_num(), sized from the level-0 count",
+        pattern="omp_get_max_threads() outside regions; 1-3 long regions",
+        why="reads the count at level 0 and then runs long regions: the layer must decide what the count was for",
     ),
     Program(
         name="kalign",
@@ -94,8 +97,9 @@ PROGRAMS: list[Program] = [
         outputs=("aln.afa",),
         stdout_masks=(KALIGN_TIME, KALIGN_CPU),
         does="kalign 3 alignment of 2000 proteins; its log goes to stdout",
-        pattern="omp_set_num_threads(4) (its default -n 4), tasks and parallel for",
-        why="asks for more threads than CPUs: a fixed team of 4 on 2 CPUs",
+        pattern="omp_set_num_threads(4): its default of 4 threads, whatever the CPU count",
+        why=("asks for more threads than the machine has (4 on 2 CPUs); the layer keeps the team above its bound as "
+             "written"),
     ),
     Program(
         name="cd-hit",
@@ -108,8 +112,8 @@ PROGRAMS: list[Program] = [
                          "the clusters are in the compared output files")),
         ),
         does="clusters 12,000 proteins from 300 families at 90% identity",
-        pattern="omp_set_num_threads(-T) then parallel for with a per-thread work table",
-        why="thread-id indexed buffers sized from the requested count",
+        pattern="omp_set_num_threads(-T; 0 = one per CPU); ~10-20 regions",
+        why="a fixed team; its progress output (stdout) is racy even without scaf, its clusters are not",
     ),
     Program(
         name="velveth",
@@ -122,8 +126,8 @@ PROGRAMS: list[Program] = [
         outputs=("vd/Sequences",),
         stdout_masks=(VELVET_TIME, VELVET_PHASE),
         does="velveth (OpenMP build): hashes 40,000 100-bp reads into k-mer roadmaps",
-        pattern="omp_get_max_threads() at level 0 to split the reads, parallel for",
-        why="reads its team size at level 0 and splits work by it; its own output order is racy",
+        pattern="omp_get_max_threads() outside regions; 2 regions",
+        why="its own output order (Roadmaps) is racy with 2 threads even without scaf: a check that masks only that",
     ),
     Program(
         name="velvetg",
@@ -136,8 +140,8 @@ PROGRAMS: list[Program] = [
         outputs=("vd/contigs.fa", "vd/stats.txt", "vd/LastGraph", "vd/Graph2", "vd/PreGraph"),
         stdout_masks=(VELVET_TIME, VELVET_PHASE),
         does="velvetg (OpenMP build): de Bruijn graph and contigs from velveth's output",
-        pattern="omp_get_max_threads() at level 0, parallel for loops",
-        why="reads its team size outside regions, yet every region reads its own",
+        pattern="omp_get_max_threads() outside regions; 6 regions that read their own team size",
+        why="reads the count at level 0 yet is malleable; input made by velveth on one thread",
     ),
     Program(
         name="megahit",
@@ -146,8 +150,9 @@ PROGRAMS: list[Program] = [
         inputs=gen.reads("reads.fq", genome_len=100_000, count=40_000, read_len=100, seed=7),
         outputs=("mh/final.contigs.fa", "mh/intermediate_contigs/*.fa"),
         does="megahit assembly of 40,000 reads: a Python driver running megahit_core several times",
-        pattern="omp_set_num_threads(-t) in each megahit_core; parallel for and locks",
-        why="a process tree: the layer is inherited by every megahit_core the Python driver starts",
+        pattern="4 megahit_core processes, each with omp_set_num_threads (-t, or 1 for its serial steps)",
+        why=("a process tree: a Python driver (Debian's python3, no OpenMP) starts the OpenMP programs, which inherit "
+             "the layer"),
     ),
     Program(
         name="sumaclust",
@@ -155,8 +160,8 @@ PROGRAMS: list[Program] = [
         steps=(("sumaclust", "-p", "2", "amp.fa"),),
         inputs=gen.amplicons("amp.fa", otus=300, count=12_000, length=250, rate=0.03, seed=8),
         does="clusters 12,000 amplicon reads around 300 centres; result on stdout",
-        pattern="omp_set_num_threads(-p), one parallel region per cluster (13,000 regions)",
-        why="one region per cluster centre: many medium regions from a fixed team",
+        pattern="omp_set_num_threads(-p); one region per cluster (~13,000)",
+        why="many medium regions from a fixed team",
     ),
     Program(
         name="ntcard",
@@ -165,8 +170,8 @@ PROGRAMS: list[Program] = [
         inputs=gen.reads("reads.fq", genome_len=200_000, count=40_000, read_len=100, seed=9),
         outputs=("freq_k21.hist", "freq_k31.hist"),
         does="k-mer frequency histograms (k=21, 31) of 40,000 reads",
-        pattern="omp_set_num_threads(-t), parallel for over input files and a reduction over tables",
-        why="a short-lived fixed team",
+        pattern="omp_set_num_threads(-t); 2 long regions",
+        why="a fixed team with long regions",
     ),
     Program(
         name="spaced",
@@ -178,8 +183,8 @@ PROGRAMS: list[Program] = [
         outputs=("dist.txt",),
         compare_stderr=True,
         does="alignment-free distances (spaced words) between 6 related 300-kb genomes in one file",
-        pattern="omp_set_num_threads(patterns): a fixed team larger than the CPUs",
-        why="its default of 25 threads is more than the machine has",
+        pattern="omp_set_num_threads(15) for 6 sequences (its -t default is 25): more threads than CPUs",
+        why="a fixed team far above the CPU count; without -f its random patterns change the result every run",
     ),
     Program(
         name="andi",
@@ -188,8 +193,8 @@ PROGRAMS: list[Program] = [
         inputs=gen.genomes([f"g{i}.fa" for i in range(8)], length=600_000, rate=0.01, seed=11),
         compare_stderr=True,
         does="anchor distances between 8 related 600-kb genomes; the matrix is on stdout",
-        pattern="no team-size call; parallel for over genome pairs",
-        why="a plain malleable program",
+        pattern="no team-size call; 1 long region",
+        why="the simplest malleable program: one region, team set by the allocation at its start",
     ),
     Program(
         name="phylonium",
@@ -198,8 +203,8 @@ PROGRAMS: list[Program] = [
         inputs=gen.genomes([f"g{i}.fa" for i in range(8)], length=2_000_000, rate=0.01, seed=12),
         compare_stderr=True,
         does="phylonium distances between 8 related 2-Mb genomes; the matrix is on stdout",
-        pattern="parallel for over genomes",
-        why="a malleable C++ program",
+        pattern="no team-size call; 2 regions",
+        why="malleable, few regions",
     ),
     Program(
         name="par2",
@@ -209,8 +214,8 @@ PROGRAMS: list[Program] = [
         outputs=("blob.par2", "blob.vol*.par2"),
         compare_stderr=True,
         does="Reed-Solomon recovery data (10%) for a 20 MB file",
-        pattern="omp_set_num_threads(-t, default all CPUs), parallel for over blocks",
-        why="I/O and compute mixed",
+        pattern="no team-size call; ~1,800 regions (blocks of the recovery computation)",
+        why="malleable with many regions: sees its team change between regions",
     ),
     Program(
         name="pngquant",
@@ -220,8 +225,9 @@ PROGRAMS: list[Program] = [
         outputs=("out.png",),
         compare_stderr=True,
         does="quantizes a 2000x2000 RGB PNG to 256 colours (libimagequant)",
-        pattern="libimagequant: omp_get_max_threads() to size per-thread histograms, parallel for",
-        why="a library (libimagequant0) that sizes per-thread buffers from the level-0 count",
+        pattern=("omp_get_max_threads() in libimagequant's liq_set_speed outside regions; ~4,600 regions that read "
+                 "their own team size"),
+        why="a library (libimagequant0) reads the count at level 0; the program stays malleable",
     ),
     Program(
         name="jpegqs",
@@ -230,8 +236,8 @@ PROGRAMS: list[Program] = [
         inputs=gen.jpeg("in.jpg", 4000, 3000, seed=15),
         outputs=("out.jpg",),
         does="JPEG quant smoothing (deblocking) of a 4000x3000 quality-40 JPEG",
-        pattern="parallel for over block rows",
-        why="long regions",
+        pattern="omp_set_num_threads(N) (-t, default one per CPU); ~15 regions",
+        why="a fixed team of an image filter",
     ),
     Program(
         name="aaphoto",
@@ -241,8 +247,8 @@ PROGRAMS: list[Program] = [
         outputs=("out/*",),
         compare_stderr=True,
         does="automatic colour correction of a 5000x3500 BMP",
-        pattern="parallel for over rows",
-        why="image filter",
+        pattern="no team-size call; ~14 regions",
+        why="a malleable image filter",
     ),
     Program(
         name="iqtree",
@@ -252,8 +258,8 @@ PROGRAMS: list[Program] = [
         outputs=("aln.phy.treefile",),
         compare_stderr=True,
         does="maximum-likelihood tree search, 20 taxa x 1500 sites, HKY+G",
-        pattern="omp_set_num_threads(-T), parallel likelihood kernels over site patterns",
-        why="many short regions, thread-id indexed partial-likelihood buffers",
+        pattern="omp_set_num_threads(-T) in main; ~580,000 tiny regions (likelihood kernels)",
+        why="the most regions in the corpus, from a fixed team",
     ),
     Program(
         name="msgmerge",
@@ -263,8 +269,8 @@ PROGRAMS: list[Program] = [
         outputs=("out.po",),
         compare_stderr=True,
         does="merges a 6000-message catalog into a reworded template (fuzzy matching)",
-        pattern="one parallel for over messages (fuzzy search)",
-        why="a program almost every Debian machine has",
+        pattern="no team-size call; 1 region (the fuzzy-match search)",
+        why="gettext: on almost every Debian machine",
     ),
     Program(
         name="pdf2djvu",
@@ -275,8 +281,8 @@ PROGRAMS: list[Program] = [
         outputs=("out.djvu",),
         # stderr not compared: its "- page #1 -> #1" lines come in the order the pages finish.
         does="converts an 8-page scanned-looking PDF to DjVu (poppler renders, DjVuLibre encodes)",
-        pattern="parallel for over pages (-j); no team-size call outside regions",
-        why="a malleable program whose regions are long (a page each)",
+        pattern="no team-size call with -j 0; 1 region over the pages",
+        why="malleable; its regions are long (a page each)",
     ),
     Program(
         name="fastani",
@@ -286,7 +292,7 @@ PROGRAMS: list[Program] = [
                          gen.write_text("genomes.txt", "q0.fa\nq1.fa\nq2.fa\n")),
         outputs=("ani.txt",),
         does="average nucleotide identity of every pair of 3 related 3-Mb genomes",
-        pattern="omp_set_num_threads(-t), one parallel for over reference fragments",
+        pattern="omp_set_num_threads(-t); 1 region",
         why="one long region from a fixed team",
     ),
     Program(
@@ -300,9 +306,9 @@ PROGRAMS: list[Program] = [
         outputs=("out.nc",),
         compare_stderr=True,
         does="conservative remapping of a seeded random 1440x720 global field to 720x360 (netCDF)",
-        pattern="omp_set_num_threads(-P), parallel for over target cells with per-thread search state",
-        why="climate-data operators; its results depend on its thread count (-P 1 and -P 2 differ), "
-            "so a fixed team is what keeps them identical",
+        pattern="omp_set_num_threads(-P) at start; ~7 regions",
+        why=("its results depend on its thread count (-P 1 and -P 2 give different files): a fixed team keeps them "
+             "identical"),
     ),
     Program(
         name="gmic",
@@ -312,10 +318,10 @@ PROGRAMS: list[Program] = [
         inputs=gen.write_text("README", "gmic generates its own input image\n"),
         outputs=("out.pnm",),
         does="fills a 3000x3000 image from a formula, blurs, rotates, sharpens and resizes it (CImg)",
-        pattern="CImg's parallel for loops; the GraphicsMagick library it links calls omp_set_num_threads "
-                "at start-up",
-        why="a library the program links (GraphicsMagick, for file formats) decides the verdict for the "
-            "whole process; its -noise filter is not used: with 2 threads it gives one of two images at random",
+        pattern=("omp_set_num_threads() from GraphicsMagick's InitializeMagickResources (a library gmic links for file"
+                 " formats); CImg's loops, ~7 regions"),
+        why=("a library decides the verdict for the whole process; gmic's -noise (not used) gives one of two images at"
+             " random with 2 threads, even without scaf"),
     ),
     Program(
         name="numpy-openblas",
@@ -326,10 +332,10 @@ PROGRAMS: list[Program] = [
         compare_stderr=True,
         check=_numpy_uses_openblas_openmp,
         does="Debian's numpy: 1500x1500 matmuls and a solve on OpenBLAS built for OpenMP; hashes of the results",
-        pattern="OpenBLAS (OpenMP build): omp_get_max_threads() before every BLAS call, "
-                "regions with an explicit num_threads",
-        why="the BLAS every scientific Python program uses; picked for this process by LD_LIBRARY_PATH, "
-            "without touching the system's libblas.so.3 alternative",
+        pattern=("OpenBLAS (OpenMP build): the layer found thread-numbered code with thread-local (threadprivate) data"
+                 " in its regions; ~70-200 regions"),
+        why=("the BLAS under every scientific Python program, picked for this process by LD_LIBRARY_PATH without "
+             "touching the system's libblas.so.3 alternative"),
     ),
     Program(
         name="imagemagick",
@@ -339,8 +345,9 @@ PROGRAMS: list[Program] = [
         outputs=("out.ppm",),
         compare_stderr=True,
         does="blurs a generated 256x8192 gradient",
-        pattern="num_threads(omp_get_max_threads()) on every region; per-thread caches",
-        why="explicit counts everywhere (also in tests/integration/test_thirdparty.py)",
+        pattern=("omp_get_max_threads() in libMagickCore's ResourceComponentGenesis outside regions; num_threads "
+                 "clauses on its regions"),
+        why="explicit counts on every region (also in tests/integration/test_thirdparty.py)",
     ),
     Program(
         name="graphicsmagick",
@@ -350,7 +357,7 @@ PROGRAMS: list[Program] = [
         outputs=("out.ppm",),
         compare_stderr=True,
         does="blurs a generated 512x8192 gradient",
-        pattern="omp_get_max_threads() sizes per-thread views; parallel for with num_threads",
-        why="per-thread state sized at level 0 (also in tests/integration/test_thirdparty.py)",
+        pattern="omp_set_num_threads() in InitializeMagickResources (libGraphicsMagick); ~4 regions",
+        why="per-thread state sized at start (also in tests/integration/test_thirdparty.py)",
     ),
 ]
