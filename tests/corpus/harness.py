@@ -258,9 +258,12 @@ def run_mode(prog: Program, mode: str, base: Path, inputs_dir: Path, daemon=None
     return res
 
 
-def allocations_from_log(log: str, pids: set[int]) -> dict[int, list[int]]:
-    """Every `threads` value the daemon's --log gave each of pids, in order, without repeats."""
-    out: dict[int, list[int]] = {p: [] for p in pids}
+def read_log(log: str, polled: dict[int, dict], competitor_name: str = COMPETITOR[0]) -> dict[int, dict]:
+    """Adds what the daemon's --log saw to the polled client records: every `threads` value each
+    client was given, in order ("allocations"), and the clients no poll caught (a process that
+    lived between two polls; recognised by not being the competitor, as only the program and
+    the competitor use this private daemon; marked "from_log")."""
+    out = {pid: dict(rec, allocations=[]) for pid, rec in polled.items()}
     try:
         lines = Path(log).read_text().splitlines()
     except OSError:
@@ -271,8 +274,17 @@ def allocations_from_log(log: str, pids: set[int]) -> dict[int, list[int]]:
         except ValueError:
             continue
         for c in st.get("clients", []):
-            seq = out.get(c.get("pid"))
-            if seq is not None and (not seq or seq[-1] != c.get("threads")):
+            pid = c.get("pid")
+            if pid not in out:
+                if c.get("name") == competitor_name or pid in polled:
+                    continue
+                tmp: dict[int, dict] = {}
+                _record(tmp, c)
+                out[pid] = dict(tmp[pid], allocations=[], from_log=True)
+            elif out[pid].get("from_log"):
+                _record(out, c)
+            seq = out[pid]["allocations"]
+            if not seq or seq[-1] != c.get("threads"):
                 seq.append(c.get("threads"))
     return out
 

@@ -62,7 +62,7 @@ def test_program(prog: harness.Program, tmp_path: Path, scafd_factory: Callable[
 
     scaf = harness.run_mode(prog, "scaf", tmp_path, inputs_dir, daemon)
     diffs = harness.differences(prog, plain, scaf)
-    allocations = harness.allocations_from_log(daemon.log, set(scaf.clients))
+    clients = harness.read_log(daemon.log, scaf.clients)
     record = {
         "name": prog.name,
         "packages": harness.package_versions(prog),
@@ -71,11 +71,11 @@ def test_program(prog: harness.Program, tmp_path: Path, scafd_factory: Callable[
         "identical": not diffs,
         "differences": diffs,
         "competitor_runs": {"plain": plain.competitor_runs, "scaf": scaf.competitor_runs},
-        "clients": [dict(c, allocations=allocations.get(pid, [])) for pid, c in sorted(scaf.clients.items())],
+        "clients": [c for _pid, c in sorted(clients.items())],
     }
     report_dir().mkdir(parents=True, exist_ok=True)
     (report_dir() / f"{prog.name}.json").write_text(json.dumps(record, indent=1) + "\n")
 
     assert not diffs, f"{prog.name}: results under scaf differ from the plain run:\n" + "\n".join(diffs)
-    assert scaf.clients, f"{prog.name} never appeared as a client of the daemon: {daemon.stderr()}"
-    assert any(c["regions"] > 0 for c in scaf.clients.values()), f"{prog.name} opened no parallel region: {record}"
+    assert clients, f"{prog.name} never appeared as a client of the daemon: {daemon.stderr()}"
+    assert any(c["regions"] > 0 for c in clients.values()), f"{prog.name} opened no parallel region: {record}"
