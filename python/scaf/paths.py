@@ -34,6 +34,21 @@ def workloads_dir() -> Path:
     return build_dir() / "workloads"
 
 
+# libgomp's idle threads spin this many times before they sleep (its own default is 300000,
+# milliseconds of spinning). Under scaf a team often waits while another program has the
+# CPUs: parked for another gang's turn, or between regions on a shared machine. A short spin
+# gives those CPUs back within microseconds. It changes how threads wait, never what they
+# compute; a value the user set (or OMP_WAIT_POLICY) is kept.
+SPINCOUNT = "10000"
+
+
+def wait_defaults(env: dict[str, str]) -> dict[str, str]:
+    """The libgomp waiting settings scaf runs programs with, unless the user chose their own."""
+    if "GOMP_SPINCOUNT" in env or "OMP_WAIT_POLICY" in env:
+        return {}
+    return {"GOMP_SPINCOUNT": SPINCOUNT}
+
+
 def default_socket() -> str:
     """Same search order as src/common/sockpath.c (documented in the README)."""
     env = os.environ.get("SCAF_SOCKET")

@@ -81,6 +81,9 @@ environment:
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)
   LD_PRELOAD        the layer is appended to it
+  GOMP_SPINCOUNT    set to 10000 unless it or OMP_WAIT_POLICY is set: libgomp's idle
+                    threads then spin for microseconds, not milliseconds, before they
+                    sleep, so a team waiting for its turn gives the CPUs back
   SCAF_VERBOSE=1    the layer reports on stderr what it does
   SCAF_DISABLE=1    the layer stays inert
   (the layer's other settings: docs/settings.md)
@@ -237,6 +240,7 @@ def main(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
     env["SCAF_SOCKET"] = sock
+    env.update(paths.wait_defaults(env))
     if args.malleable:
         env["SCAF_MALLEABLE"] = args.malleable
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from scaf import paths
@@ -68,6 +69,7 @@ def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
         assert socket is not None
         env["LD_PRELOAD"] = str(paths.layer())
         env["SCAF_SOCKET"] = socket
+        env.update(paths.wait_defaults(dict(os.environ)))
         env.update(dict(CONFIGS[config].env))
     return env, mine
 
