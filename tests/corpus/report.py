@@ -1,6 +1,8 @@
-"""Prints the docs/corpus.md table from the records the last corpus run left in build/corpus/.
+"""Prints the docs/corpus.md tables from the records a corpus run left in build/corpus/.
 
-    build/venv/bin/python -m tests.corpus.report      (from the repository root)
+    build/venv/bin/python -m tests.corpus.report [DIR]      (from the repository root)
+
+DIR: another folder of records (a copy of build/corpus/ kept from an earlier run).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _verdict(clients: list[dict]) -> str:
     seen: list[str] = []
     for c in clients:
         if c.get("verdict") is not None:
-            v = f"**{c['verdict']}** ({c.get('verdict_source')}): {c.get('reason')}"
+            v = f"**{c['verdict']}** ({c.get('verdict_source')}): {c.get('reason') or '(no reason yet)'}"
         else:
             v = f"malleable={c.get('malleable')} (no verdict field)"
         if v not in seen:
@@ -42,13 +44,14 @@ def _teams(clients: list[dict]) -> str:
 
 
 def main() -> int:
+    records = Path(sys.argv[1]) if len(sys.argv) > 1 else paths.build_dir() / "corpus"
     programs = ["| program | package (version) | what it does in the test | OpenMP pattern seen |",
                 "| --- | --- | --- | --- |"]
     results = [("| program | verdict (source): reason, as scaf reported it | regions; threads given; teams seen "
                "| identical | plain s | scaf s |"),
                "| --- | --- | --- | --- | --- | --- |"]
     for prog in PROGRAMS:
-        f = paths.build_dir() / "corpus" / f"{prog.name}.json"
+        f = records / f"{prog.name}.json"
         r = json.loads(f.read_text()) if f.exists() else None
         pkgs = ", ".join(f"{p} {v}" for p, v in r["packages"].items()) if r else ", ".join(prog.packages)
         programs.append(f"| {prog.name} | {_cell(pkgs)} | {_cell(prog.does)} | {_cell(prog.pattern)} |")
