@@ -150,7 +150,7 @@ PROGRAMS: list[Program] = [
         inputs=gen.reads("reads.fq", genome_len=100_000, count=40_000, read_len=100, seed=7),
         outputs=("mh/final.contigs.fa", "mh/intermediate_contigs/*.fa"),
         does="megahit assembly of 40,000 reads: a Python driver running megahit_core several times",
-        pattern="4 megahit_core processes, each with omp_set_num_threads (-t, or 1 for its serial steps)",
+        pattern="4-5 megahit_core processes, each with omp_set_num_threads (-t, or 1 for its serial steps)",
         why=("a process tree: a Python driver (Debian's python3, no OpenMP) starts the OpenMP programs, which inherit "
              "the layer"),
     ),
@@ -160,7 +160,7 @@ PROGRAMS: list[Program] = [
         steps=(("sumaclust", "-p", "2", "amp.fa"),),
         inputs=gen.amplicons("amp.fa", otus=300, count=8_000, length=250, rate=0.03, seed=8),
         does="clusters 8,000 amplicon reads around 300 centres; result on stdout",
-        pattern="omp_set_num_threads(-p); one region per cluster (~13,000)",
+        pattern="omp_set_num_threads(-p); one region per cluster (~7,500)",
         why="many medium regions from a fixed team",
     ),
     Program(
@@ -258,7 +258,7 @@ PROGRAMS: list[Program] = [
         outputs=("aln.phy.treefile",),
         compare_stderr=True,
         does="maximum-likelihood tree search, 12 taxa x 1000 sites, HKY+G",
-        pattern="omp_set_num_threads(-T) in main; ~350,000 tiny regions (likelihood kernels)",
+        pattern="omp_set_num_threads(-T) in main; ~125,000 tiny regions (likelihood kernels)",
         why="the most regions in the corpus, from a fixed team",
     ),
     Program(
