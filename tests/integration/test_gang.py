@@ -72,7 +72,7 @@ def test_gangs_off_leaves_them_unconfined(scafd_factory: Callable[..., Daemon]) 
 def test_daemon_killed_mid_turn_never_hangs_a_waiting_team(scafd_factory: Callable[..., Daemon]) -> None:
     """A client told to wait keeps the word on its page when the daemon dies; its wait is bounded."""
     d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "60000")
-    a, b = start_fixed(d, "S"), start_fixed(d, "S")
+    a, b = start_fixed(d), start_fixed(d)
     try:
         d.wait_for(lambda st: sorted(c["gang"] for c in st["clients"]) == [1, 2], what="two gangs", timeout=30)
     finally:
