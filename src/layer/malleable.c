@@ -46,9 +46,10 @@ _Atomic int scaf_mall_fixed;
 #define SITE_SLOTS 1024 /* power of two */
 #define OBJ_CACHE 32
 
+/* Bits of a site's state, 0 until its first instance ended. */
 enum site_state {
-    SITE_CLEAN = 1,    /* seen: no thread number, or thread number with the team size read in the region */
-    SITE_TID_ONLY = 2, /* seen: thread number without the team size (harmless until a query) */
+    SITE_SEEN = 1,     /* an instance ended: later ones are steered */
+    SITE_TLS = 2,      /* its code's object has thread-local storage (looked up once) */
 };
 
 struct site {
@@ -494,7 +495,10 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), 
     struct site *s;
 
     m->fn = fn;
-    m->epoch = atomic_fetch_add_explicit(&scaf_mall_epoch, 1, memory_order_relaxed) + 1;
+    m->site = NULL;
+    /* Not an atomic increment: two masters opening regions at once only blur whose calls count. */
+    m->epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed) + 1;
+    atomic_store_explicit(&scaf_mall_epoch, m->epoch, memory_order_relaxed);
     if (explicit_count || atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed))
         return m->mode = SCAF_TEAM_KEEP;
     if (M.check) {
@@ -506,6 +510,7 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), 
     if (M.forced)
         return m->mode = SCAF_TEAM_STEER;
     s = site_get(fn);
+    m->site = s;
     if (s && atomic_load_explicit(&s->state, memory_order_relaxed) != 0)
         return m->mode = SCAF_TEAM_STEER;
     /* A site not seen yet: watch it if a count was read outside, or if its code keeps per-thread state. */
@@ -540,7 +545,7 @@ static void count_escaped(const struct scaf_mall_region *m, unsigned team)
 {
     char what[96], reason[SCAF_REASON_MAX];
 
-    if (atomic_exchange(&M.query_seen, 1))
+    if (atomic_load_explicit(&M.query_seen, memory_order_relaxed) || atomic_exchange(&M.query_seen, 1))
         return;
     atomic_store(&M.query_in_region, 1);
     atomic_store(&M.query_caller, (void *)m->fn);
@@ -563,23 +568,35 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     int tid = atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) == m->epoch;
     int nth = atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) == m->epoch;
     char what[96], who[160], reason[SCAF_REASON_MAX];
-    struct site *s;
-    int state = SITE_CLEAN;
+    struct site *s = m->site;
+    int state, first;
 
-    if (team >= 1 && team <= SCAF_MAX_CPUS)
-        atomic_fetch_or_explicit(&M.team_bits[(team - 1) / 64], 1ull << ((team - 1) % 64),
-                                 memory_order_relaxed);
-    atomic_fetch_add_explicit(&M.regions, 1, memory_order_relaxed);
+    if (M.report_path) {
+        if (team >= 1 && team <= SCAF_MAX_CPUS)
+            atomic_fetch_or_explicit(&M.team_bits[(team - 1) / 64], 1ull << ((team - 1) % 64),
+                                     memory_order_relaxed);
+        atomic_fetch_add_explicit(&M.regions, 1, memory_order_relaxed);
+    }
     if (m->mode == SCAF_TEAM_KEEP || m->mode == SCAF_TEAM_CHECK)
         return;
     if (nth && !tid)
         lower_cap(team);
     if (M.forced)
         return;
-    s = site_get(m->fn);
+    /* The common case, a seen site whose threads neither number themselves nor read the team
+     * size alone, ends here after two loads. */
+    state = s ? atomic_load_explicit(&s->state, memory_order_relaxed) : 0;
+    first = state == 0;
+    if (!first && !tid && !nth)
+        return;
+    if (first) {
+        state = SITE_SEEN | (object_has_tls(m->fn) ? SITE_TLS : 0);
+        if (s)
+            atomic_store_explicit(&s->state, state, memory_order_relaxed);
+    }
     if (nth && !tid)
         count_escaped(m, team);
-    if (tid && object_has_tls(m->fn)) {
+    if (tid && (state & SITE_TLS)) {
         describe((void *)m->fn, what, sizeof what);
         say_into(reason, sizeof reason,
                  "region %s numbers threads in code with thread-local (threadprivate) data", what);
@@ -587,7 +604,6 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         return;
     }
     if (tid && !nth) {
-        state = SITE_TID_ONLY;
         if (atomic_load(&M.query_seen)) {
             describe((void *)m->fn, what, sizeof what);
             query_text(who, sizeof who);
@@ -596,14 +612,14 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
             set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
             return;
         }
-        void *expected = NULL;
-        atomic_compare_exchange_strong(&M.tid_only_fn, &expected, (void *)m->fn);
+        if (!atomic_load_explicit(&M.tid_only_fn, memory_order_relaxed)) {
+            void *expected = NULL;
+            atomic_compare_exchange_strong(&M.tid_only_fn, &expected, (void *)m->fn);
+        }
     }
-    if (s && atomic_exchange(&s->state, state) == 0 &&
-        atomic_load(&M.verdict) == SCAF_VERDICT_UNDECIDED) {
+    if (first && atomic_load(&M.verdict) == SCAF_VERDICT_UNDECIDED) {
         query_text(who, sizeof who);
-        say_into(reason, sizeof reason,
-                 "%s, but every region seen reads its own team size or none", who);
+        say_into(reason, sizeof reason, "%s, but every region seen reads its own team size or none", who);
         set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_EVIDENCE, reason);
     }
 }

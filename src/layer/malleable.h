@@ -53,6 +53,7 @@ static inline void scaf_malleable_nth_call(void)
 /* Per outermost region instance, kept by the wrapper between begin and end. */
 struct scaf_mall_region {
     void (*fn)(void *);
+    void *site; /* the site's record, NULL when not looked up (or the table is full) */
     unsigned epoch;
     int mode; /* enum scaf_team_mode */
 };
