@@ -194,6 +194,15 @@ static void note_set(void *caller)
     errno = saved;
 }
 
+/* The program read a count outside any region: evidence, not a verdict. */
+static void note_query(void *caller)
+{
+    int saved = errno;
+
+    scaf_malleable_query(caller);
+    errno = saved;
+}
+
 SCAF_EXPORT void omp_set_num_threads(int n)
 {
     pthread_once(&init_once, init);
@@ -227,11 +236,8 @@ SCAF_EXPORT int omp_get_max_threads(void)
 {
     int n = REAL(get_max_threads, "omp_get_max_threads")();
 
-    if (outside_parallel()) {
-        int saved = errno;
-        scaf_malleable_query(__builtin_return_address(0));
-        errno = saved;
-    }
+    if (outside_parallel())
+        note_query(__builtin_return_address(0));
     return n;
 }
 
@@ -239,11 +245,8 @@ SCAF_EXPORT int omp_get_max_threads_(void)
 {
     int n = REAL(get_max_threads_f, "omp_get_max_threads_")();
 
-    if (outside_parallel()) {
-        int saved = errno;
-        scaf_malleable_query(__builtin_return_address(0));
-        errno = saved;
-    }
+    if (outside_parallel())
+        note_query(__builtin_return_address(0));
     return n;
 }
 
