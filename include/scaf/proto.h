@@ -15,7 +15,7 @@
  * All integers are native-endian: both ends run on the same machine.
  */
 #define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
-#define SCAF_PROTO_VERSION 2u
+#define SCAF_PROTO_VERSION 3u
 
 #define SCAF_NAME_MAX 16     /* like TASK_COMM_LEN, NUL included */
 #define SCAF_CPUSET_WORDS 16 /* 1024 CPUs */
@@ -133,8 +133,10 @@ enum scaf_estimate {
  * Daemon-written fields follow a seqlock: the daemon makes `seq` odd, writes,
  * then makes it even and FUTEX_WAKEs it (shared, not private: two processes).
  * Readers of a single word (threads) need no retry; readers of cpuset retry
- * while seq is odd or changed. Client-written fields are plain atomics that the
- * daemon samples at its own rate and never waits for.
+ * while seq is odd or changed. The client's efficiency report (eff_threads,
+ * efficiency_ppm, estimate) follows the same rule with `client_seq`; the daemon samples it at
+ * its own rate, retries a torn read a few times, and otherwise keeps the last
+ * whole report it decoded. It never waits for a client.
  */
 struct scaf_page {
     /* daemon -> client */
@@ -158,7 +160,8 @@ struct scaf_page {
     _Atomic uint32_t efficiency_ppm; /* E * 1e6; meaningful when estimate != NONE */
     _Atomic uint32_t estimate;       /* enum scaf_estimate */
     _Atomic int32_t experiment_pid;  /* running serial-experiment child, or 0 */
-    _Atomic uint32_t client_seq;     /* bumped by the client after each report */
+    /* Seqlock over the efficiency report (eff_threads, efficiency_ppm, estimate): odd while written. */
+    _Atomic uint32_t client_seq;
     _Atomic uint64_t regions;        /* outermost regions run so far */
     _Atomic uint64_t experiments;    /* serial experiments completed */
     _Atomic uint32_t verdict;        /* enum scaf_verdict */
@@ -171,5 +174,21 @@ struct scaf_page {
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
 static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");
+
+/* Efficiency E in [0, 1] travels as parts per million; these two are the only conversions. */
+static inline uint32_t scaf_efficiency_to_ppm(double e)
+{
+    if (!(e > 0.0))
+        return 0;
+    if (e >= 1.0)
+        return 1000000u;
+    return (uint32_t)(e * 1e6 + 0.5);
+}
+
+/* A client-written ppm above 1e6 is clamped: the page is untrusted. */
+static inline double scaf_efficiency_from_ppm(uint32_t ppm)
+{
+    return ppm >= 1000000u ? 1.0 : (double)ppm / 1e6;
+}
 
 #endif

@@ -9,7 +9,7 @@ import socket
 import struct
 
 MAGIC = 0x46414353
-VERSION = 2
+VERSION = 3
 
 MSG_HELLO = 1
 MSG_WELCOME = 2

@@ -244,13 +244,29 @@ static uint64_t process_cpu_ns(void)
 
 /* ---------------------------------------------------------- publication */
 
-/* Client half of the page: values first, then client_seq with release so a reader sees them together. */
+/*
+ * Client half of the page under the client_seq seqlock. Two publishers can
+ * meet (the helper's long-region check and a region end), so the odd value is
+ * taken with a compare-and-swap: a second writer waits the few stores it takes.
+ */
 static void page_publish(struct scaf_page *pg, double eff, unsigned team, uint32_t kind)
 {
-    ST(pg->efficiency_ppm, scaf_eff_to_ppm(eff));
+    uint32_t s = atomic_load_explicit(&pg->client_seq, memory_order_relaxed);
+
+    for (;;) {
+        if (s & 1u) {
+            s = atomic_load_explicit(&pg->client_seq, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(&pg->client_seq, &s, s + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
+    }
+    atomic_thread_fence(memory_order_release);
+    ST(pg->efficiency_ppm, scaf_efficiency_to_ppm(eff));
     ST(pg->eff_threads, team < 1 ? 1u : team);
     ST(pg->estimate, kind);
-    atomic_fetch_add_explicit(&pg->client_seq, 1, memory_order_release);
+    atomic_store_explicit(&pg->client_seq, s + 2, memory_order_release);
 }
 
 /* What the page should say now, given the filter and the long-region state. Caller holds long_mu or win_lock. */

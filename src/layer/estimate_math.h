@@ -136,14 +136,4 @@ static inline double scaf_rc_filter(double y, int have, double x, double dt_s, d
     return y + a * (x - y);
 }
 
-/* E in parts per million for the page, clamped to [0, 1e6]. */
-static inline uint32_t scaf_eff_to_ppm(double e)
-{
-    if (!(e > 0.0))
-        return 0;
-    if (e >= 1.0)
-        return 1000000u;
-    return (uint32_t)(e * 1e6 + 0.5);
-}
-
 #endif

@@ -52,7 +52,7 @@ def test_help_is_a_manual() -> None:
 
 def test_version() -> None:
     r = run("--version")
-    assert r.returncode == 0 and "protocol 2" in r.stdout
+    assert r.returncode == 0 and f"protocol {proto.VERSION}" in r.stdout
 
 
 @pytest.mark.parametrize(

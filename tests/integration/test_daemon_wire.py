@@ -77,7 +77,8 @@ def hello_fields(
 # (name, bytes to send, expected reason, substring of the REFUSE text)
 MALFORMED = [
     ("bad magic", hello_fields(magic=0xDEADBEEF), proto.REFUSE_MALFORMED, "bad magic"),
-    ("wrong version", hello_fields(version=3), proto.REFUSE_VERSION, "scafd speaks protocol 2, client speaks 3"),
+    ("wrong version", hello_fields(version=proto.VERSION + 1), proto.REFUSE_VERSION,
+     f"scafd speaks protocol {proto.VERSION}, client speaks {proto.VERSION + 1}"),
     ("version 0", proto.header(proto.MSG_STATUS_REQ, 16, version=0), proto.REFUSE_VERSION, "client speaks 0"),
     ("unknown type", proto.header(99, 16), proto.REFUSE_MALFORMED, "type 99"),
     ("daemon-only type", proto.header(proto.MSG_WELCOME, proto.WELCOME.size), proto.REFUSE_MALFORMED, "type 2"),

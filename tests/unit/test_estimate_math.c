@@ -1,5 +1,6 @@
 /* test_estimate_math.c — region efficiency, the window mix and the RC filter the layer's estimator uses. */
 #include "../../src/layer/estimate_math.h"
+#include "scaf/proto.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -123,7 +124,7 @@ static void ppm(void)
         uint32_t want;
     } cases[] = {{0.0, 0}, {-1.0, 0}, {NAN, 0}, {0.5, 500000}, {0.1234564, 123456}, {1.0, 1000000}, {7.0, 1000000}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECK(scaf_eff_to_ppm(cases[i].e) == cases[i].want, "case %zu: %u", i, scaf_eff_to_ppm(cases[i].e));
+        CHECK(scaf_efficiency_to_ppm(cases[i].e) == cases[i].want, "case %zu: %u", i, scaf_efficiency_to_ppm(cases[i].e));
 }
 
 int main(void)

@@ -1,0 +1,76 @@
+/* test_common.c — the shared /proc reader and clocks, against real files and real clocks. */
+#include "scaf/clock.h"
+#include "scaf/procfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static void test_read_file(void)
+{
+    char path[] = "/tmp/scaf-test-procfs-XXXXXX";
+    char big[10000], buf[64];
+    int fd = mkstemp(path);
+    ssize_t n;
+
+    if (fd < 0) {
+        fail("mkstemp", strerror(errno));
+        return;
+    }
+    memset(big, 'x', sizeof big);
+    CHECK(write(fd, big, sizeof big) == (ssize_t)sizeof big, "write");
+    close(fd);
+
+    /* Truncated to len-1 and terminated. */
+    n = scaf_procfs_read(path, buf, sizeof buf);
+    CHECK(n == (ssize_t)sizeof buf - 1 && buf[sizeof buf - 1] == 0 && buf[0] == 'x', "truncated read: %zd", n);
+
+    /* Larger than one read: read whole. */
+    char *all = malloc(sizeof big + 1);
+    n = scaf_procfs_read(path, all, sizeof big + 1);
+    CHECK(n == (ssize_t)sizeof big && all[sizeof big] == 0, "whole read: %zd", n);
+    free(all);
+
+    CHECK(scaf_procfs_read(path, buf, 0) == -1 && errno == EINVAL, "len 0 is EINVAL");
+    unlink(path);
+    CHECK(scaf_procfs_read(path, buf, sizeof buf) == -1 && errno == ENOENT, "missing file is ENOENT");
+}
+
+static void test_read_pid(void)
+{
+    char self[64], byPid[64], stat[512];
+    ssize_t a = scaf_procfs_read_pid(0, "comm", self, sizeof self);
+    ssize_t b = scaf_procfs_read_pid(getpid(), "comm", byPid, sizeof byPid);
+
+    /* The kernel's comm is the executable's name cut to 15 bytes; the newline is removed. */
+    CHECK(a > 0 && strchr(self, '\n') == NULL, "self comm: %zd '%s'", a, self);
+    CHECK(a == b && strcmp(self, byPid) == 0, "self and pid agree: '%s' '%s'", self, byPid);
+    CHECK(strncmp(self, "test_common", 11) == 0, "comm is ours: '%s'", self);
+    CHECK(scaf_procfs_read_pid(0, "stat", stat, sizeof stat) > 0 && atoi(stat) == getpid(), "stat starts with pid");
+
+    char name[100];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    CHECK(scaf_procfs_read_pid(0, name, stat, sizeof stat) == -1 && errno == ENAMETOOLONG, "long name");
+}
+
+static void test_clocks(void)
+{
+    uint64_t a = scaf_clock_ns(CLOCK_MONOTONIC), b = scaf_clock_ns(CLOCK_MONOTONIC);
+    double w = scaf_clock_s(CLOCK_REALTIME);
+
+    CHECK(a > 0 && b >= a, "monotonic: %llu %llu", (unsigned long long)a, (unsigned long long)b);
+    CHECK(w > 1.6e9, "wall clock in seconds: %f", w); /* after 2020 */
+    CHECK(scaf_clock_ns((clockid_t)-999) == 0 && scaf_clock_s((clockid_t)-999) == 0.0, "bad clock gives 0");
+}
+
+int main(void)
+{
+    test_read_file();
+    test_read_pid();
+    test_clocks();
+    return check_exit("test_common");
+}
