@@ -7,7 +7,7 @@ VPY     := $(VENV)/bin/python
 JOBS    ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: all c asan py test test-unit test-py test-corpus lint demo clean help
+.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help
 
 all: c py
 
@@ -17,6 +17,7 @@ help:
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
 	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
 	@echo "make lint     ruff over the Python code"
+	@echo "make cycles   fail when C files depend on each other in a circle (#include or linked symbol)"
 	@echo "make clean    remove build/ and build-asan/"
 
 c:
@@ -56,10 +57,14 @@ test-corpus: all
 	$(VPY) -m pytest $(PYTEST_ARGS) tests/corpus
 
 lint: py
-	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff check python tests tools
 
 demo: all
 	$(BUILD)/bin/scaf demo
 
 clean:
 	rm -rf $(BUILD) $(ASAN)
+
+# No C file may depend, by #include or by a linked symbol, on one that depends on it.
+cycles: c
+	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake
