@@ -20,4 +20,15 @@ ssize_t scaf_procfs_read(const char *path, char *buf, size_t len);
  */
 ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len);
 
+/*
+ * Reads the whole of `path` into *buf, NUL-terminated, for files with no
+ * useful bound (/proc/stat on 1024 CPUs is about 100 KB). *buf and *cap may
+ * start as NULL and 0; they are kept for the next call, so a reader that comes
+ * back every second allocates only when the file outgrows its buffer. Uses
+ * realloc: not for the layer's async-signal-safe paths. Returns the number of
+ * bytes read, or -1 with errno from open/read, ENOMEM, or EFBIG past 64 MiB;
+ * *buf stays valid for free() either way.
+ */
+ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap);
+
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 ssize_t scaf_procfs_read(const char *path, char *buf, size_t len)
@@ -57,4 +58,36 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
     if (n > 0 && buf[n - 1] == '\n')
         buf[--n] = '\0';
     return n;
+}
+
+ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap)
+{
+    for (;;) {
+        ssize_t n;
+
+        if (*cap < 4096 || !*buf) {
+            char *p = realloc(*buf, 4096);
+            if (!p) {
+                errno = ENOMEM;
+                return -1;
+            }
+            *buf = p;
+            *cap = 4096;
+        }
+        n = scaf_procfs_read(path, *buf, *cap);
+        /* A full buffer may have cut the file: read it again, whole, into one twice the size. */
+        if (n < 0 || (size_t)n < *cap - 1)
+            return n;
+        if (*cap >= (64u << 20)) {
+            errno = EFBIG;
+            return -1;
+        }
+        char *p = realloc(*buf, *cap * 2);
+        if (!p) {
+            errno = ENOMEM;
+            return -1;
+        }
+        *buf = p;
+        *cap *= 2;
+    }
 }

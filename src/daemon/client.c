@@ -1,5 +1,6 @@
 /* client.c — connections and clients: the wire protocol, HELLO checks, shared pages, refusals, departures. */
 #include "daemon.h"
+#include "scaf/procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -185,30 +186,20 @@ static int status_reply(struct scafd *d, struct scafd_conn *c)
     c->out = b.p;
     c->outlen = b.len;
     c->outoff = 0;
-    c->out_since = scaf_now_mono();
+    c->out_since = scaf_clock_s(CLOCK_MONOTONIC);
     return flush_out(d, c);
 }
 
 /* The process name: /proc/PID/comm (the kernel's, not the client's word), else the HELLO's. */
 static void client_name(struct scafd_conn *c, const char *hello_name)
 {
-    char path[64], buf[SCAF_NAME_MAX + 1] = "";
-    ssize_t n = -1;
-    int fd;
+    char buf[SCAF_NAME_MAX + 1] = "";
 
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)c->pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        n = read(fd, buf, SCAF_NAME_MAX);
-        close(fd);
-    }
-    if (n > 0) {
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-    } else {
+    if (scaf_procfs_read_pid(c->pid, "comm", buf, sizeof buf) < 0) {
         memcpy(buf, hello_name, SCAF_NAME_MAX);
         buf[SCAF_NAME_MAX - 1] = '\0';
     }
+    buf[strcspn(buf, "\n")] = '\0';
     /* Control bytes would garble the scoreboard and stderr; JSON escaping handles the rest. */
     for (char *p = buf; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -426,7 +417,7 @@ static void on_readable(struct scafd *d, struct scafd_conn *c)
 
 void scaf_client_event(struct scafd *d, struct scafd_conn *c, uint32_t events)
 {
-    c->last_active = scaf_now_mono();
+    c->last_active = scaf_clock_s(CLOCK_MONOTONIC);
     if (c->out) {
         /* Input waits until the reply has drained; a peer that hung up fails the send and is dropped. */
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) || flush_out(d, c) < 0 || c->out)
@@ -470,7 +461,7 @@ void scaf_client_accept(struct scafd *d)
         c->id = 0;
         c->pid = 0;
         c->name[0] = '\0';
-        c->last_active = scaf_now_mono();
+        c->last_active = scaf_clock_s(CLOCK_MONOTONIC);
         c->gen++;
         ev = (struct epoll_event){.events = EPOLLIN | EPOLLRDHUP, .data.u64 = scaf_client_tag(d, c)};
         if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

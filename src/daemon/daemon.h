@@ -2,6 +2,8 @@
 #ifndef SCAFD_DAEMON_H
 #define SCAFD_DAEMON_H
 
+#include "say.h"
+#include "scaf/clock.h"
 #include "scaf/policy.h"
 #include "scaf/proto.h"
 
@@ -229,6 +231,8 @@ struct scafd {
     bool have_stat;
     struct scaf_cpustat last_stat;
     uint64_t last_self_ticks;
+    char *stat_buf; /* /proc/stat, kept between samples */
+    size_t stat_cap;
 
     /* referee scratch, nconns entries each */
     struct scaf_referee_client *rclients;
@@ -288,9 +292,5 @@ void scaf_scoreboard_print(const struct scafd *d, FILE *f);
 int scaf_loop_run(struct scafd *d);
 /* Arms the --idle-exit timer when there are no clients, disarms it otherwise. */
 void scaf_loop_idle_update(struct scafd *d);
-double scaf_now_mono(void);
-double scaf_now_wall(void);
-/* stderr line prefixed with "scafd: " */
-void scaf_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

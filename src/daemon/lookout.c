@@ -1,12 +1,11 @@
 /* lookout.c — once a second: contexts kept busy by processes that are not clients become unavailable. */
 #include "daemon.h"
+#include "scaf/procfs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Weight of the newest sample in the moving average: a busy loop shows up within 2-3 s. */
 #define LOOKOUT_ALPHA 0.5
@@ -81,62 +80,13 @@ double scaf_lookout_foreign(uint64_t dbusy, uint64_t dclients, uint64_t dtotal, 
     return f > ncpu ? ncpu : f;
 }
 
-/* Whole small file into a NUL-terminated malloc'd buffer; NULL with errno on failure. */
-static char *slurp(const char *path)
-{
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (!buf || fd < 0)
-        goto fail;
-    for (;;) {
-        ssize_t n;
-        if (len + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                goto fail;
-            buf = nb;
-            cap *= 2;
-        }
-        n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            goto fail;
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
-    close(fd);
-    return buf;
-fail:
-    if (fd >= 0)
-        close(fd);
-    free(buf);
-    return NULL;
-}
-
-/* /proc/PID/stat of one process; 0 or -1 (gone, unreadable). */
+/* /proc/PID/stat of one process (pid <= 0: scafd itself); 0 or -1 (gone, unreadable). */
 static int read_pidstat(pid_t pid, struct scaf_pidstat *ps)
 {
-    char path[64], buf[1024];
-    ssize_t n;
-    int fd;
+    char buf[1024];
 
-    if (pid > 0)
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    else
-        snprintf(path, sizeof path, "/proc/self/stat");
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (scaf_procfs_read_pid(pid, "stat", buf, sizeof buf) <= 0)
         return -1;
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     return scaf_pidstat_parse(buf, ps);
 }
 
@@ -188,7 +138,6 @@ void scaf_lookout_sample(struct scafd *d)
     struct scaf_cpustat st;
     struct scaf_pidstat self;
     uint64_t dclients = 0, self_ticks = 0;
-    char *text = NULL;
     int32_t avail;
 
     for (uint32_t i = 0; i < d->nconns; i++)
@@ -197,8 +146,8 @@ void scaf_lookout_sample(struct scafd *d)
     if (!d->opt.lookout)
         goto out;
 
-    text = slurp("/proc/stat");
-    if (!text || scaf_procstat_sum(text, d->cap.cpu, d->cap.ncpu, &st) < 0) {
+    if (scaf_procfs_read_grow("/proc/stat", &d->stat_buf, &d->stat_cap) < 0 ||
+        scaf_procstat_sum(d->stat_buf, d->cap.cpu, d->cap.ncpu, &st) < 0) {
         if (d->opt.verbose)
             scaf_say("lookout: cannot read /proc/stat; assuming no foreign load");
         goto out;
@@ -215,7 +164,6 @@ void scaf_lookout_sample(struct scafd *d)
     d->last_self_ticks = self_ticks;
     d->have_stat = true;
 out:
-    free(text);
     avail = (int32_t)d->cap.n - (int32_t)lround(d->foreign);
     d->available = avail < 1 ? 1 : (uint32_t)avail;
 }

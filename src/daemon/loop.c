@@ -3,39 +3,12 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-
-void scaf_say(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    /* One write per line, so lines from a busy daemon never interleave mid-way. */
-    dprintf(STDERR_FILENO, "scafd: %s\n", line);
-}
-
-double scaf_now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double scaf_now_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static struct itimerspec period(double first_s, double every_s)
 {
@@ -165,7 +138,7 @@ int scaf_loop_run(struct scafd *d)
             case SCAFD_TAG_LOOKOUT:
                 drain(d->lookout_tfd);
                 scaf_lookout_sample(d);
-                scaf_client_reap_stalled(d, scaf_now_mono());
+                scaf_client_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
                 break;
             case SCAFD_TAG_SCOREBOARD:
                 drain(d->score_tfd);

@@ -325,6 +325,7 @@ out:
     scaf_listener_close(&d);
     scaf_client_table_free(&d);
     scaf_log_close(&d);
+    free(d.stat_buf);
     {
         int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)

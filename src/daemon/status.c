@@ -85,7 +85,7 @@ int scaf_status_build(const struct scafd *d, struct scaf_buf *b)
     scaf_buf_json_string(b, d->policy->name);
     scaf_buf_printf(b, ",\"cpus\":%u,\"available\":%u,\"foreign\":%.3f,\"rate_hz\":%g,\"chunk\":%u,\"time\":%.6f,"
                        "\"clients\":[",
-                    d->cap.n, d->available, d->foreign, d->opt.rate_hz, d->chunk, scaf_now_wall());
+                    d->cap.n, d->available, d->foreign, d->opt.rate_hz, d->chunk, scaf_clock_s(CLOCK_REALTIME));
     for (uint32_t i = 0; i < k; i++) {
         if (i)
             scaf_buf_printf(b, ",");

@@ -57,6 +57,48 @@ static void test_read_pid(void)
     CHECK(scaf_procfs_read_pid(0, name, stat, sizeof stat) == -1 && errno == ENAMETOOLONG, "long name");
 }
 
+static void test_read_grow(void)
+{
+    char path[] = "/tmp/scaf-test-procfs-XXXXXX";
+    char big[20000];
+    char *buf = NULL;
+    size_t cap = 0;
+    int fd = mkstemp(path);
+    ssize_t n;
+
+    if (fd < 0) {
+        fail("mkstemp", strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)('a' + i % 26);
+    CHECK(write(fd, big, sizeof big) == (ssize_t)sizeof big, "write");
+    close(fd);
+
+    /* Larger than the first buffer: grown until the whole file fits, contents intact. */
+    n = scaf_procfs_read_grow(path, &buf, &cap);
+    CHECK(n == (ssize_t)sizeof big && cap > sizeof big && buf[n] == 0 && memcmp(buf, big, sizeof big) == 0,
+          "whole file: %zd bytes, cap %zu", n, cap);
+    /* The buffer is kept: a second read of the same file does not grow it. */
+    size_t before = cap;
+    n = scaf_procfs_read_grow(path, &buf, &cap);
+    CHECK(n == (ssize_t)sizeof big && cap == before, "reuse: %zd bytes, cap %zu", n, cap);
+
+    /* A real /proc file, exactly as the lookout reads it. */
+    n = scaf_procfs_read_grow("/proc/stat", &buf, &cap);
+    CHECK(n > 0 && strncmp(buf, "cpu", 3) == 0 && (size_t)n == strlen(buf), "/proc/stat: %zd", n);
+
+    unlink(path);
+    CHECK(scaf_procfs_read_grow(path, &buf, &cap) == -1 && errno == ENOENT, "missing file is ENOENT");
+    free(buf);
+
+    /* Starting from nothing with an empty file. */
+    buf = NULL;
+    cap = 0;
+    CHECK(scaf_procfs_read_grow("/dev/null", &buf, &cap) == 0 && buf && buf[0] == 0, "empty file");
+    free(buf);
+}
+
 static void test_clocks(void)
 {
     uint64_t a = scaf_clock_ns(CLOCK_MONOTONIC), b = scaf_clock_ns(CLOCK_MONOTONIC);
@@ -71,6 +113,7 @@ int main(void)
 {
     test_read_file();
     test_read_pid();
+    test_read_grow();
     test_clocks();
     return check_exit("test_common");
 }
