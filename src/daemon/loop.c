@@ -1,5 +1,12 @@
-/* loop.c — scafd's single-threaded epoll loop: listener, clients, referee/lookout/scoreboard/idle timers, signals. */
-#include "daemon.h"
+/* loop.c — scafd's single-threaded epoll loop: handlers change state, one step per batch acts on it. */
+#include "loop.h"
+#include "client.h"
+#include "pipeline.h"
+#include "say.h"
+#include "scafd.h"
+#include "collect/lookout.h"
+#include "report/scoreboard.h"
+#include "transport/conn.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -9,6 +16,17 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The loop's own epoll tags; connections' tags carry their top bit (transport/conn.c). */
+enum loop_tag {
+    TAG_LISTEN = 1,
+    TAG_SIGNAL,
+    TAG_REFEREE,
+    TAG_LOOKOUT,
+    TAG_SCOREBOARD,
+    TAG_IDLE,
+    TAG_GANG,
+};
 
 static struct itimerspec period(double first_s, double every_s)
 {
@@ -43,7 +61,8 @@ fail:
     return -1;
 }
 
-void scaf_loop_idle_update(struct scafd *d)
+/* Arms the --idle-exit timer (a full period) when there are no clients, disarms it otherwise. */
+static void idle_update(struct scafd *d)
 {
     struct itimerspec it = {0};
 
@@ -70,11 +89,85 @@ static void on_signal(struct scafd *d)
             d->policy_index = (d->policy_index + 1) % scaf_policy_count();
             d->policy = scaf_policy_at(d->policy_index);
             scaf_say("SIGUSR1: policy is now %s", d->policy->name);
-            scaf_referee_run(d);
+            d->referee_due = true;
         } else {
             scaf_say("%s: exiting", strsignal((int)si.ssi_signo));
             d->stop = true;
         }
+    }
+}
+
+/* Once a second: what each client burned (experiment children from its last decoded report), then /proc/stat. */
+static void on_lookout(struct scafd *d)
+{
+    uint64_t dclients = 0;
+
+    for (uint32_t i = 0; i < d->nclients; i++) {
+        struct scaf_client *c = d->clients[i];
+        dclients += scaf_lookout_client_sample(&c->lookout, c->pid, c->report.experiment_pid);
+    }
+    scaf_lookout_sample(&d->lookout, &d->cap, dclients, d->opt.verbose > 0);
+}
+
+/*
+ * The end of a batch, before sleeping again: the referee's turn, its log line
+ * and the idle timer, in that order; then the replies that waited for them. A
+ * WELCOME or status reply that cannot be sent drops its client, which is
+ * another departure: its share goes back at once, in another round.
+ */
+static void step(struct scafd *d)
+{
+    do {
+        bool members = d->members_changed;
+
+        d->members_changed = false;
+        scaf_pipeline_run(d, members);
+        if (members)
+            idle_update(d);
+        scaf_conn_send_welcomes(d);
+        if (d->members_changed)
+            continue; /* the status replies below must not show a share not yet handed back */
+        scaf_conn_send_status(d);
+    } while (d->members_changed);
+}
+
+static void dispatch(struct scafd *d, const struct epoll_event *ev)
+{
+    switch (ev->data.u64) {
+    case TAG_LISTEN:
+        scaf_conn_accept(d);
+        break;
+    case TAG_SIGNAL:
+        on_signal(d);
+        break;
+    case TAG_REFEREE:
+        /* The estimates on the pages change without any event: the referee runs at its rate too. */
+        drain(d->referee_tfd);
+        d->referee_due = true;
+        break;
+    case TAG_LOOKOUT:
+        drain(d->lookout_tfd);
+        on_lookout(d);
+        scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
+        break;
+    case TAG_SCOREBOARD:
+        drain(d->score_tfd);
+        scaf_scoreboard_print(d->clients, d->nclients, stdout);
+        break;
+    case TAG_GANG:
+        drain(d->gang_tfd);
+        scaf_pipeline_gang_tick(d);
+        break;
+    case TAG_IDLE:
+        drain(d->idle_tfd);
+        if (d->nclients == 0) {
+            scaf_say("no clients for %g s (--idle-exit): exiting", d->opt.idle_exit_s);
+            d->stop = true;
+        }
+        break;
+    default:
+        scaf_conn_event(d, ev->data.u64, ev->events);
+        break;
     }
 }
 
@@ -95,24 +188,24 @@ int scaf_loop_run(struct scafd *d)
     d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (d->sigfd < 0)
         goto fail;
-    ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = SCAFD_TAG_SIGNAL};
+    ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = TAG_SIGNAL};
     if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev) < 0)
         goto fail;
-    ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = SCAFD_TAG_LISTEN};
-    if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->lfd, &ev) < 0)
+    ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+    if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listener.fd, &ev) < 0)
         goto fail;
-    d->referee_tfd = add_timer(d, 1.0 / d->opt.rate_hz, SCAFD_TAG_REFEREE);
-    d->lookout_tfd = add_timer(d, 1.0, SCAFD_TAG_LOOKOUT);
+    d->referee_tfd = add_timer(d, 1.0 / d->opt.rate_hz, TAG_REFEREE);
+    d->lookout_tfd = add_timer(d, 1.0, TAG_LOOKOUT);
     if (d->referee_tfd < 0 || d->lookout_tfd < 0)
         goto fail;
-    if (d->opt.scoreboard_s > 0 && (d->score_tfd = add_timer(d, d->opt.scoreboard_s, SCAFD_TAG_SCOREBOARD)) < 0)
+    if (d->opt.scoreboard_s > 0 && (d->score_tfd = add_timer(d, d->opt.scoreboard_s, TAG_SCOREBOARD)) < 0)
         goto fail;
-    if (d->opt.idle_exit_s > 0 && (d->idle_tfd = add_timer(d, 0, SCAFD_TAG_IDLE)) < 0)
+    if (d->opt.idle_exit_s > 0 && (d->idle_tfd = add_timer(d, 0, TAG_IDLE)) < 0)
         goto fail;
-    if (d->opt.gang_quantum_s > 0 && (d->gang_tfd = add_timer(d, d->opt.gang_quantum_s, SCAFD_TAG_GANG)) < 0)
+    if (d->opt.gang_quantum_s > 0 && (d->gang_tfd = add_timer(d, d->opt.gang_quantum_s, TAG_GANG)) < 0)
         goto fail;
-    scaf_loop_idle_update(d);
-    scaf_lookout_sample(d); /* baseline; the first foreign estimate comes a second later */
+    idle_update(d);
+    on_lookout(d); /* baseline; the first foreign estimate comes a second later */
 
     while (!d->stop) {
         int n = epoll_wait(d->epfd, evs, 64, -1);
@@ -120,49 +213,10 @@ int scaf_loop_run(struct scafd *d)
             continue;
         if (n < 0)
             goto fail;
-        for (int i = 0; i < n && !d->stop; i++) {
-            uint64_t tag = evs[i].data.u64;
-            struct scafd_conn *c;
-
-            switch (tag) {
-            case SCAFD_TAG_LISTEN:
-                scaf_client_accept(d);
-                break;
-            case SCAFD_TAG_SIGNAL:
-                on_signal(d);
-                break;
-            case SCAFD_TAG_REFEREE:
-                drain(d->referee_tfd);
-                scaf_referee_run(d);
-                break;
-            case SCAFD_TAG_LOOKOUT:
-                drain(d->lookout_tfd);
-                scaf_lookout_sample(d);
-                scaf_client_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
-                break;
-            case SCAFD_TAG_SCOREBOARD:
-                drain(d->score_tfd);
-                scaf_scoreboard_print(d, stdout);
-                break;
-            case SCAFD_TAG_GANG:
-                drain(d->gang_tfd);
-                scaf_referee_gang_tick(d);
-                break;
-            case SCAFD_TAG_IDLE:
-                drain(d->idle_tfd);
-                if (d->nclients == 0) {
-                    scaf_say("no clients for %g s (--idle-exit): exiting", d->opt.idle_exit_s);
-                    d->stop = true;
-                }
-                break;
-            default:
-                /* NULL: the connection was closed earlier in this batch (its slot may be reused). */
-                c = scaf_client_from_tag(d, tag);
-                if (c)
-                    scaf_client_event(d, c, evs[i].events);
-                break;
-            }
-        }
+        for (int i = 0; i < n && !d->stop; i++)
+            dispatch(d, &evs[i]);
+        if (!d->stop)
+            step(d);
     }
     rc = 0;
 fail:

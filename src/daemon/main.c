@@ -1,5 +1,13 @@
 /* main.c — scafd's command line: options, --help, start-up checks, exit status. */
-#include "daemon.h"
+#include "loop.h"
+#include "pipeline.h"
+#include "say.h"
+#include "scafd.h"
+#include "collect/capacity.h"
+#include "collect/lookout.h"
+#include "report/alloclog.h"
+#include "transport/conn.h"
+#include "transport/listener.h"
 #include "scaf/sockpath.h"
 
 #include <errno.h>
@@ -143,8 +151,16 @@ static void unknown_policy(const char *name)
     fprintf(stderr, ")\n");
 }
 
-/* Fills d->opt from argv. Returns 0, 1 when the program should exit 0 (--help), or -1 on a usage error. */
-static int parse_args(struct scafd *d, int argc, char **argv)
+/* What the command line asks for. */
+enum parse_result {
+    PARSE_RUN = 0,    /* serve */
+    PARSE_DONE,       /* --help or --version was printed: exit 0 */
+    PARSE_USAGE,      /* bad command line (said on stderr): exit 2 */
+    PARSE_BAD_SOCKET, /* the socket path cannot be a Unix socket address (said on stderr): exit 1, like a failed bind */
+};
+
+/* Fills d->opt, d->policy and d->policy_index from argv. */
+static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
     enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG };
     static const struct option opts[] = {
@@ -219,29 +235,29 @@ static int parse_args(struct scafd *d, int argc, char **argv)
             break;
         case 'h':
             help();
-            return 1;
+            return PARSE_DONE;
         case 'V':
             printf("scafd (scaf) 0.1.0, protocol %u\n", SCAF_PROTO_VERSION);
-            return 1;
+            return PARSE_DONE;
         case ':':
             fprintf(stderr, "scafd: option %s needs a value\n%s", argv[optind - 1], USAGE);
-            return -1;
+            return PARSE_USAGE;
         default:
             fprintf(stderr, "scafd: unknown option %s\n%s", argv[optind - 1], USAGE);
-            return -1;
+            return PARSE_USAGE;
         }
         if (r < 0)
-            return -1;
+            return PARSE_USAGE;
     }
     if (optind < argc) {
         fprintf(stderr, "scafd: unexpected argument '%s'\n%s", argv[optind], USAGE);
-        return -1;
+        return PARSE_USAGE;
     }
 
     d->policy = policy ? scaf_policy_lookup(policy) : scaf_policy_lookup("speedup");
     if (!d->policy && policy) {
         unknown_policy(policy);
-        return -1;
+        return PARSE_USAGE;
     }
     if (!d->policy)
         d->policy = scaf_policy_at(0);
@@ -253,18 +269,18 @@ static int parse_args(struct scafd *d, int argc, char **argv)
         if (!*socket || strlen(socket) >= sizeof o->socket) {
             fprintf(stderr, "scafd: cannot use socket path '%s': %s\n", socket,
                     *socket ? "longer than a Unix socket address allows" : "empty");
-            return -2;
+            return PARSE_BAD_SOCKET;
         }
         snprintf(o->socket, sizeof o->socket, "%s", socket);
     } else {
         const char *env = getenv("SCAF_SOCKET");
         if (scaf_sockpath_default(o->socket, sizeof o->socket) < 0) {
             fprintf(stderr, "scafd: the default socket path is too long for a Unix socket; use --socket\n");
-            return -2;
+            return PARSE_BAD_SOCKET;
         }
         o->socket_is_default = !(env && *env);
     }
-    return 0;
+    return PARSE_RUN;
 }
 
 /* Room for the client table's descriptors: the soft limit is often 1024. */
@@ -281,24 +297,28 @@ int main(int argc, char **argv)
 {
     struct scafd d = {0};
     sigset_t mask;
-    int rc = EXIT_RUNTIME, pr;
+    int rc = EXIT_RUNTIME;
 
-    d.lfd = d.sigfd = d.epfd = d.lockfd = -1;
+    d.sigfd = d.epfd = -1;
+    d.listener.fd = d.listener.lockfd = -1;
     d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = -1;
-    pr = parse_args(&d, argc, argv);
-    if (pr == 1)
+    switch (parse_args(&d, argc, argv)) {
+    case PARSE_RUN:
+        break;
+    case PARSE_DONE:
         return 0;
-    if (pr == -2)
-        return EXIT_RUNTIME; /* the socket path cannot be used: same status as a failed bind */
-    if (pr < 0)
+    case PARSE_USAGE:
         return EXIT_USAGE;
+    case PARSE_BAD_SOCKET:
+        return EXIT_RUNTIME;
+    }
 
     if (scaf_capacity_detect(&d.cap, d.opt.cpus) < 0) {
         scaf_say("cannot read this process's CPU affinity: %s", strerror(errno));
         return EXIT_RUNTIME;
     }
     d.chunk = d.opt.chunk ? d.opt.chunk : d.cap.smt;
-    d.available = d.cap.n;
+    scaf_lookout_init(&d.lookout, d.opt.lookout, d.cap.cpus);
     raise_nofile();
 
     /* Blocked before anything else exists: they are read through a signalfd in the loop. */
@@ -309,23 +329,28 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (scaf_client_table_init(&d) < 0) {
+    if (scaf_conn_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
         scaf_say("out of memory for %u clients", d.opt.max_clients);
         goto out;
     }
-    if (scaf_log_open(&d) < 0)
+    if (scaf_alloclog_open(&d.log, d.opt.log_path) < 0)
         goto out;
-    if (scaf_listener_open(&d) < 0)
+    d.listener.path = d.opt.socket;
+    d.listener.path_is_default = d.opt.socket_is_default;
+    d.listener.shared = d.opt.shared;
+    d.listener.verbose = d.opt.verbose;
+    if (scaf_listener_open(&d.listener) < 0)
         goto out;
     scaf_say("serving %s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
-             d.policy->name, d.cap.n, d.cap.ncpu, d.cap.quota ? ", cgroup quota" : "",
+             d.policy->name, d.cap.cpus, d.cap.cpu_list_len, d.cap.quota ? ", cgroup quota" : "",
              d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
     rc = scaf_loop_run(&d);
 out:
-    scaf_listener_close(&d);
-    scaf_client_table_free(&d);
-    scaf_log_close(&d);
-    free(d.stat_buf);
+    scaf_listener_close(&d.listener);
+    scaf_conn_table_free(&d);
+    scaf_pipeline_free(&d);
+    scaf_alloclog_close(&d.log);
+    scaf_lookout_free(&d.lookout);
     {
         int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)

@@ -1,5 +1,5 @@
 /* test_daemon_capacity.c — cgroup cpu.max and CPU-list parsing, and detection on this machine. */
-#include "../../src/daemon/daemon.h"
+#include "../../src/daemon/collect/capacity.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -71,14 +71,14 @@ static void detect(void)
     CPU_ZERO(&set);
     CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
     CHECK(scaf_capacity_detect(&cap, 0) == 0, "detect: %s", strerror(errno));
-    CHECK(cap.ncpu == (uint32_t)CPU_COUNT(&set), "ncpu %u vs affinity %d", cap.ncpu, CPU_COUNT(&set));
-    CHECK(cap.n >= 1 && cap.n <= cap.ncpu, "n %u of %u", cap.n, cap.ncpu);
-    CHECK(cap.quota == 0 || cap.n == (cap.quota < cap.ncpu ? cap.quota : cap.ncpu), "quota %u n %u", cap.quota,
-          cap.n);
+    CHECK(cap.cpu_list_len == (uint32_t)CPU_COUNT(&set), "cpu_list_len %u vs affinity %d", cap.cpu_list_len, CPU_COUNT(&set));
+    CHECK(cap.cpus >= 1 && cap.cpus <= cap.cpu_list_len, "cpus %u of %u", cap.cpus, cap.cpu_list_len);
+    CHECK(cap.quota == 0 || cap.cpus == (cap.quota < cap.cpu_list_len ? cap.quota : cap.cpu_list_len), "quota %u cpus %u", cap.quota,
+          cap.cpus);
     CHECK(cap.smt >= 1, "smt %u", cap.smt);
-    for (uint32_t i = 0; i + 1 < cap.ncpu; i++)
-        CHECK(cap.cpu[i] < cap.cpu[i + 1], "cpu list ascending");
-    CHECK(scaf_capacity_detect(&cap, 37) == 0 && cap.n == 37, "override: %u", cap.n);
+    for (uint32_t i = 0; i + 1 < cap.cpu_list_len; i++)
+        CHECK(cap.cpu_list[i] < cap.cpu_list[i + 1], "cpu list ascending");
+    CHECK(scaf_capacity_detect(&cap, 37) == 0 && cap.cpus == 37, "override: %u", cap.cpus);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /* test_daemon_json.c — the status JSON's buffer and string escaping (process names are arbitrary bytes). */
-#include "../../src/daemon/daemon.h"
+#include "../../src/daemon/report/jsonbuf.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* test_daemon_lookout.c — /proc/stat and /proc/PID/stat parsing from fixture text, and the foreign-load math. */
-#include "../../src/daemon/daemon.h"
+#include "../../src/daemon/collect/lookout.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* test_daemon_referee.c — the referee's pure half: cpuset layout and decide() on explicit snapshots, clamps. */
-#include "../../src/daemon/daemon.h"
+#include "../../src/daemon/decide/referee.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ static void layout(void)
 {
     static const struct {
         const char *name;
-        uint32_t n, nclients, ncpu;
+        uint32_t cpus, nclients, cpu_list_len;
         uint32_t share[6];
         int cpu[8];
         uint64_t want[6];
@@ -37,7 +37,7 @@ static void layout(void)
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         uint64_t sets[6][SCAF_CPUSET_WORDS];
         memset(sets, 0xAB, sizeof sets); /* layout must clear what it does not set */
-        scaf_cpuset_layout(cases[t].share, cases[t].nclients, cases[t].n, cases[t].cpu, cases[t].ncpu, sets);
+        scaf_cpuset_layout(cases[t].share, cases[t].nclients, cases[t].cpus, cases[t].cpu, cases[t].cpu_list_len, sets);
         for (uint32_t i = 0; i < cases[t].nclients; i++)
             CHECK(sets[i][0] == cases[t].want[i], "%s: client %u got %#llx, want %#llx", cases[t].name, i,
                   (unsigned long long)sets[i][0], (unsigned long long)cases[t].want[i]);
@@ -64,8 +64,8 @@ static void decide_equipartition(void)
     struct scaf_referee_client cl[3] = {mk(8, 1, 0, false), mk(8, 0, 2, false), mk(8, 1, 0, true)};
     struct scaf_referee_client copy[3];
     struct scaf_referee_alloc out[3], again[3];
-    struct scaf_referee_snapshot s = {.available = 4, .n = 4, .chunk = 1, .nclients = 3, .clients = cl,
-                                      .cpu = cpu, .ncpu = 2};
+    struct scaf_referee_snapshot s = {.available = 4, .cpus = 4, .chunk = 1, .nclients = 3, .clients = cl,
+                                      .cpu_list = cpu, .cpu_list_len = 2};
 
     CHECK(eq != NULL, "equipartition registered");
     if (!eq)
@@ -106,8 +106,8 @@ static void decide_more_clients_than_contexts(void)
     int cpu[] = {0, 1};
     struct scaf_referee_client cl[6];
     struct scaf_referee_alloc out[6];
-    struct scaf_referee_snapshot s = {.available = 2, .n = 4, .chunk = 1, .nclients = 6, .clients = cl,
-                                      .cpu = cpu, .ncpu = 2};
+    struct scaf_referee_snapshot s = {.available = 2, .cpus = 4, .chunk = 1, .nclients = 6, .clients = cl,
+                                      .cpu_list = cpu, .cpu_list_len = 2};
 
     for (int i = 0; i < 6; i++)
         cl[i] = mk(4, 1, 0, false);
@@ -139,8 +139,8 @@ static void decide_clamps(void)
     int cpu[] = {0, 1, 2, 3};
     struct scaf_referee_client cl[2] = {mk(3, 1, 0, false), mk(8, 1, 0, false)};
     struct scaf_referee_alloc out[2];
-    struct scaf_referee_snapshot s = {.available = 4, .n = 4, .chunk = 1, .nclients = 2, .clients = cl,
-                                      .cpu = cpu, .ncpu = 4};
+    struct scaf_referee_snapshot s = {.available = 4, .cpus = 4, .chunk = 1, .nclients = 2, .clients = cl,
+                                      .cpu_list = cpu, .cpu_list_len = 4};
 
     CHECK(scaf_referee_decide(&wp, &s, out) == 0, "wild decide");
     CHECK(out[0].threads == 3, "capped at max_threads: %u", out[0].threads);
@@ -155,7 +155,7 @@ static void decide_fixed_teams(void)
 {
     static const struct {
         const char *name;
-        uint32_t n, available, nclients;
+        uint32_t cpus, available, nclients;
         int malleable[4];
         uint32_t fixed[4];
         uint32_t want_share[4];
@@ -177,9 +177,9 @@ static void decide_fixed_teams(void)
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_referee_client cl[4];
         struct scaf_referee_alloc out[4];
-        struct scaf_referee_snapshot s = {.available = cases[t].available, .n = cases[t].n, .chunk = 1,
-                                          .nclients = cases[t].nclients, .clients = cl, .cpu = cpu,
-                                          .ncpu = cases[t].n};
+        struct scaf_referee_snapshot s = {.available = cases[t].available, .cpus = cases[t].cpus, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .cpu_list = cpu,
+                                          .cpu_list_len = cases[t].cpus};
         uint64_t seen = 0;
 
         for (uint32_t i = 0; i < cases[t].nclients; i++)
@@ -211,7 +211,7 @@ static void decide_gangs(void)
 {
     static const struct {
         const char *name;
-        uint32_t n, nclients;
+        uint32_t cpus, nclients;
         bool gang;
         int malleable[4];
         uint32_t fixed[4];
@@ -231,9 +231,9 @@ static void decide_gangs(void)
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_referee_client cl[4];
         struct scaf_referee_alloc out[4];
-        struct scaf_referee_snapshot s = {.available = cases[t].n, .n = cases[t].n, .chunk = 1,
-                                          .nclients = cases[t].nclients, .clients = cl, .cpu = cpu,
-                                          .ncpu = cases[t].n, .gang = cases[t].gang};
+        struct scaf_referee_snapshot s = {.available = cases[t].cpus, .cpus = cases[t].cpus, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .cpu_list = cpu,
+                                          .cpu_list_len = cases[t].cpus, .gang = cases[t].gang};
 
         for (uint32_t i = 0; i < cases[t].nclients; i++)
             cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
@@ -247,8 +247,55 @@ static void decide_gangs(void)
     }
 }
 
+/* A decoded report as the decision sees it: the bound, the previous share, the fixed team. */
+static void collect(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t max_threads, verdict, fixed_team, estimate;
+        double efficiency;
+        bool has_prev;
+        uint32_t want_max, want_prev;
+        int want_malleable, want_measured;
+    } cases[] = {
+        {"new malleable client", 8, SCAF_VERDICT_UNDECIDED, 8, SCAF_ESTIMATE_NONE, -1.0, false, 8, 0, 1, 0},
+        {"measured, with a previous share", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_MEASURED, 0.7, true, 8, 3, 1,
+         1},
+        {"counters count as measured", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_COUNTERS, 0.7, true, 8, 3, 1, 1},
+        {"assumed is not measured", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_ASSUMED, 0.7, true, 8, 3, 1, 0},
+        {"fixed team smaller than the bound caps it", 8, SCAF_VERDICT_FIXED, 3, SCAF_ESTIMATE_NONE, -1.0, false, 3, 0,
+         0, 0},
+        {"fixed team larger than the bound does not raise it", 4, SCAF_VERDICT_FIXED, 16, SCAF_ESTIMATE_NONE, -1.0,
+         false, 4, 0, 0, 0},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_page_report rep;
+        struct scaf_referee_alloc prev = {.share = 3, .coef = 1.5};
+        struct scaf_referee_client out;
+
+        scaf_page_report_init(&rep, cases[t].max_threads);
+        rep.verdict = cases[t].verdict;
+        rep.fixed_team = cases[t].fixed_team;
+        rep.estimate = cases[t].estimate;
+        rep.efficiency = cases[t].efficiency;
+        rep.eff_threads = 2;
+        rep.long_region = t == 1;
+        scaf_referee_collect(&rep, cases[t].max_threads, cases[t].has_prev ? &prev : NULL, &out);
+        CHECK(out.pol.max_threads == cases[t].want_max, "%s: max_threads %u", cases[t].name, out.pol.max_threads);
+        CHECK(out.pol.prev == cases[t].want_prev, "%s: prev %u", cases[t].name, out.pol.prev);
+        CHECK(out.pol.prev_coef == (cases[t].has_prev ? 1.5 : 0.0), "%s: prev_coef %g", cases[t].name,
+              out.pol.prev_coef);
+        CHECK(out.pol.malleable == cases[t].want_malleable, "%s: malleable %d", cases[t].name, out.pol.malleable);
+        CHECK(out.pol.measured == cases[t].want_measured, "%s: measured %d", cases[t].name, out.pol.measured);
+        CHECK(out.pol.efficiency == cases[t].efficiency && out.pol.report_threads == 2, "%s: report", cases[t].name);
+        CHECK(out.fixed_team == cases[t].fixed_team && out.long_region == (t == 1), "%s: team, long region",
+              cases[t].name);
+    }
+}
+
 int main(void)
 {
+    collect();
     decide_fixed_teams();
     decide_gangs();
     layout();

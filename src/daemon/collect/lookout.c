@@ -1,16 +1,18 @@
 /* lookout.c — once a second: contexts kept busy by processes that are not clients become unavailable. */
-#include "daemon.h"
+#include "lookout.h"
+#include "../say.h"
 #include "scaf/procfs.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Weight of the newest sample in the moving average: a busy loop shows up within 2-3 s. */
 #define LOOKOUT_ALPHA 0.5
 
-int scaf_procstat_sum(const char *text, const int *cpus, size_t ncpus, struct scaf_cpustat *out)
+int scaf_procstat_sum(const char *text, const int *cpu_list, size_t len, struct scaf_cpustat *out)
 {
     const char *line = text;
 
@@ -23,9 +25,9 @@ int scaf_procstat_sum(const char *text, const int *cpus, size_t ncpus, struct sc
         if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' && line[3] <= '9' &&
             (k = sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2], &v[3],
                         &v[4], &v[5], &v[6], &v[7])) >= 5) {
-            bool mine = cpus == NULL;
-            for (size_t i = 0; !mine && i < ncpus; i++)
-                mine = cpus[i] == cpu;
+            bool mine = cpu_list == NULL;
+            for (size_t i = 0; !mine && i < len; i++)
+                mine = cpu_list[i] == cpu;
             if (mine) {
                 /* user nice system idle iowait irq softirq steal; guest time is inside user already. */
                 uint64_t busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
@@ -90,80 +92,88 @@ static int read_pidstat(pid_t pid, struct scaf_pidstat *ps)
     return scaf_pidstat_parse(buf, ps);
 }
 
-/* Ticks this client burned since the last sample, its experiment child included. */
-static uint64_t client_delta(struct scafd_conn *c)
+uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, pid_t exp)
 {
     struct scaf_pidstat ps, es;
     uint64_t ticks, delta = 0, exp_ticks = 0;
-    pid_t exp;
 
-    if (read_pidstat(c->pid, &ps) < 0)
+    if (read_pidstat(pid, &ps) < 0)
         return 0; /* gone: its socket closes in this same loop turn */
-    c->nlwp = ps.nlwp;
+    lc->nlwp = ps.nlwp;
     /* A reaped experiment child's time lands in cutime/cstime. */
     ticks = ps.utime + ps.stime + ps.cutime + ps.cstime;
-    if (c->have_ticks && ticks >= c->ticks)
-        delta = ticks - c->ticks;
+    if (lc->have_ticks && ticks >= lc->ticks)
+        delta = ticks - lc->ticks;
 
     /* The page is client-written: trust experiment_pid only if that process is really its child,
      * or a client could hide foreign load behind someone else's pid. */
-    exp = atomic_load_explicit(&c->page->experiment_pid, memory_order_relaxed);
-    if (exp > 0 && read_pidstat(exp, &es) == 0 && es.ppid == c->pid) {
+    if (exp > 0 && read_pidstat(exp, &es) == 0 && es.ppid == pid) {
         exp_ticks = es.utime + es.stime;
-        delta += exp == c->exp_pid && exp_ticks >= c->exp_ticks ? exp_ticks - c->exp_ticks : exp_ticks;
+        delta += exp == lc->exp_pid && exp_ticks >= lc->exp_ticks ? exp_ticks - lc->exp_ticks : exp_ticks;
     } else {
         exp = 0;
     }
     /* The previous child ended: what we already counted of it is now in cutime as well. */
-    if (c->exp_pid != 0 && c->exp_pid != exp)
-        delta = delta > c->exp_ticks ? delta - c->exp_ticks : 0;
+    if (lc->exp_pid != 0 && lc->exp_pid != exp)
+        delta = delta > lc->exp_ticks ? delta - lc->exp_ticks : 0;
 
-    c->ticks = ticks;
-    c->have_ticks = true;
-    c->exp_pid = exp;
-    c->exp_ticks = exp_ticks;
+    lc->ticks = ticks;
+    lc->have_ticks = true;
+    lc->exp_pid = exp;
+    lc->exp_ticks = exp_ticks;
     return delta;
 }
 
-void scaf_lookout_client_start(struct scafd_conn *c)
+void scaf_lookout_client_start(struct scaf_lookout_client *lc, pid_t pid)
 {
-    c->have_ticks = false;
-    c->exp_pid = 0;
-    c->exp_ticks = 0;
-    (void)client_delta(c);
+    lc->have_ticks = false;
+    lc->exp_pid = 0;
+    lc->exp_ticks = 0;
+    lc->nlwp = 0;
+    (void)scaf_lookout_client_sample(lc, pid, 0);
 }
 
-void scaf_lookout_sample(struct scafd *d)
+void scaf_lookout_init(struct scaf_lookout *lk, bool on, uint32_t cpus)
+{
+    memset(lk, 0, sizeof *lk);
+    lk->on = on;
+    lk->available = cpus;
+}
+
+void scaf_lookout_free(struct scaf_lookout *lk)
+{
+    free(lk->stat_buf);
+    lk->stat_buf = NULL;
+    lk->stat_cap = 0;
+}
+
+void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, bool verbose)
 {
     struct scaf_cpustat st;
     struct scaf_pidstat self;
-    uint64_t dclients = 0, self_ticks = 0;
-    int32_t avail;
+    uint64_t self_ticks = 0;
+    int32_t available;
 
-    for (uint32_t i = 0; i < d->nconns; i++)
-        if (d->conns[i].state == SCAFD_CONN_CLIENT)
-            dclients += client_delta(&d->conns[i]);
-    if (!d->opt.lookout)
+    if (!lk->on)
         goto out;
-
-    if (scaf_procfs_read_grow("/proc/stat", &d->stat_buf, &d->stat_cap) < 0 ||
-        scaf_procstat_sum(d->stat_buf, d->cap.cpu, d->cap.ncpu, &st) < 0) {
-        if (d->opt.verbose)
+    if (scaf_procfs_read_grow("/proc/stat", &lk->stat_buf, &lk->stat_cap) < 0 ||
+        scaf_procstat_sum(lk->stat_buf, cap->cpu_list, cap->cpu_list_len, &st) < 0) {
+        if (verbose)
             scaf_say("lookout: cannot read /proc/stat; assuming no foreign load");
         goto out;
     }
     if (read_pidstat(0, &self) == 0)
         self_ticks = self.utime + self.stime;
-    if (d->have_stat && st.busy >= d->last_stat.busy && st.total > d->last_stat.total) {
-        uint64_t dself = self_ticks >= d->last_self_ticks ? self_ticks - d->last_self_ticks : 0;
-        double f = scaf_lookout_foreign(st.busy - d->last_stat.busy, dclients + dself,
-                                        st.total - d->last_stat.total, st.ncpu);
-        d->foreign = LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * d->foreign;
+    if (lk->have_stat && st.busy >= lk->last_stat.busy && st.total > lk->last_stat.total) {
+        uint64_t dself = self_ticks >= lk->last_self_ticks ? self_ticks - lk->last_self_ticks : 0;
+        double f = scaf_lookout_foreign(st.busy - lk->last_stat.busy, dclients + dself,
+                                        st.total - lk->last_stat.total, st.ncpu);
+        lk->foreign = LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * lk->foreign;
     }
-    d->last_stat = st;
-    d->last_self_ticks = self_ticks;
-    d->have_stat = true;
+    lk->last_stat = st;
+    lk->last_self_ticks = self_ticks;
+    lk->have_stat = true;
 out:
-    avail = (int32_t)d->cap.n - (int32_t)lround(d->foreign);
-    d->available = avail < 1 ? 1 : (uint32_t)avail;
+    available = (int32_t)cap->cpus - (int32_t)lround(lk->foreign);
+    lk->available = available < 1 ? 1 : (uint32_t)available;
 }

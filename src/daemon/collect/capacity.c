@@ -1,5 +1,5 @@
 /* capacity.c — how many contexts scafd may hand out: affinity mask, cgroup v2 cpu.max, SMT width. */
-#include "daemon.h"
+#include "capacity.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -40,7 +40,7 @@ bad:
     return -1;
 }
 
-int scaf_cpulist_parse(const char *text, int *cpus, size_t max)
+int scaf_cpulist_parse(const char *text, int *cpu_list, size_t max)
 {
     const char *p = text;
     size_t n = 0;
@@ -70,7 +70,7 @@ int scaf_cpulist_parse(const char *text, int *cpus, size_t max)
                 errno = E2BIG;
                 return -1;
             }
-            cpus[n++] = (int)c;
+            cpu_list[n++] = (int)c;
         }
         if (*p == ',')
             p++;
@@ -178,21 +178,21 @@ int scaf_capacity_detect(struct scaf_capacity *cap, uint32_t cpus_override)
         goto out;
     for (int c = 0; c < SCAF_MAX_CPUS; c++)
         if (CPU_ISSET_S(c, setsize, set))
-            cap->cpu[cap->ncpu++] = c;
-    if (cap->ncpu == 0) {
+            cap->cpu_list[cap->cpu_list_len++] = c;
+    if (cap->cpu_list_len == 0) {
         errno = ENODEV;
         goto out;
     }
     cap->quota = cgroup_quota();
-    cap->n = cap->ncpu;
-    if (cap->quota > 0 && cap->quota < cap->n)
-        cap->n = cap->quota;
+    cap->cpus = cap->cpu_list_len;
+    if (cap->quota > 0 && cap->quota < cap->cpus)
+        cap->cpus = cap->quota;
     if (cpus_override > 0)
-        cap->n = cpus_override;
+        cap->cpus = cpus_override;
 
     /* SMT width of the first CPU we may use; 1 when the topology is not exposed. */
     cap->smt = 1;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cap->cpu[0]);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cap->cpu_list[0]);
     if (read_text(path, text, sizeof text) == 0) {
         int k = scaf_cpulist_parse(text, sib, SCAF_MAX_CPUS);
         if (k > 0)

@@ -1,7 +1,9 @@
 /* jsonbuf.c — a growable text buffer and JSON string escaping for the status reply and the log. */
-#include "daemon.h"
+#include "jsonbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

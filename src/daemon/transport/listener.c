@@ -1,5 +1,6 @@
 /* listener.c — the daemon's Unix socket: parent directory, single-instance lock, stale socket recovery. */
-#include "daemon.h"
+#include "listener.h"
+#include "../say.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,29 +12,29 @@
 #include <unistd.h>
 
 /* Creates the socket's parent directory if missing (one level only: a missing /run is not ours to make). */
-static int ensure_parent(const struct scafd *d)
+static int ensure_parent(const struct scaf_listener *l)
 {
     char dir[SCAFD_SOCKPATH_MAX];
     char *slash;
     struct stat st;
 
-    snprintf(dir, sizeof dir, "%s", d->opt.socket);
+    snprintf(dir, sizeof dir, "%s", l->path);
     slash = strrchr(dir, '/');
     if (!slash || slash == dir)
         return 0; /* relative name in the cwd, or directly under / */
     *slash = '\0';
     /* Per-user directories are private; a system-wide daemon's directory must be reachable by all. */
-    if (mkdir(dir, d->opt.shared ? 0755 : 0700) < 0 && errno != EEXIST) {
-        scaf_say("cannot use socket path %s: cannot create directory %s: %s", d->opt.socket, dir, strerror(errno));
+    if (mkdir(dir, l->shared ? 0755 : 0700) < 0 && errno != EEXIST) {
+        scaf_say("cannot use socket path %s: cannot create directory %s: %s", l->path, dir, strerror(errno));
         return -1;
     }
     if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        scaf_say("cannot use socket path %s: %s is not a directory", d->opt.socket, dir);
+        scaf_say("cannot use socket path %s: %s is not a directory", l->path, dir);
         return -1;
     }
     /* The default path lives in /tmp, where anyone could have made the directory first. */
-    if (d->opt.socket_is_default && st.st_uid != getuid()) {
-        scaf_say("cannot use socket path %s: directory %s belongs to uid %u, not to you (uid %u)", d->opt.socket,
+    if (l->path_is_default && st.st_uid != getuid()) {
+        scaf_say("cannot use socket path %s: directory %s belongs to uid %u, not to you (uid %u)", l->path,
                  dir, (unsigned)st.st_uid, (unsigned)getuid());
         return -1;
     }
@@ -57,25 +58,25 @@ static int probe(const char *path)
     return errno == ECONNREFUSED ? 0 : -1;
 }
 
-int scaf_listener_open(struct scafd *d)
+int scaf_listener_open(struct scaf_listener *l)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     char lockpath[SCAFD_SOCKPATH_MAX + 8];
-    const char *path = d->opt.socket;
+    const char *path = l->path;
     struct stat st;
     int fd = -1;
 
-    if (ensure_parent(d) < 0)
+    if (ensure_parent(l) < 0)
         goto fail;
 
     /* Two `scaf run`s may auto-start daemons at the same moment: the lock lets exactly one win. */
     snprintf(lockpath, sizeof lockpath, "%s.lock", path);
-    d->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (d->lockfd < 0) {
+    l->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (l->lockfd < 0) {
         scaf_say("cannot create lock file %s: %s", lockpath, strerror(errno));
         goto fail;
     }
-    if (flock(d->lockfd, LOCK_EX | LOCK_NB) < 0) {
+    if (flock(l->lockfd, LOCK_EX | LOCK_NB) < 0) {
         if (errno == EWOULDBLOCK)
             scaf_say("another scafd is already running on %s", path);
         else
@@ -103,7 +104,7 @@ int scaf_listener_open(struct scafd *d)
             scaf_say("cannot remove stale socket %s: %s", path, strerror(errno));
             goto fail;
         }
-        if (d->opt.verbose)
+        if (l->verbose)
             scaf_say("removed stale socket %s", path);
     }
 
@@ -117,36 +118,36 @@ int scaf_listener_open(struct scafd *d)
         scaf_say("cannot use socket path %s: bind: %s", path, strerror(errno));
         goto fail;
     }
-    if (chmod(path, d->opt.shared ? 0666 : 0600) < 0 || listen(fd, 128) < 0 || stat(path, &st) < 0) {
+    if (chmod(path, l->shared ? 0666 : 0600) < 0 || listen(fd, 128) < 0 || stat(path, &st) < 0) {
         scaf_say("cannot set up %s: %s", path, strerror(errno));
         unlink(path);
         goto fail;
     }
-    d->sock_dev = st.st_dev;
-    d->sock_ino = st.st_ino;
-    d->lfd = fd;
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+    l->fd = fd;
     return 0;
 fail:
     if (fd >= 0)
         close(fd);
-    if (d->lockfd >= 0)
-        close(d->lockfd);
-    d->lockfd = -1;
+    if (l->lockfd >= 0)
+        close(l->lockfd);
+    l->lockfd = -1;
     return -1;
 }
 
-void scaf_listener_close(struct scafd *d)
+void scaf_listener_close(struct scaf_listener *l)
 {
     struct stat st;
 
-    if (d->lfd < 0)
+    if (l->fd < 0)
         return;
     /* Someone may have replaced the path since; only remove the socket we bound. */
-    if (stat(d->opt.socket, &st) == 0 && st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
-        unlink(d->opt.socket);
-    close(d->lfd);
-    d->lfd = -1;
-    if (d->lockfd >= 0)
-        close(d->lockfd);
-    d->lockfd = -1;
+    if (stat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+        unlink(l->path);
+    close(l->fd);
+    l->fd = -1;
+    if (l->lockfd >= 0)
+        close(l->lockfd);
+    l->lockfd = -1;
 }

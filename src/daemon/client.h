@@ -1,0 +1,29 @@
+/* client.h — a registered client as the whole pipeline sees it: what HELLO said, its page, its last report and share (not an installed interface). */
+#ifndef SCAFD_CLIENT_H
+#define SCAFD_CLIENT_H
+
+#include "collect/lookout.h"
+#include "collect/page.h"
+#include "decide/referee.h"
+#include "scaf/proto.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Owned by its connection (transport/conn.c); the other files get it through struct scafd's clients[]. */
+struct scaf_client {
+    uint32_t id;   /* arrival order, from 1 */
+    pid_t pid;     /* SO_PEERCRED: the kernel's word, never the client's */
+    char name[SCAF_NAME_MAX];   /* /proc/PID/comm, printable */
+    uint32_t max_threads;       /* from HELLO */
+    bool hello_fixed;           /* HELLO said the team is fixed */
+    struct scaf_page *page;
+    struct scaf_page_report report;  /* the page as last decoded */
+    struct scaf_referee_alloc alloc; /* as last written to the page */
+    bool applied;                    /* alloc holds something written */
+    uint32_t page_nclients;          /* nclients as last written */
+    struct scaf_lookout_client lookout;
+};
+
+#endif

@@ -1,0 +1,64 @@
+/* lookout.h — foreign load: contexts kept busy by processes that are not clients (not an installed interface). */
+#ifndef SCAFD_LOOKOUT_H
+#define SCAFD_LOOKOUT_H
+
+#include "capacity.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct scaf_cpustat {
+    uint64_t busy;  /* user + nice + system + irq + softirq + steal */
+    uint64_t total; /* busy + idle + iowait */
+    uint32_t ncpu;  /* per-CPU lines summed */
+};
+
+/* Sums the per-CPU lines of /proc/stat text for the CPUs in cpu_list[] (all of them when it is NULL).
+ * Returns 0, or -1 with errno = EINVAL when no matching line was found. */
+int scaf_procstat_sum(const char *text, const int *cpu_list, size_t len, struct scaf_cpustat *out);
+
+struct scaf_pidstat {
+    pid_t ppid;
+    uint64_t utime, stime, cutime, cstime; /* clock ticks */
+    uint32_t nlwp;
+};
+
+/* Parses /proc/PID/stat text (comm may hold spaces and parentheses). Returns 0 or -1, errno = EINVAL. */
+int scaf_pidstat_parse(const char *text, struct scaf_pidstat *out);
+
+/* Busy contexts not explained by clients over one interval, clamped to [0, ncpu]. */
+double scaf_lookout_foreign(uint64_t dbusy, uint64_t dclients, uint64_t dtotal, uint32_t ncpu);
+
+/* One client's CPU time as the lookout last saw it. */
+struct scaf_lookout_client {
+    bool have_ticks;
+    uint64_t ticks;  /* utime+stime+cutime+cstime at the last sample */
+    pid_t exp_pid;   /* experiment child seen at the last sample */
+    uint64_t exp_ticks;
+    uint32_t nlwp;   /* threads of the client at the last sample */
+};
+
+struct scaf_lookout {
+    bool on;            /* false with --no-lookout: available stays cpus */
+    double foreign;     /* smoothed busy contexts of non-clients */
+    uint32_t available; /* cpus - round(foreign), >= 1 */
+    bool have_stat;
+    struct scaf_cpustat last_stat;
+    uint64_t last_self_ticks;
+    char *stat_buf; /* /proc/stat, kept between samples */
+    size_t stat_cap;
+};
+
+void scaf_lookout_init(struct scaf_lookout *lk, bool on, uint32_t cpus);
+void scaf_lookout_free(struct scaf_lookout *lk);
+/* Takes a new client's CPU-time baseline, so its past does not count as foreign load. */
+void scaf_lookout_client_start(struct scaf_lookout_client *lc, pid_t pid);
+/* Ticks the client burned since its last sample, its experiment child included (`experiment_pid`
+ * is client-written: it counts only if /proc shows it is the client's child). Updates nlwp. */
+uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, pid_t experiment_pid);
+/* One sample: what the clients burned (`dclients`, summed from the above) against /proc/stat. */
+void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, bool verbose);
+
+#endif

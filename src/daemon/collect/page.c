@@ -1,0 +1,179 @@
+/* page.c — the shared page: the only code that reads what a client wrote there, and the only code that writes it. */
+#include "page.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* A seqlock read that keeps finding the writer busy gives up: the daemon never waits for a client. */
+#define PAGE_READ_TRIES 3
+
+void scaf_page_report_init(struct scaf_page_report *r, uint32_t max_threads)
+{
+    memset(r, 0, sizeof *r);
+    r->fixed_team = max_threads;
+    r->efficiency = -1.0;
+    r->estimate = SCAF_ESTIMATE_NONE;
+}
+
+/* The efficiency report under client_seq; false when every try met a writer. */
+static bool read_efficiency(const struct scaf_page *pg, struct scaf_page_report *r)
+{
+    for (int tries = 0; tries < PAGE_READ_TRIES; tries++) {
+        uint32_t s0 = atomic_load_explicit(&pg->client_seq, memory_order_acquire);
+        uint32_t eff_threads, ppm, estimate;
+
+        if (s0 & 1)
+            continue;
+        eff_threads = atomic_load_explicit(&pg->eff_threads, memory_order_relaxed);
+        ppm = atomic_load_explicit(&pg->efficiency_ppm, memory_order_relaxed);
+        estimate = atomic_load_explicit(&pg->estimate, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pg->client_seq, memory_order_relaxed) != s0)
+            continue;
+        if (estimate > SCAF_ESTIMATE_COUNTERS)
+            estimate = SCAF_ESTIMATE_NONE;
+        r->eff_threads = eff_threads > SCAF_MAX_CPUS ? 0 : eff_threads;
+        r->estimate = estimate;
+        r->efficiency = estimate == SCAF_ESTIMATE_NONE ? -1.0 : scaf_efficiency_from_ppm(ppm);
+        return true;
+    }
+    return false;
+}
+
+/* The reason under reason_seq; empty when every try met a writer. */
+static void read_reason(const struct scaf_page *pg, char *out)
+{
+    for (int tries = 0; tries < PAGE_READ_TRIES; tries++) {
+        uint32_t s0 = atomic_load_explicit(&pg->reason_seq, memory_order_acquire);
+        if (s0 & 1)
+            continue;
+        memcpy(out, pg->reason, SCAF_REASON_MAX);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pg->reason_seq, memory_order_relaxed) == s0) {
+            out[SCAF_REASON_MAX - 1] = 0;
+            /* Client text: keep it printable so logs and JSON stay one line. */
+            for (char *p = out; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                    *p = ' ';
+            return;
+        }
+    }
+    out[0] = 0;
+}
+
+enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
+                                          struct scaf_page_report *r)
+{
+    uint32_t flags = atomic_load_explicit(&pg->client_flags, memory_order_relaxed);
+    uint32_t fixed = atomic_load_explicit(&pg->fixed_team, memory_order_relaxed);
+    uint32_t verdict = atomic_load_explicit(&pg->verdict, memory_order_acquire);
+    uint32_t source = atomic_load_explicit(&pg->verdict_source, memory_order_relaxed);
+    bool whole = read_efficiency(pg, r);
+
+    r->flags = flags;
+    r->long_region = (flags & SCAF_CLIENT_LONG_REGION) != 0;
+    if (fixed == 0)
+        fixed = max_threads; /* announced at HELLO, team not reported yet */
+    r->fixed_team = fixed > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : fixed;
+    r->last_team = atomic_load_explicit(&pg->last_team, memory_order_relaxed);
+    r->experiment_pid = atomic_load_explicit(&pg->experiment_pid, memory_order_relaxed);
+    r->regions = atomic_load_explicit(&pg->regions, memory_order_relaxed);
+    r->experiments = atomic_load_explicit(&pg->experiments, memory_order_relaxed);
+    if (verdict > SCAF_VERDICT_FIXED)
+        verdict = SCAF_VERDICT_UNDECIDED;
+    /* The older signals still count: a client that said so at HELLO or set the flag is fixed. */
+    if (hello_fixed || (flags & SCAF_CLIENT_NONMALLEABLE))
+        verdict = SCAF_VERDICT_FIXED;
+    r->verdict = verdict;
+    r->source = source > SCAF_SOURCE_CHECK ? SCAF_SOURCE_DEFAULT : source;
+    read_reason(pg, r->reason);
+    return whole ? SCAF_PAGE_WHOLE : SCAF_PAGE_TORN;
+}
+
+const char *scaf_verdict_name(uint32_t v)
+{
+    return v == SCAF_VERDICT_FIXED ? "fixed" : v == SCAF_VERDICT_MALLEABLE ? "malleable" : "undecided";
+}
+
+const char *scaf_verdict_source_name(uint32_t s)
+{
+    static const char *const names[] = {"default", "evidence", "user", "rules", "check"};
+    return s < sizeof names / sizeof names[0] ? names[s] : "default";
+}
+
+const char *scaf_estimate_name(uint32_t e)
+{
+    switch (e) {
+    case SCAF_ESTIMATE_ASSUMED:
+        return "assumed";
+    case SCAF_ESTIMATE_MEASURED:
+        return "measured";
+    case SCAF_ESTIMATE_COUNTERS:
+        return "counters";
+    default:
+        return "none";
+    }
+}
+
+int scaf_page_create(uint32_t cpus, struct scaf_page **out)
+{
+    struct scaf_page *pg;
+    int fd = memfd_create("scaf-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, SCAF_PAGE_SIZE) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+        goto fail;
+    pg = mmap(NULL, SCAF_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (pg == MAP_FAILED)
+        goto fail;
+    pg->magic = SCAF_PAGE_MAGIC;
+    pg->version = SCAF_PROTO_VERSION;
+    atomic_store(&pg->threads, 1);
+    atomic_store(&pg->control, SCAF_CONTROL_THREADS);
+    atomic_store(&pg->cpus, cpus);
+    *out = pg;
+    return fd;
+fail:
+    close(fd);
+    return -1;
+}
+
+void scaf_page_unmap(struct scaf_page *pg)
+{
+    if (pg)
+        munmap(pg, SCAF_PAGE_SIZE);
+}
+
+void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
+                     uint32_t nclients, uint32_t cpus)
+{
+    uint32_t s = atomic_load_explicit(&pg->seq, memory_order_relaxed);
+
+    s += s & 1; /* the client can scribble on seq; only its own reads suffer, but keep our parity sane */
+    atomic_store_explicit(&pg->seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&pg->threads, threads, memory_order_relaxed);
+    atomic_store_explicit(&pg->control, control, memory_order_relaxed);
+    atomic_store_explicit(&pg->cpus, cpus, memory_order_relaxed);
+    atomic_store_explicit(&pg->nclients, nclients, memory_order_relaxed);
+    for (int w = 0; w < SCAF_CPUSET_WORDS; w++)
+        atomic_store_explicit(&pg->cpuset[w], cpuset[w], memory_order_relaxed);
+    atomic_store_explicit(&pg->seq, s + 2, memory_order_release);
+    /* Shared futex (no FUTEX_PRIVATE_FLAG): the waiter is another process mapping the same memfd. */
+    syscall(SYS_futex, &pg->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang)
+{
+    /* One word, outside the seqlock: the layer reads it alone at a region entry and waits on it. */
+    if (atomic_load_explicit(&pg->gang, memory_order_relaxed) == gang)
+        return;
+    atomic_store_explicit(&pg->gang, gang, memory_order_release);
+    syscall(SYS_futex, &pg->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}

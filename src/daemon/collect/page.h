@@ -1,0 +1,67 @@
+/* page.h — a client's shared page: made and sealed here, the daemon half written here, the client half decoded here (not an installed interface). */
+#ifndef SCAFD_PAGE_H
+#define SCAFD_PAGE_H
+
+#include "scaf/proto.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * The client-written half of a page, decoded once and checked field by field
+ * (the page is untrusted). Everyone in the daemon reads this, never the page.
+ */
+struct scaf_page_report {
+    uint32_t flags;       /* SCAF_CLIENT_* as written (unknown bits kept, ignored) */
+    bool long_region;     /* SCAF_CLIENT_LONG_REGION */
+    uint32_t fixed_team;  /* 1..SCAF_MAX_CPUS: the team a fixed client reported, else its max_threads */
+    uint32_t last_team;   /* team of the latest outermost region, as written */
+    /* The efficiency report: one consistent triple (the client_seq seqlock), or the last one that was. */
+    uint32_t eff_threads; /* p' in 0..SCAF_MAX_CPUS; 0 = none (also when out of range) */
+    double efficiency;    /* E in [0, 1]; -1 when estimate is NONE */
+    uint32_t estimate;    /* enum scaf_estimate; NONE for values the protocol does not know */
+    pid_t experiment_pid; /* as written: the lookout believes it only for the client's own child */
+    uint64_t regions;
+    uint64_t experiments;
+    uint32_t verdict;     /* enum scaf_verdict, validated; FIXED also for the HELLO flag or the page flag */
+    uint32_t source;      /* enum scaf_verdict_source, validated */
+    char reason[SCAF_REASON_MAX]; /* printable, NUL-terminated; empty while the client rewrites it */
+};
+
+enum scaf_page_read_result {
+    SCAF_PAGE_WHOLE = 0, /* every field is from this read */
+    SCAF_PAGE_TORN = 1,  /* the efficiency report was being rewritten each time: the last whole one is kept */
+};
+
+/* The report of a client that has written nothing yet. */
+void scaf_page_report_init(struct scaf_page_report *r, uint32_t max_threads);
+
+/*
+ * Decodes the client half of `pg` into *r. `max_threads` and `hello_fixed` are
+ * what the client said at HELLO. *r must hold the previous report (or a fresh
+ * one from scaf_page_report_init): when the efficiency report stays torn after
+ * a few tries, its fields are left as they were.
+ */
+enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
+                                          struct scaf_page_report *r);
+
+const char *scaf_verdict_name(uint32_t verdict);
+const char *scaf_verdict_source_name(uint32_t source);
+const char *scaf_estimate_name(uint32_t estimate);
+
+/*
+ * A new page: a sealed memfd (the client can neither shrink it, which would be
+ * a SIGBUS here, nor grow it), mapped at *out, threads 1 until the referee
+ * writes. Returns the memfd for the WELCOME, or -1 with errno.
+ */
+int scaf_page_create(uint32_t cpus, struct scaf_page **out);
+void scaf_page_unmap(struct scaf_page *pg);
+
+/* Seqlock write of the daemon half, then a FUTEX_WAKE for the client's helper thread. */
+void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
+                     uint32_t nclients, uint32_t cpus);
+/* The gang word (enum scaf_gang), outside the seqlock; woken only when it changes. */
+void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
+
+#endif

@@ -1,0 +1,179 @@
+/* referee.c — the decision, pure: decoded client reports and the machine in, shares and CPU sets out. */
+#include "referee.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void scaf_cpuset_layout(const uint32_t *share, uint32_t nclients, uint32_t cpus, const int *cpu_list, uint32_t len,
+                        uint64_t (*sets)[SCAF_CPUSET_WORDS])
+{
+    uint32_t v = 0; /* next virtual context */
+
+    for (uint32_t i = 0; i < nclients; i++) {
+        memset(sets[i], 0, sizeof sets[i]);
+        for (uint32_t k = 0; k < share[i] && cpus > 0 && len > 0; k++) {
+            /* Virtual contexts beyond cpus (more clients than contexts) wrap: those clients share CPUs. */
+            int real = cpu_list[((v + k) % cpus) % len];
+            if (real >= 0 && real < SCAF_MAX_CPUS)
+                sets[i][real / 64] |= 1ull << (real % 64);
+        }
+        if (cpus > 0)
+            v = (v + share[i]) % cpus;
+    }
+}
+
+/*
+ * Fixed teams first (docs/daemon.md, "Fixed teams"): a fixed team is never
+ * given fewer CPUs than it has threads, because a spin-synchronised team
+ * squeezed onto fewer CPUs waits a scheduler slice at every hand-off. When
+ * the fixed teams fit beside one chunk per malleable client, each gets a CPU
+ * set of its own size and the policy divides the rest among the malleable
+ * clients. When they do not fit, fixed teams run unconfined, as they would
+ * without scaf, and each malleable client keeps a share of what is left
+ * (at least one chunk), so scaf never adds threads to an oversubscribed
+ * machine. With gangs on, fixed teams that do not fit are packed (first fit,
+ * in arrival order) into gangs that each fit the machine, and the gangs take
+ * turns.
+ */
+int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_referee_snapshot *snap,
+                        struct scaf_referee_alloc *out)
+{
+    uint32_t nclients = snap->nclients;
+    struct scaf_policy_client *pc = NULL;
+    uint32_t *threads = NULL, *share = NULL, *idx = NULL;
+    uint64_t(*sets)[SCAF_CPUSET_WORDS] = NULL;
+    double *coef = NULL;
+    struct scaf_policy_input in;
+    uint32_t available = snap->available ? snap->available : 1;
+    uint32_t cpus = snap->cpus ? snap->cpus : available;
+    uint32_t chunk = snap->chunk ? snap->chunk : 1;
+    uint32_t nmall = 0, nfixed = 0, fixed_sum = 0, rest;
+    bool placed, gangs;
+    int rc = -1;
+
+    if (nclients == 0)
+        return 0;
+    pc = calloc(nclients, sizeof *pc);
+    threads = calloc(nclients, sizeof *threads);
+    share = calloc(nclients, sizeof *share);
+    idx = calloc(nclients, sizeof *idx);
+    coef = calloc(nclients, sizeof *coef);
+    sets = calloc(nclients, sizeof *sets);
+    if (!pc || !threads || !share || !idx || !coef || !sets) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < nclients; i++) {
+        const struct scaf_referee_client *c = &snap->clients[i];
+        if (c->pol.malleable) {
+            pc[nmall] = c->pol;
+            if (pc[nmall].max_threads == 0)
+                pc[nmall].max_threads = 1;
+            idx[nmall++] = i;
+        } else {
+            uint32_t t = c->fixed_team ? c->fixed_team : 1;
+            share[i] = t > cpus ? cpus : t;
+            fixed_sum += share[i];
+            nfixed++;
+        }
+    }
+    placed = fixed_sum + nmall * chunk <= available;
+    /* Gangs: fixed teams and the malleable clients take turns, so the malleable ones, in theirs,
+     * have the whole machine. Without gangs they share what the fixed teams leave. */
+    gangs = !placed && snap->gang && nfixed > 0 && nfixed + (nmall > 0) >= 2;
+    rest = gangs ? available : available > fixed_sum ? available - fixed_sum : 0;
+    if (rest < nmall * chunk)
+        rest = nmall * chunk; /* oversubscribed already: one chunk each, no more */
+    if (nmall > 0) {
+        in = (struct scaf_policy_input){rest, chunk, nmall, pc};
+        if (policy->decide(&in, threads, coef) < 0)
+            goto out;
+        for (uint32_t k = 0; k < nmall; k++) {
+            /* Never more than the program could have seen, never none: whatever the policy returned. */
+            uint32_t s = threads[k];
+            share[idx[k]] = s < 1 ? 1 : s > pc[k].max_threads ? pc[k].max_threads : s;
+        }
+    }
+    scaf_cpuset_layout(share, nclients, cpus, snap->cpu_list, snap->cpu_list_len, sets);
+    if (gangs) {
+        /* First fit, in arrival order: deterministic, and an arrival never reshuffles earlier gangs.
+         * The malleable clients, all together, are the last gang. */
+        uint32_t ngangs = 0, load[SCAF_MAX_CPUS];
+        for (uint32_t i = 0; i < nclients; i++) {
+            uint32_t g = 0;
+            out[i].gang_slot = 0;
+            if (snap->clients[i].pol.malleable)
+                continue;
+            while (g < ngangs && load[g] + share[i] > cpus)
+                g++;
+            if (g == ngangs) {
+                if (ngangs == SCAF_MAX_CPUS)
+                    continue;
+                load[ngangs++] = 0;
+            }
+            load[g] += share[i];
+            out[i].gang_slot = g + 1;
+        }
+        if (nmall > 0 && ngangs < SCAF_MAX_CPUS) {
+            ngangs++;
+            for (uint32_t i = 0; i < nclients; i++)
+                if (snap->clients[i].pol.malleable)
+                    out[i].gang_slot = ngangs;
+        }
+        if (ngangs < 2)
+            for (uint32_t i = 0; i < nclients; i++)
+                out[i].gang_slot = 0;
+    } else {
+        for (uint32_t i = 0; i < nclients; i++)
+            out[i].gang_slot = 0;
+    }
+    for (uint32_t i = 0, k = 0; i < nclients; i++) {
+        const struct scaf_referee_client *c = &snap->clients[i];
+        struct scaf_referee_alloc *a = &out[i];
+
+        a->share = share[i];
+        a->malleable = c->pol.malleable != 0;
+        a->coef = 0.0;
+        memcpy(a->cpuset, sets[i], sizeof a->cpuset);
+        if (!c->pol.malleable) {
+            /* Its team size is fixed: placed on CPUs of its own, or left to the kernel. */
+            a->threads = c->fixed_team ? c->fixed_team : 1;
+            a->control = placed ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
+            if (!placed)
+                memset(a->cpuset, 0, sizeof a->cpuset);
+        } else {
+            a->coef = coef[k++];
+            a->threads = share[i];
+            a->control = c->long_region ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
+        }
+    }
+    rc = 0;
+out:
+    free(pc);
+    free(threads);
+    free(share);
+    free(idx);
+    free(coef);
+    free(sets);
+    return rc;
+}
+
+void scaf_referee_collect(const struct scaf_page_report *report, uint32_t max_threads,
+                          const struct scaf_referee_alloc *prev, struct scaf_referee_client *out)
+{
+    bool fixed = report->verdict == SCAF_VERDICT_FIXED;
+
+    memset(out, 0, sizeof *out);
+    /* A fixed team gains nothing from more CPUs than it has threads. */
+    out->pol.max_threads = fixed && report->fixed_team < max_threads ? report->fixed_team : max_threads;
+    out->pol.prev = prev ? prev->share : 0;
+    /* The policy re-uses last round's model when a client has no new point (p' = 1). */
+    out->pol.prev_coef = prev ? prev->coef : 0.0;
+    out->pol.report_threads = report->eff_threads;
+    out->pol.efficiency = report->efficiency;
+    out->pol.measured = report->estimate >= SCAF_ESTIMATE_MEASURED;
+    out->pol.malleable = !fixed;
+    out->fixed_team = report->fixed_team;
+    out->long_region = report->long_region;
+}

@@ -1,0 +1,27 @@
+/* status.h — the daemon's state as JSON: the STATUS_REPLY body and each --log line (not an installed interface). */
+#ifndef SCAFD_STATUS_H
+#define SCAFD_STATUS_H
+
+#include "jsonbuf.h"
+
+#include <stdint.h>
+
+struct scaf_client;
+
+/* The daemon-wide fields of the status object. */
+struct scaf_status_daemon {
+    const char *policy;
+    uint32_t cpus;
+    uint32_t available;
+    double foreign;
+    double rate_hz;
+    uint32_t chunk;
+    double time; /* wall clock, seconds */
+};
+
+/* Appends the status object for these clients (in this order, each with its last report and allocation).
+ * Returns 0 or -1 (ENOMEM). */
+int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_client *const *clients, uint32_t nclients,
+                      struct scaf_buf *b);
+
+#endif

@@ -1,0 +1,89 @@
+/* scafd.h — the daemon's state: what main sets up, the loop's handlers change, and the end-of-batch step acts on (not an installed interface). */
+#ifndef SCAFD_SCAFD_H
+#define SCAFD_SCAFD_H
+
+#include "collect/capacity.h"
+#include "collect/lookout.h"
+#include "report/alloclog.h"
+#include "report/status.h"
+#include "transport/listener.h"
+#include "scaf/clock.h"
+#include "scaf/policy.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Hard ceiling for --max-clients: keeps a full status reply far below SCAF_STATUS_MAX. */
+#define SCAFD_MAX_CLIENTS_LIMIT 1024u
+
+struct scafd_opts {
+    char socket[SCAFD_SOCKPATH_MAX];
+    bool socket_is_default;  /* no --socket: the per-user search order gave it */
+    uint32_t cpus;           /* --cpus; 0 = detect */
+    double rate_hz;          /* referee rate */
+    double scoreboard_s;     /* -t; 0 = off */
+    const char *log_path;    /* --log; NULL = off */
+    double idle_exit_s;      /* 0 = never */
+    uint32_t max_clients;
+    uint32_t chunk;          /* --chunk; 0 = SMT width */
+    bool lookout;            /* false with --no-lookout */
+    double gang_quantum_s;   /* --gang-quantum; 0 = fixed teams that do not fit run unconfined */
+    bool shared;             /* --shared: socket mode 0666 */
+    int verbose;
+};
+
+struct scafd_conn;            /* transport/conn.c */
+struct scaf_client;           /* client.h */
+struct scaf_referee_client;   /* decide/referee.h */
+struct scaf_referee_alloc;
+
+struct scafd {
+    struct scafd_opts opt;
+    const struct scaf_policy *policy;
+    size_t policy_index;
+    struct scaf_capacity cap;
+    uint32_t chunk;
+    struct scaf_listener listener;
+    int epfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
+
+    /* connections (transport/conn.c) */
+    struct scafd_conn *conns;
+    uint32_t nconns; /* slots in conns[] */
+    uint32_t nopen;  /* connections that have not said HELLO */
+    uint32_t next_id;
+    struct scaf_client **clients; /* registered clients in arrival order (by id); nclients of them */
+    uint32_t nclients;
+
+    struct scaf_lookout lookout;
+
+    /* the pipeline's scratch, max_clients entries each, and the gangs' turns */
+    struct scaf_referee_client *rclients;
+    struct scaf_referee_alloc *rallocs;
+    uint32_t gang_slots; /* gangs taking turns now (0 or >= 2) */
+    uint32_t gang_turn;  /* whose turn: 0..gang_slots-1 */
+    struct scaf_alloclog log;
+
+    /* What the end-of-batch step has to do: set by the handlers, cleared by the step. */
+    bool referee_due;     /* the referee timer fired, or SIGUSR1 changed the policy */
+    bool members_changed; /* a client arrived or left */
+    bool log_due;         /* a client came or went since the last --log line */
+    bool welcomes_due;    /* a registered client waits for its WELCOME */
+    bool status_due;      /* a status reply waits: the pages are decoded for it */
+    bool stop;
+};
+
+/* The daemon-wide half of a status object, as of now. */
+static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *d)
+{
+    return (struct scaf_status_daemon){
+        .policy = d->policy->name,
+        .cpus = d->cap.cpus,
+        .available = d->lookout.available,
+        .foreign = d->lookout.foreign,
+        .rate_hz = d->opt.rate_hz,
+        .chunk = d->chunk,
+        .time = scaf_clock_s(CLOCK_REALTIME),
+    };
+}
+
+#endif

@@ -1,0 +1,503 @@
+/* conn.c — connections and clients: reading messages, HELLO, refusals, the replies that wait for the step, departures. */
+#include "conn.h"
+#include "wire.h"
+#include "../client.h"
+#include "../say.h"
+#include "../scafd.h"
+#include "../collect/lookout.h"
+#include "../collect/page.h"
+#include "../report/jsonbuf.h"
+#include "../report/status.h"
+#include "scaf/clock.h"
+#include "scaf/procfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Connections that have not said HELLO yet (status askers, slow handshakes) beyond the client table. */
+#define CONN_EXTRA 64u
+/* A peer that leaves a status reply unread this long is dropped. */
+#define CONN_OUTPUT_STALL_S 5.0
+/* A connection that has said nothing (no HELLO, no status request) this long is dropped. */
+#define CONN_OPEN_IDLE_S 30.0
+/* Epoll tags of connections: this bit, the generation, the slot. The loop's own tags are small numbers. */
+#define CONN_TAG (1ull << 63)
+
+enum conn_state {
+    CONN_FREE = 0,
+    CONN_OPEN,      /* connected, no HELLO yet: may ask for status */
+    CONN_WELCOMING, /* HELLO accepted, page made: its WELCOME goes out after this batch's referee turn */
+    CONN_CLIENT,    /* welcomed: owns a page and a share */
+};
+
+struct scafd_conn {
+    enum conn_state state;
+    int fd;
+    uint32_t gen; /* bumped on reuse, so stale epoll events for an old fd are ignored */
+
+    /* input: one message at a time; nothing is acted on until it is complete */
+    unsigned char in[sizeof(struct scaf_msg_hello)];
+    size_t inlen;
+    bool status_wanted; /* a STATUS_REQ waits for the end of the batch; input waits with it */
+
+    /* pending status reply (a peer that reads slowly) */
+    char *out;
+    size_t outlen, outoff;
+    double out_since;
+    double last_active; /* last event on this connection (monotonic seconds) */
+
+    int memfd; /* CONN_WELCOMING: the page's memfd, sent with the WELCOME and then closed; else -1 */
+    struct scaf_client client; /* CONN_WELCOMING and CONN_CLIENT */
+};
+
+static bool registered(const struct scafd_conn *c)
+{
+    return c->state == CONN_WELCOMING || c->state == CONN_CLIENT;
+}
+
+int scaf_conn_table_init(struct scafd *d)
+{
+    d->nconns = d->opt.max_clients + CONN_EXTRA;
+    d->conns = calloc(d->nconns, sizeof *d->conns);
+    d->clients = calloc(d->opt.max_clients, sizeof *d->clients);
+    if (!d->conns || !d->clients) {
+        scaf_conn_table_free(d);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        d->conns[i].fd = -1;
+        d->conns[i].memfd = -1;
+    }
+    return 0;
+}
+
+void scaf_conn_table_free(struct scafd *d)
+{
+    for (uint32_t i = 0; d->conns && i < d->nconns; i++) {
+        struct scafd_conn *c = &d->conns[i];
+        if (c->fd >= 0)
+            close(c->fd);
+        if (c->memfd >= 0)
+            close(c->memfd);
+        scaf_page_unmap(c->client.page);
+        free(c->out);
+    }
+    free(d->conns);
+    free(d->clients);
+    d->conns = NULL;
+    d->clients = NULL;
+    d->nconns = 0;
+    d->nclients = 0;
+}
+
+static uint64_t tag_of(const struct scafd *d, const struct scafd_conn *c)
+{
+    return CONN_TAG | ((uint64_t)(c->gen & 0x7fffffffu) << 32) | (uint64_t)(c - d->conns);
+}
+
+/* The connection a tag names, or NULL when that connection is gone (its slot may hold a new one). */
+static struct scafd_conn *from_tag(struct scafd *d, uint64_t tag)
+{
+    uint32_t slot = (uint32_t)tag, gen = (uint32_t)(tag >> 32) & 0x7fffffffu;
+
+    if (!(tag & CONN_TAG) || slot >= d->nconns)
+        return NULL;
+    if (d->conns[slot].state == CONN_FREE || (d->conns[slot].gen & 0x7fffffffu) != gen)
+        return NULL;
+    return &d->conns[slot];
+}
+
+/* "client 3 (pid 1234 ep)" or "connection (pid 1234)": who a log line is about. */
+static void who(const struct scafd_conn *c, char *buf, size_t len)
+{
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+
+    if (registered(c))
+        snprintf(buf, len, "client %u (pid %d %s)", c->client.id, (int)c->client.pid, c->client.name);
+    else if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid > 0)
+        snprintf(buf, len, "connection (pid %d)", (int)cred.pid);
+    else
+        snprintf(buf, len, "connection");
+}
+
+static void set_events(struct scafd *d, struct scafd_conn *c, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.u64 = tag_of(d, c)};
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Closes a connection. A client's departure only marks the membership changed: the end-of-batch
+ * step gives its share back, in this same loop turn. */
+static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
+{
+    bool was_client = registered(c);
+
+    if (c->state == CONN_FREE)
+        return;
+    /* Status askers come and go constantly: their closes are only worth a line at -vv. */
+    if (why && d->opt.verbose > (was_client ? 0 : 1)) {
+        char w[128];
+        who(c, w, sizeof w);
+        scaf_say("%s %s", w, why);
+    }
+    epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    if (c->memfd >= 0)
+        close(c->memfd);
+    c->memfd = -1;
+    free(c->out);
+    c->out = NULL;
+    c->outlen = c->outoff = 0;
+    c->inlen = 0;
+    c->status_wanted = false;
+    if (was_client) {
+        uint32_t k = 0;
+        while (k < d->nclients && d->clients[k] != &c->client)
+            k++;
+        if (k < d->nclients) {
+            memmove(&d->clients[k], &d->clients[k + 1], (d->nclients - k - 1) * sizeof d->clients[0]);
+            d->nclients--;
+        }
+        scaf_page_unmap(c->client.page);
+        c->client.page = NULL;
+        c->client.applied = false;
+        d->members_changed = true;
+    } else {
+        d->nopen--;
+    }
+    c->state = CONN_FREE;
+    c->gen++;
+}
+
+/* Answers REFUSE (if the peer's buffer takes it), logs one line, and drops the connection. */
+static void refuse(struct scafd *d, struct scafd_conn *c, const struct scaf_wire_refusal *why)
+{
+    char w[128];
+
+    who(c, w, sizeof w);
+    scaf_say("refused %s: %s", w, why->text);
+    scaf_wire_send_refuse(c->fd, why);
+    drop(d, c, NULL);
+}
+
+static void refuse_text(struct scafd *d, struct scafd_conn *c, uint32_t reason, const char *text)
+{
+    struct scaf_wire_refusal why = {.reason = reason};
+
+    snprintf(why.text, sizeof why.text, "%s", text);
+    refuse(d, c, &why);
+}
+
+/* Writes as much of the pending status reply as the socket takes; 0, or -1 if the peer was dropped. */
+static int flush_out(struct scafd *d, struct scafd_conn *c)
+{
+    while (c->outoff < c->outlen) {
+        ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* Stop reading until it drains; the stall timer drops it if it never does. */
+            set_events(d, c, EPOLLOUT);
+            return 0;
+        }
+        if (n < 0) {
+            drop(d, c, "went away before reading its status reply");
+            return -1;
+        }
+        c->outoff += (size_t)n;
+    }
+    free(c->out);
+    c->out = NULL;
+    c->outlen = c->outoff = 0;
+    set_events(d, c, EPOLLIN | EPOLLRDHUP);
+    return 0;
+}
+
+static void status_reply(struct scafd *d, struct scafd_conn *c)
+{
+    struct scaf_status_daemon sd = scafd_status_daemon(d);
+    struct scaf_buf b = {0};
+    struct scaf_msg_header h;
+
+    /* Reserve the header, then the JSON right after it: one buffer, one send. */
+    scaf_buf_printf(&b, "%*s", (int)sizeof h, "");
+    if (scaf_status_build(&sd, d->clients, d->nclients, &b) < 0 || b.len > SCAF_STATUS_MAX) {
+        scaf_buf_free(&b);
+        refuse_text(d, c, SCAF_REFUSE_INTERNAL, "cannot build the status reply");
+        return;
+    }
+    h = scaf_wire_status_header((uint32_t)b.len);
+    memcpy(b.p, &h, sizeof h);
+    c->out = b.p;
+    c->outlen = b.len;
+    c->outoff = 0;
+    c->out_since = scaf_clock_s(CLOCK_MONOTONIC);
+    (void)flush_out(d, c);
+}
+
+/* The process name: /proc/PID/comm (the kernel's, not the client's word), else the HELLO's. */
+static void client_name(struct scaf_client *cl, const char *hello_name)
+{
+    char buf[SCAF_NAME_MAX + 1] = "";
+
+    if (scaf_procfs_read_pid(cl->pid, "comm", buf, sizeof buf) < 0) {
+        memcpy(buf, hello_name, SCAF_NAME_MAX);
+        buf[SCAF_NAME_MAX - 1] = '\0';
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+    /* Control bytes would garble the scoreboard and stderr; JSON escaping handles the rest. */
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    snprintf(cl->name, sizeof cl->name, "%s", buf[0] ? buf : "?");
+}
+
+/* A complete HELLO: checks, then a page and a place in d->clients; the WELCOME waits for the step. */
+static void hello(struct scafd *d, struct scafd_conn *c)
+{
+    struct scaf_client *cl = &c->client;
+    struct scaf_wire_refusal why;
+    struct scaf_msg_hello m;
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    char text[SCAF_REFUSE_TEXT];
+    int memfd;
+
+    memcpy(&m, c->in, sizeof m);
+    if (scaf_wire_check_hello(&m, &why) < 0) {
+        refuse(d, c, &why);
+        return;
+    }
+    if (d->nclients >= d->opt.max_clients) {
+        snprintf(text, sizeof text, "client table full (%u clients, scafd --max-clients)", d->nclients);
+        refuse_text(d, c, SCAF_REFUSE_FULL, text);
+        return;
+    }
+    /* The kernel's word for who is calling, never the client's. */
+    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
+        refuse_text(d, c, SCAF_REFUSE_INTERNAL, "cannot identify the peer (SO_PEERCRED)");
+        return;
+    }
+    memset(cl, 0, sizeof *cl);
+    cl->pid = cred.pid;
+    memfd = scaf_page_create(d->cap.cpus, &cl->page);
+    if (memfd < 0) {
+        snprintf(text, sizeof text, "cannot create the shared page: %s", strerror(errno));
+        cl->page = NULL;
+        refuse_text(d, c, SCAF_REFUSE_INTERNAL, text);
+        return;
+    }
+    client_name(cl, m.name);
+    cl->max_threads = m.max_threads;
+    cl->hello_fixed = (m.flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
+    cl->id = ++d->next_id;
+    scaf_page_report_init(&cl->report, cl->max_threads);
+    scaf_lookout_client_start(&cl->lookout, cl->pid);
+    c->memfd = memfd;
+    c->state = CONN_WELCOMING;
+    d->nopen--;
+    d->clients[d->nclients++] = cl;
+    d->members_changed = true;
+    d->welcomes_due = true;
+    if (d->opt.verbose)
+        scaf_say("client %u (pid %d %s) arrived, max_threads %u%s", cl->id, (int)cl->pid, cl->name, cl->max_threads,
+                 cl->hello_fixed ? ", not malleable" : "");
+}
+
+/* Checks a complete header. Returns the message's full length, or 0 after refusing. */
+static uint32_t check_header(struct scafd *d, struct scafd_conn *c)
+{
+    struct scaf_wire_refusal why;
+    struct scaf_msg_header h;
+    uint32_t want;
+
+    memcpy(&h, c->in, sizeof h);
+    want = scaf_wire_check_header(&h, registered(c) ? c->client.id : 0, &why);
+    if (want == 0)
+        refuse(d, c, &why);
+    return want;
+}
+
+/* Reads until the socket is empty or a message needs the step, acting on each only once it is complete. */
+static void on_readable(struct scafd *d, struct scafd_conn *c)
+{
+    for (;;) {
+        size_t want = sizeof(struct scaf_msg_header);
+        ssize_t n;
+
+        if (c->inlen >= sizeof(struct scaf_msg_header)) {
+            struct scaf_msg_header h;
+            memcpy(&h, c->in, sizeof h);
+            want = h.length; /* already checked against the type's size */
+        }
+        n = recv(c->fd, c->in + c->inlen, want - c->inlen, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            char why[96];
+            if (n == 0 && c->inlen == 0)
+                snprintf(why, sizeof why, "%s", registered(c) ? "left" : "closed");
+            else if (n == 0)
+                snprintf(why, sizeof why, "closed in the middle of a message (%zu bytes)", c->inlen);
+            else
+                snprintf(why, sizeof why, "failed: %s", strerror(errno));
+            drop(d, c, why);
+            return;
+        }
+        c->inlen += (size_t)n;
+        if (c->inlen == sizeof(struct scaf_msg_header) && want == sizeof(struct scaf_msg_header)) {
+            if (check_header(d, c) == 0)
+                return;
+        }
+        if (c->inlen >= sizeof(struct scaf_msg_header)) {
+            struct scaf_msg_header h;
+            memcpy(&h, c->in, sizeof h);
+            if (c->inlen < h.length)
+                continue;
+            c->inlen = 0;
+            /* Either answer waits for the end of this batch; so does the rest of this peer's input. */
+            if (h.type == SCAF_MSG_HELLO) {
+                hello(d, c);
+            } else {
+                c->status_wanted = true;
+                d->status_due = true;
+            }
+            return;
+        }
+    }
+}
+
+void scaf_conn_event(struct scafd *d, uint64_t tag, uint32_t events)
+{
+    /* NULL: the connection was closed earlier in this batch (its slot may be reused). */
+    struct scafd_conn *c = from_tag(d, tag);
+
+    if (!c)
+        return;
+    c->last_active = scaf_clock_s(CLOCK_MONOTONIC);
+    /* A reply is due at the end of this batch: the input (level-triggered) is read after it. */
+    if (c->state == CONN_WELCOMING || c->status_wanted)
+        return;
+    if (c->out) {
+        /* Input waits until the reply has drained; a peer that hung up fails the send and is dropped. */
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) || flush_out(d, c) < 0 || c->out)
+            return;
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+        on_readable(d, c);
+}
+
+void scaf_conn_send_welcomes(struct scafd *d)
+{
+    if (!d->welcomes_due)
+        return;
+    d->welcomes_due = false;
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        struct scafd_conn *c = &d->conns[i];
+        int rc;
+
+        if (c->state != CONN_WELCOMING)
+            continue;
+        rc = scaf_wire_send_welcome(c->fd, c->client.id, d->cap.cpus, c->memfd);
+        /* The client maps the page from its own copy of the descriptor; ours is not needed any more. */
+        close(c->memfd);
+        c->memfd = -1;
+        if (rc < 0) {
+            drop(d, c, "could not be sent its WELCOME");
+            continue;
+        }
+        c->state = CONN_CLIENT;
+    }
+}
+
+void scaf_conn_send_status(struct scafd *d)
+{
+    if (!d->status_due)
+        return;
+    d->status_due = false;
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        struct scafd_conn *c = &d->conns[i];
+
+        if (c->state == CONN_FREE || !c->status_wanted)
+            continue;
+        c->status_wanted = false;
+        status_reply(d, c);
+    }
+}
+
+void scaf_conn_accept(struct scafd *d)
+{
+    /* Bounded, so a connection storm cannot starve the clients already here. */
+    for (int round = 0; round < 64; round++) {
+        struct epoll_event ev;
+        struct scafd_conn *c = NULL;
+        int fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                scaf_say("accept: %s", strerror(errno));
+            return;
+        }
+        for (uint32_t i = 0; i < d->nconns; i++)
+            if (d->conns[i].state == CONN_FREE) {
+                c = &d->conns[i];
+                break;
+            }
+        /* Connections that never say HELLO get a bounded pool beyond the client table. */
+        if (!c || d->nopen >= CONN_EXTRA + (d->opt.max_clients - d->nclients)) {
+            scaf_say("too many connections (%u clients, %u pending); closing a new one", d->nclients, d->nopen);
+            close(fd);
+            continue;
+        }
+        memset(&c->in, 0, sizeof c->in);
+        memset(&c->client, 0, sizeof c->client);
+        c->fd = fd;
+        c->inlen = 0;
+        c->status_wanted = false;
+        c->memfd = -1;
+        c->state = CONN_OPEN;
+        c->last_active = scaf_clock_s(CLOCK_MONOTONIC);
+        c->gen++;
+        ev = (struct epoll_event){.events = EPOLLIN | EPOLLRDHUP, .data.u64 = tag_of(d, c)};
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            scaf_say("epoll_ctl: %s", strerror(errno));
+            close(fd);
+            c->fd = -1;
+            c->state = CONN_FREE;
+            continue;
+        }
+        d->nopen++;
+    }
+}
+
+void scaf_conn_reap_stalled(struct scafd *d, double now)
+{
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        struct scafd_conn *c = &d->conns[i];
+        char w[128];
+
+        if (c->state == CONN_FREE)
+            continue;
+        if (c->out && now - c->out_since > CONN_OUTPUT_STALL_S) {
+            who(c, w, sizeof w);
+            scaf_say("dropping %s: it left its status reply unread for %.0f s", w, CONN_OUTPUT_STALL_S);
+            drop(d, c, NULL);
+        } else if (c->state == CONN_OPEN && now - c->last_active > CONN_OPEN_IDLE_S) {
+            /* A connection that never says HELLO must not hold a slot a client could use. */
+            who(c, w, sizeof w);
+            scaf_say("dropping %s: silent for %.0f s without HELLO", w, CONN_OPEN_IDLE_S);
+            drop(d, c, NULL);
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/* conn.h — scafd's connections: reading, HELLO, refusals, replies, departures (not an installed interface). */
+#ifndef SCAFD_CONN_H
+#define SCAFD_CONN_H
+
+struct scafd;
+
+#include <stdint.h>
+
+/* The connection table (max_clients plus a pool for peers that have not said HELLO) and d->clients[].
+ * Returns 0, or -1 with errno = ENOMEM. */
+int scaf_conn_table_init(struct scafd *d);
+void scaf_conn_table_free(struct scafd *d);
+
+/* The listening socket is readable: accepts what is pending, bounded per call. */
+void scaf_conn_accept(struct scafd *d);
+/* An epoll event whose tag is not one of the loop's own: ignored when that connection is gone. */
+void scaf_conn_event(struct scafd *d, uint64_t tag, uint32_t events);
+/* Drops peers that leave a reply unread or never say HELLO; called once a second. */
+void scaf_conn_reap_stalled(struct scafd *d, double now);
+
+/*
+ * The replies that wait for the end-of-batch step, so that they show what the
+ * referee made of this batch: WELCOME (the page already holds the first
+ * allocation), then status replies. A peer they cannot reach is dropped, which
+ * sets d->members_changed when it was a client.
+ */
+void scaf_conn_send_welcomes(struct scafd *d);
+void scaf_conn_send_status(struct scafd *d);
+
+#endif
