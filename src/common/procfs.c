@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Past this, a /proc file is not one scaf should be reading whole. */
+#define PROCFS_GROW_MAX (64u << 20)
+
 ssize_t scaf_procfs_read(const char *path, char *buf, size_t len)
 {
     size_t got = 0;
@@ -62,32 +65,26 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
 
 ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap)
 {
-    for (;;) {
-        ssize_t n;
+    size_t want = *buf && *cap >= 4096 ? *cap : 4096;
+    ssize_t n;
 
-        if (*cap < 4096 || !*buf) {
-            char *p = realloc(*buf, 4096);
+    for (;;) {
+        if (!*buf || want != *cap) {
+            char *p = want <= PROCFS_GROW_MAX ? realloc(*buf, want) : NULL;
             if (!p) {
-                errno = ENOMEM;
-                return -1;
+                errno = want <= PROCFS_GROW_MAX ? ENOMEM : EFBIG;
+                n = -1;
+                goto out;
             }
             *buf = p;
-            *cap = 4096;
+            *cap = want;
         }
         n = scaf_procfs_read(path, *buf, *cap);
         /* A full buffer may have cut the file: read it again, whole, into one twice the size. */
         if (n < 0 || (size_t)n < *cap - 1)
-            return n;
-        if (*cap >= (64u << 20)) {
-            errno = EFBIG;
-            return -1;
-        }
-        char *p = realloc(*buf, *cap * 2);
-        if (!p) {
-            errno = ENOMEM;
-            return -1;
-        }
-        *buf = p;
-        *cap *= 2;
+            goto out;
+        want = *cap * 2;
     }
+out:
+    return n;
 }
