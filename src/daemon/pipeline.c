@@ -84,28 +84,28 @@ static uint32_t gang_state(const struct scafd *d, uint32_t slot)
  * Returns whether any client's allocation changed. */
 static bool apply(struct scafd *d)
 {
-    uint32_t n = d->nclients;
+    uint32_t nclients = d->nclients;
     bool changed = false;
 
     d->gang_slots = 0;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < nclients; i++)
         if (d->rallocs[i].gang_slot > d->gang_slots)
             d->gang_slots = d->rallocs[i].gang_slot;
     if (d->gang_slots < 2)
         d->gang_slots = 0;
     if (d->gang_turn >= d->gang_slots)
         d->gang_turn = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < nclients; i++) {
         struct scaf_client *c = d->clients[i];
         const struct scaf_referee_alloc *a = &d->rallocs[i];
         bool differs = !c->applied || !same_alloc(&c->alloc, a);
 
-        if (differs || c->page_nclients != n)
-            scaf_page_write(c->page, a->threads, a->control, a->cpuset, n, d->cap.cpus);
+        if (differs || c->page_nclients != nclients)
+            scaf_page_write(c->page, a->threads, a->control, a->cpuset, nclients, d->cap.cpus);
         changed |= differs;
         c->alloc = *a;
         c->applied = true;
-        c->page_nclients = n;
+        c->page_nclients = nclients;
         scaf_page_write_gang(c->page, gang_state(d, a->gang_slot));
     }
     return changed;

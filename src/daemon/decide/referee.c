@@ -41,7 +41,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
 {
     uint32_t nclients = snap->nclients;
     struct scaf_policy_client *pc = NULL;
-    uint32_t *threads = NULL, *share = NULL, *idx = NULL;
+    uint32_t *given = NULL, *share = NULL, *idx = NULL; /* given: the policy's shares, before the clamp */
     uint64_t(*sets)[SCAF_CPUSET_WORDS] = NULL;
     double *coef = NULL;
     struct scaf_policy_input in;
@@ -55,12 +55,12 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     if (nclients == 0)
         return 0;
     pc = calloc(nclients, sizeof *pc);
-    threads = calloc(nclients, sizeof *threads);
+    given = calloc(nclients, sizeof *given);
     share = calloc(nclients, sizeof *share);
     idx = calloc(nclients, sizeof *idx);
     coef = calloc(nclients, sizeof *coef);
     sets = calloc(nclients, sizeof *sets);
-    if (!pc || !threads || !share || !idx || !coef || !sets) {
+    if (!pc || !given || !share || !idx || !coef || !sets) {
         errno = ENOMEM;
         goto out;
     }
@@ -87,11 +87,11 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         rest = nmall * chunk; /* oversubscribed already: one chunk each, no more */
     if (nmall > 0) {
         in = (struct scaf_policy_input){rest, chunk, nmall, pc};
-        if (policy->decide(&in, threads, coef) < 0)
+        if (policy->decide(&in, given, coef) < 0)
             goto out;
         for (uint32_t k = 0; k < nmall; k++) {
             /* Never more than the program could have seen, never none: whatever the policy returned. */
-            uint32_t s = threads[k];
+            uint32_t s = given[k];
             share[idx[k]] = s < 1 ? 1 : s > pc[k].max_threads ? pc[k].max_threads : s;
         }
     }
@@ -151,7 +151,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     rc = 0;
 out:
     free(pc);
-    free(threads);
+    free(given);
     free(share);
     free(idx);
     free(coef);
