@@ -1,9 +1,9 @@
 """Time the simulator on a 256-context, 32-program, 10-minute scenario at 4 Hz (2400 referee ticks).
 
-Not a test: prints seconds per configuration. The target (issue 5) is under
+Not a test: prints seconds per configuration. The target is under
 10 s for one configuration on the 2-core build machine.
 
-    build/venv/bin/python bench/sim_speed.py [--repeat 3]
+    build/venv/bin/python tools/experiments/sim_speed.py [--repeat 3]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
 from scaf.sim import engine, scenario
 
@@ -38,7 +38,7 @@ curve = {curve}
     text = f"""
 [scenario]
 name = "speed-256x32"
-description = "timing scenario for bench/sim_speed.py"
+description = "timing scenario for tools/experiments/sim_speed.py"
 max_time_s = 600.0
 
 [machine]

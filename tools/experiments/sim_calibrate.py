@@ -4,7 +4,7 @@ Runs the `unmodified` configuration of cg-lu-36 and three-way-64 for k on a
 grid and prints the k that minimises the squared log ratio to the original's
 12.5X and 31.5X, plus the best k for each scenario alone. Not a test.
 
-    build/venv/bin/python bench/sim_calibrate.py
+    build/venv/bin/python tools/experiments/sim_calibrate.py
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
 from scaf.sim import engine, scenario
 

@@ -6,7 +6,7 @@ twice per heap size and repetition, side by side: once with exactly one forced e
 region 1), once with experiments off (SCAF_EXPERIMENTS=0). The slowdown is region 1's time with the
 experiment over region 1's time without, from the same repetition. Not a test: prints a table.
 
-    build/venv/bin/python bench/experiment_cost.py [--heaps 10,1024] [--reps 3] [--threads 2]
+    build/venv/bin/python tools/experiments/experiment_cost.py [--heaps 10,1024] [--reps 3] [--threads 2]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
 from scaf import paths, proto
