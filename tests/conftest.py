@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf import paths, proto
+from scaf.lib import paths, proto
 
 SCAF = paths.build_dir() / "bin" / "scaf"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import SCAF, Daemon, short_tmpdir
-from scaf import paths, proto
+from scaf.lib import paths, proto
 
 # A real GNU OpenMP program that keeps opening small parallel regions, mostly
 # asleep between them, until a stop file appears (or 60 s pass).

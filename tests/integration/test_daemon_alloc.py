@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import ROOT, Daemon
-from scaf import paths, proto
+from scaf.lib import paths, proto
 
 # A real client process: registers, says "ready ID", then holds its connection until stdin closes.
 CLIENT_PY = r"""
 import ctypes, sys
 sys.path.insert(0, sys.argv[1])
-from scaf import proto
+from scaf.lib import proto
 name = sys.argv[4].encode()
 if name:
     ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME: what /proc/PID/comm shows

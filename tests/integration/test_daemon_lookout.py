@@ -9,7 +9,7 @@ from collections.abc import Callable
 import psutil
 import pytest
 from conftest import Daemon
-from scaf import proto
+from scaf.lib import proto
 
 
 def test_busy_loop_reduces_available(scafd_factory: Callable[..., Daemon]) -> None:

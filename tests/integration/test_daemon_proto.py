@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from scaf import proto
+from scaf.lib import proto
 
 FIELDS = sorted(proto.PAGE_OFFSETS)
 PROGRAM = (

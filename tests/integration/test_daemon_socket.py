@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import Daemon, daemon_binaries, short_tmpdir
-from scaf import paths, proto
+from scaf.lib import paths, proto
 
 SCAFD = str(paths.scafd())
 

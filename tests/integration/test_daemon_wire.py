@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon, daemon_binaries
-from scaf import proto
+from scaf.lib import proto
 
 BINARIES = daemon_binaries()
 IDS = ["plain" if i == 0 else "asan" for i in range(len(BINARIES))]

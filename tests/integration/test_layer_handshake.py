@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import layer_env, short_tmpdir
-from scaf import proto
+from scaf.lib import proto
 from test_layer import (
     MAXSEC,
     QUIET,

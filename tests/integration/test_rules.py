@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCAF, Daemon, layer_env
-from scaf import paths, rules
+from scaf.lib import paths, rules
 
 EP = str(paths.workload("ep"))
 

@@ -7,9 +7,9 @@ import random
 
 import numpy as np
 import pytest
-from scaf import paths, policy
-from scaf.sim import engine, oracle, scenario
-from scaf.sim.model import speedup_tables
+from scaf.lib import paths, policy
+from scaf.lib.sim import engine, oracle, scenario
+from scaf.lib.sim.model import speedup_tables
 
 pytestmark = pytest.mark.skipif(not paths.policy_lib().exists(), reason="libscaf_policy.so not built (make)")
 

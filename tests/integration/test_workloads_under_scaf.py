@@ -13,7 +13,7 @@ from typing import Self
 
 import pytest
 from conftest import Daemon, layer_env, parse_result
-from scaf import paths, proto
+from scaf.lib import paths, proto
 
 WORKLOADS = sorted(p.name for p in paths.workloads_dir().glob("*") if os.access(p, os.X_OK)) \
     if paths.workloads_dir().is_dir() else []

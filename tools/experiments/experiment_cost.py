@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf import paths, proto
+from scaf.lib import paths, proto
 
 
 def build_bigheap() -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
-from scaf.sim import engine, scenario
+from scaf.lib.sim import engine, scenario
 
 SCENARIOS = ("cg-lu-36", "three-way-64")
 
