@@ -17,14 +17,13 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf.lib import paths, proto
+from scaf.lib import paths
+from scaf.lib.daemon import DaemonError, PrivateDaemon
 
 
 def build_bigheap() -> Path:
@@ -35,20 +34,6 @@ def build_bigheap() -> Path:
         subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-O2", "-fopenmp", "-o", str(out), str(src)],
                        check=True)
     return out
-
-
-def start_daemon(sock: str) -> subprocess.Popen[bytes]:
-    d = subprocess.Popen([str(paths.scafd()), "--socket", sock, "--cpus", "4", "--no-lookout",
-                          "--policy", "equipartition"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            proto.status(sock, timeout=1)
-            return d
-        except proto.DaemonUnavailable:
-            time.sleep(0.02)
-    d.kill()
-    raise SystemExit("scafd did not start")
 
 
 def run(prog: Path, sock: str, heap: int, threads: int, experiment: bool) -> tuple[list[int], float | None]:
@@ -72,8 +57,13 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS (default 2)")
     args = ap.parse_args()
     prog = build_bigheap()
-    sock = os.path.join(tempfile.mkdtemp(prefix="scaf-b-", dir="/tmp"), "s.sock")
-    d = start_daemon(sock)
+    d = PrivateDaemon(["--cpus", "4", "--no-lookout", "--policy", "equipartition"], capture=False, prefix="scaf-b-")
+    try:
+        d.start()
+    except DaemonError:
+        d.cleanup()
+        raise SystemExit("scafd did not start") from None
+    sock = d.socket
     rows = []
     try:
         for heap in (int(h) for h in args.heaps.split(",")):
@@ -89,8 +79,8 @@ def main() -> int:
             rows.append((heap, statistics.median(forks), statistics.median(with_exp), statistics.median(without),
                          statistics.median(ratios)))
     finally:
-        d.terminate()
-        d.wait()
+        d.stop()
+        d.cleanup()
     print(f"experiment cost, bigheap (every region writes every page), {args.threads} threads, "
           f"median of {args.reps}, run side by side")
     print(f"{'heap MiB':>9} {'fork ms':>9} {'inst. w/ exp ms':>16} {'inst. w/o ms':>13} {'slowdown':>9}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaf.lib import paths, proto
+from scaf.lib.daemon import DaemonExited, DaemonTimeout, PrivateDaemon
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -115,7 +116,7 @@ class Demo:
     keep: bool
     dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="scaf-demo-", dir="/tmp"))
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    daemon: subprocess.Popen[bytes] | None = None
+    daemon: PrivateDaemon | None = None
 
     @property
     def socket(self) -> str:
@@ -146,23 +147,15 @@ class Demo:
         return env
 
     def start_daemon(self) -> None:
-        scafd = str(paths.scafd())
-        cmd = [scafd, "--socket", self.socket, "--policy", "equipartition", "--log", self.alloc_log]
-        with open(self.daemon_stderr, "wb") as err:
-            self.daemon = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                           env=self.env(scaf=False, serial=False), start_new_session=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.daemon.poll() is not None:
-                raise DemoFailed(f"the private daemon exited at start ({self.daemon.returncode}):\n"
-                                 + Path(self.daemon_stderr).read_text(errors="replace"))
-            try:
-                proto.status(self.socket, timeout=1)
-                return
-            except proto.DaemonUnavailable:
-                time.sleep(0.02)
-        raise DemoFailed("the private daemon did not answer within 10 s:\n"
-                         + Path(self.daemon_stderr).read_text(errors="replace"))
+        self.daemon = PrivateDaemon(["--policy", "equipartition", "--log", self.alloc_log],
+                                    socket=self.socket, env=self.env(scaf=False, serial=False),
+                                    stderr_path=self.daemon_stderr)
+        try:
+            self.daemon.start()
+        except DaemonExited as e:
+            raise DemoFailed(f"the private daemon exited at start ({e.returncode}):\n" + e.stderr) from None
+        except DaemonTimeout as e:
+            raise DemoFailed("the private daemon did not answer within 10 s:\n" + e.stderr) from None
 
     def trace_path(self, label: str) -> str:
         return os.path.join(self.dir, f"{label}.trace")
@@ -211,14 +204,8 @@ class Demo:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-        if self.daemon is not None and self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                self.daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.daemon.pid, signal.SIGKILL)
-                self.daemon.wait()
+        if self.daemon is not None:
+            self.daemon.stop()
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
 

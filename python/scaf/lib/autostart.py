@@ -6,11 +6,10 @@ import contextlib
 import fcntl
 import os
 import stat
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from scaf.lib import paths, proto
+from scaf.lib import daemon, paths, proto
 from scaf.lib.launch import strip_layer
 
 # sun_path holds 108 bytes including the terminating NUL.
@@ -93,81 +92,6 @@ def _start_lock(sock: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _spawn_detached(argv: list[str], log: str) -> int:
-    """Start argv as a daemon: own session, stdin /dev/null, output to LOG, reparented to init.
-
-    The double fork means the daemon is never our zombie, even when it idles
-    out while `scaf run` still waits for its program. Returns the daemon's pid.
-    """
-    env = dict(os.environ)
-    # A daemon is no OpenMP client: keep a nested `scaf run`'s layer out of it.
-    if "LD_PRELOAD" in env:
-        env["LD_PRELOAD"] = strip_layer(env["LD_PRELOAD"])
-        if not env["LD_PRELOAD"]:
-            del env["LD_PRELOAD"]
-    logfd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-    rd, wr = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - runs in the forked child
-        code = 0
-        try:
-            os.close(rd)
-            os.setsid()
-            pid = os.fork()
-            if pid == 0:
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                os.dup2(logfd, 1)
-                os.dup2(logfd, 2)
-                os.closerange(3, 65536)
-                try:
-                    os.execve(argv[0], argv, env)
-                finally:
-                    os._exit(127)
-            os.write(wr, str(pid).encode())
-        except BaseException:  # noqa: BLE001 - a forked child must _exit, never unwind into the caller
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(wr)
-    os.close(logfd)
-    try:
-        data = b""
-        while chunk := os.read(rd, 64):
-            data += chunk
-    finally:
-        os.close(rd)
-        os.waitpid(child, 0)
-    if not data:
-        raise StartError("could not fork a daemon process")
-    return int(data)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # Reparented to init, a dead daemon can linger as a zombie for a moment.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
-def _tail(path: str, limit: int = 2000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - limit))
-            return f.read().decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
 def ensure_daemon(sock: str, timeout: float = 10.0) -> Started | None:
     """Make sure a daemon answers on SOCK; start one (idle-exit) if none does.
 
@@ -190,45 +114,36 @@ def ensure_daemon(sock: str, timeout: float = 10.0) -> Started | None:
     except OSError as e:
         raise StartError(f"cannot create the socket's directory {parent}: {e.strerror}") from e
     log = log_path(sock)
+    env = dict(os.environ)
+    # A daemon is no OpenMP client: keep a nested `scaf run`'s layer out of it.
+    if "LD_PRELOAD" in env:
+        env["LD_PRELOAD"] = strip_layer(env["LD_PRELOAD"])
+        if not env["LD_PRELOAD"]:
+            del env["LD_PRELOAD"]
     with _start_lock(sock):
         # Someone may have started one while we waited for the lock.
         if answers(sock) is not None:
             return None
+        d = daemon.PrivateDaemon(["--idle-exit", str(IDLE_EXIT_S)], binary=scafd, socket=sock, env=env,
+                                 stderr_path=log, detached=True, timeout=timeout)
         try:
-            pid = _spawn_detached([str(scafd), "--socket", sock, "--idle-exit", str(IDLE_EXIT_S)], log)
+            st = d.start()
         except OSError as e:
             raise StartError(f"cannot start {scafd}: {e.strerror or e}") from e
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            st = answers(sock, timeout=1.0)
-            if st is not None:
-                if st.get("daemon_pid") == pid:
-                    return Started(sock, pid, log)
-                return None  # another daemon won (one started without our lock)
-            if not _alive(pid):
-                # scafd refuses a socket that a live daemon holds: ask again before failing.
-                if answers(sock) is not None:
-                    return None
-                detail = _tail(log)
-                raise StartError(
-                    f"the daemon exited at start (see {log})" + (f":\n{detail}" if detail else "")
-                )
-            time.sleep(0.02)
-        with contextlib.suppress(OSError):
-            os.kill(pid, 15)
-        raise StartError(f"the daemon (pid {pid}) did not answer on {sock} within {timeout:.0f} s (see {log})")
-
-
-def stop_pid(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM a daemon we do not parent, then SIGKILL if it lingers."""
-    try:
-        os.kill(pid, 15)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.02)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 9)
-
+        except RuntimeError as e:
+            raise StartError(str(e)) from e
+        except daemon.DaemonExited:
+            # scafd refuses a socket that a live daemon holds: ask again before failing.
+            if answers(sock) is not None:
+                return None
+            detail = daemon.tail(log, 2000).strip()
+            raise StartError(
+                f"the daemon exited at start (see {log})" + (f":\n{detail}" if detail else "")
+            ) from None
+        except daemon.DaemonTimeout:
+            raise StartError(
+                f"the daemon (pid {d.pid}) did not answer on {sock} within {timeout:.0f} s (see {log})"
+            ) from None
+        if st.get("daemon_pid") == d.pid:
+            return Started(sock, d.pid, log)
+        return None  # another daemon won (one started without our lock)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -16,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scaf.lib import paths, proto
+from scaf.lib import daemon, paths
 
 # Variables that would change what a configuration means; the bench sets them itself.
 STRIPPED_ENV = (
@@ -295,73 +294,59 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
 
 
 class PrivateDaemon:
-    """A scafd of our own on a temporary socket, for one run; always stopped by stop()."""
+    """A scafd of our own on a temporary socket for one run, started like the bench's programs
+    (own process group, the bench's CPU set and tag); always stopped by stop()."""
 
     def __init__(self, policy: str, cpus: list[int] | None, ncpus: int | None, log: Path,
                  extra: list[str], tag: str):
         binary = paths.scafd()
         if not binary.exists():
             raise BenchError(f"{binary} is not built (run `make`)")
-        self.dir = tempfile.mkdtemp(prefix="scaf-b-", dir="/tmp")
-        self.socket = os.path.join(self.dir, "scafd.sock")
-        self.log = log
-        self.stderr_path = os.path.join(self.dir, "scafd.stderr")
-        argv = [str(binary), "--socket", self.socket, "--policy", policy, "--log", str(log)]
+        args = ["--policy", policy, "--log", str(log)]
         if ncpus:
-            argv += ["--cpus", str(ncpus)]
-        argv += extra
-        self.argv = argv
-        env = base_env(tag)
+            args += ["--cpus", str(ncpus)]
+        args += extra
+        self.log = log
+        self.daemon = daemon.PrivateDaemon(
+            args, binary=binary, env=base_env(tag), prefix="scaf-b-",
+            spawn=lambda argv, env, out: spawn(argv, env, cpus, stdout=out, stderr=out))
+        self.socket = self.daemon.socket
+        self.argv = self.daemon.argv
         try:
-            with open(self.stderr_path, "wb") as err:
-                self.proc = spawn(argv, env, cpus, stdout=err, stderr=err)
+            self.daemon.start()
+        except daemon.DaemonExited as e:
+            self._discard()
+            raise BenchError(f"scafd exited with status {e.returncode}: {e.stderr.strip()}") from None
+        except daemon.DaemonTimeout as e:
+            self._discard()
+            raise BenchError(f"scafd did not answer on {self.socket} within 10 s: {e.stderr.strip()}") from None
         except BaseException:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            raise
-        try:
-            self._wait_ready()
-        except BaseException:
-            # Interrupted or failed while starting: nobody else knows this daemon yet.
-            self.stop()
+            # Interrupted while starting: nobody else knows this daemon yet.
+            self._discard()
             raise
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 10
-        while True:
-            if self.proc.poll() is not None:
-                raise BenchError(f"scafd exited with status {self.proc.returncode}: {self.stderr().strip()}")
-            try:
-                proto.status(self.socket, timeout=1)
-                return
-            except proto.DaemonUnavailable:
-                if time.monotonic() > deadline:
-                    raise BenchError(f"scafd did not answer on {self.socket} within 10 s: "
-                                     f"{self.stderr().strip()}") from None
-                time.sleep(0.02)
+    def _discard(self) -> None:
+        if self.daemon.proc is not None:
+            kill_group(self.daemon.proc)
+        self.daemon.cleanup()
 
     def stderr(self) -> str:
-        try:
-            return Path(self.stderr_path).read_text(errors="replace")
-        except OSError:
-            return ""
+        return self.daemon.stderr()
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.daemon.alive()
 
     def stop(self) -> dict:
         """Stops the daemon; returns its exit status and the tail of its messages."""
         was_alive = self.alive()
         if was_alive:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        kill_group(self.proc)
-        info = {"argv": self.argv, "returncode": self.proc.returncode,
+            self.daemon.stop(timeout=5)
+        assert self.daemon.proc is not None
+        kill_group(self.daemon.proc)
+        info = {"argv": self.argv, "returncode": self.daemon.returncode(),
                 "alive_at_end": was_alive, "stderr_tail": self.stderr()[-600:]}
         # The folder is ours alone (mkdtemp): socket, lock file, messages all go with it.
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.daemon.cleanup()
         return info
 
 
