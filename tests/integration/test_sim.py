@@ -118,14 +118,14 @@ def test_greedy_stops_where_curves_fall() -> None:
     assert oracle.greedy(falling[:, :3], [2, 2], 1, 1) == [1, 1]  # more clients than contexts
 
 
-def test_policy_caller_matches_scaf_policy_allocate() -> None:
+def test_policy_batch_matches_policy_allocate() -> None:
     rng = random.Random(5)
     for name in ("speedup", "equipartition"):
         for _ in range(200):
             n = rng.randint(1, 9)
             contexts = rng.choice([4, 8, 16, 37, 64])
             chunk = rng.choice([1, 1, 2])
-            caller = engine._PolicyCaller(name, contexts, chunk, n)
+            batch = policy.Batch(name, contexts, chunk, n)
             maxthr = np.array([rng.randint(1, contexts) for _ in range(n)])
             prev = np.array([rng.choice([0, rng.randint(1, contexts)]) for _ in range(n)])
             rep = np.array([rng.choice([0, 1, rng.randint(2, contexts)]) for _ in range(n)])
@@ -133,7 +133,10 @@ def test_policy_caller_matches_scaf_policy_allocate() -> None:
             meas = (eff >= 0).astype(np.int32)
             mall = np.array([rng.choice([1, 1, 0]) for _ in range(n)], dtype=np.int32)
             pc = np.array([rng.choice([0.0, rng.random() * 5]) for _ in range(n)])
-            got_t, got_c = caller(np.arange(n), maxthr, prev, rep, eff, meas, mall, pc)
+            v = batch.clients[:n]
+            v["max_threads"], v["prev"], v["report_threads"], v["efficiency"] = maxthr, prev, rep, eff
+            v["measured"], v["malleable"], v["prev_coef"] = meas, mall, pc
+            got_t, got_c = batch.run(n)
             clients = [policy.Client(report_threads=int(rep[i]), efficiency=float(eff[i]), prev=int(prev[i]),
                                      max_threads=int(maxthr[i]), prev_coef=float(pc[i]), measured=bool(meas[i]),
                                      malleable=bool(mall[i])) for i in range(n)]

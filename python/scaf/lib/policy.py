@@ -18,6 +18,9 @@ Stable API (the simulator and `scaf allocate` depend on it)::
   model a daemon over time.
 - ``speedup_model(contexts, clients, chunk=1) -> (coef, exact)``: the speedup model
   before rounding and damping (exact real-valued shares).
+- ``Batch(policy, contexts, chunk=1, capacity=1)``: the same decision many times over
+  a client array built once and filled through a numpy view (``.clients``), then
+  ``.run(k)`` for its first k entries; for callers that decide thousands of times.
 - ``intpart(exact, total, chunk=1, caps=None) -> list[int]`` and
   ``targets(...) -> list[float]``: the chunked integer partition and the real targets it
   rounds (see include/scaf/policy.h for the rules).
@@ -34,8 +37,12 @@ import ctypes
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scaf.lib import paths
+
+if TYPE_CHECKING:
+    import numpy as np
 
 UINT32_MAX = 0xFFFFFFFF
 
@@ -258,6 +265,47 @@ def targets(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[i
         raise ValueError("intpart refused the input")
     return [float(out[i]) for i in range(len(exact))]
 
+
+
+class Batch:
+    """Many decisions of one policy over a client array built once, for callers that decide thousands of times.
+
+    allocate() builds a ctypes array per call. A Batch holds one array of
+    `capacity` struct scaf_policy_client (this module's own mirror, layout
+    checked at load) and `clients`, a numpy structured view on the same
+    memory with one field per struct member (max_threads, prev,
+    report_threads, efficiency (-1.0 = unknown), measured, malleable,
+    prev_coef): fill its first k entries, then run(k). The simulator does;
+    tests/integration/test_sim.py checks that run() gives exactly what
+    allocate() gives.
+    """
+
+    def __init__(self, policy: str, contexts: int, chunk: int = 1, capacity: int = 1) -> None:
+        import numpy as np
+
+        names = policy_names()
+        if policy not in names:
+            raise ValueError(f"policy {policy!r} is not in libscaf_policy.so ({', '.join(names)})")
+        self._lib = _load()
+        n = max(capacity, 1)
+        self._arr = (_CClient * n)()
+        cc = _CClient
+        dtype = np.dtype({"names": [f for f, _ in cc._fields_], "formats": [np.dtype(t) for _, t in cc._fields_],
+                          "offsets": [getattr(cc, f).offset for f, _ in cc._fields_], "itemsize": ctypes.sizeof(cc)})
+        self.clients = np.frombuffer((ctypes.c_char * ctypes.sizeof(self._arr)).from_buffer(self._arr), dtype=dtype)
+        self._threads = (ctypes.c_uint32 * n)()
+        self._coef = (ctypes.c_double * n)()
+        self._threads_view = np.ctypeslib.as_array(self._threads)
+        self._coef_view = np.ctypeslib.as_array(self._coef)
+        self.policy = policy
+        self._name = policy.encode()
+        self.contexts, self.chunk = contexts, chunk
+
+    def run(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Decide for the first K clients: (threads per client, model coefficient per client), copies."""
+        if self._lib.scaf_policy_run(self._name, self.contexts, self.chunk, k, self._arr, self._threads, self._coef):
+            raise OSError(ctypes.get_errno(), f"scaf_policy_run({self.policy}) refused the input")
+        return self._threads_view[:k].copy(), self._coef_view[:k].copy()
 
 # Check the layout as soon as the module is imported, when the library is there;
 # a missing library is reported by the first call instead, so that `scaf --help` works.

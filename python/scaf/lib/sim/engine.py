@@ -59,276 +59,294 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _PolicyCaller:
-    """Calls the real policy once per decision, through scaf.policy's binding of libscaf_policy.so.
-
-    scaf.policy.allocate() builds a ctypes array per call; the simulator makes
-    thousands of calls, so it builds the same struct array once (scaf.policy's
-    own mirror of struct scaf_policy_client, layout checked at load) and
-    refills it through a numpy view. tests/integration/test_sim.py checks that
-    this gives exactly what allocate() gives.
-    """
-
-    def __init__(self, name: str, contexts: int, chunk: int, nmax: int):
-        import ctypes
-
-        import numpy as np
-
-        from scaf.lib import policy
-
-        if name not in policy.policy_names():
-            raise ValueError(f"policy {name!r} is not in libscaf_policy.so ({', '.join(policy.policy_names())})")
-        self.lib = policy._load()
-        n = max(nmax, 1)
-        self.arr = (policy._CClient * n)()
-        cc = policy._CClient
-        dtype = np.dtype({"names": [f for f, _ in cc._fields_], "formats": [np.dtype(t) for _, t in cc._fields_],
-                          "offsets": [getattr(cc, f).offset for f, _ in cc._fields_], "itemsize": ctypes.sizeof(cc)})
-        # A structured numpy view on the same memory, laid out from scaf.policy's own mirror.
-        self.view = np.frombuffer((ctypes.c_char * ctypes.sizeof(self.arr)).from_buffer(self.arr), dtype=dtype)
-        self.threads = (ctypes.c_uint32 * n)()
-        self.coef = (ctypes.c_double * n)()
-        self.t_view = np.ctypeslib.as_array(self.threads)
-        self.c_view = np.ctypeslib.as_array(self.coef)
-        self.name = name.encode()
-        self.contexts, self.chunk = contexts, chunk
-
-    def __call__(self, idx: np.ndarray, maxthr: np.ndarray, prev: np.ndarray, rep: np.ndarray,
-                 eff: np.ndarray, measured: np.ndarray, mall: np.ndarray, prev_coef: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-        import ctypes
-
-        k = len(idx)
-        v = self.view[:k]
-        v["max_threads"] = maxthr[idx]
-        v["prev"] = prev[idx]
-        v["report_threads"] = rep[idx]
-        v["efficiency"] = eff[idx]
-        v["measured"] = measured[idx]
-        v["malleable"] = mall[idx]
-        v["prev_coef"] = prev_coef[idx]
-        if self.lib.scaf_policy_run(self.name, self.contexts, self.chunk, k, self.arr, self.threads, self.coef):
-            raise OSError(ctypes.get_errno(), f"scaf_policy_run({self.name.decode()}) refused the input")
-        return self.t_view[:k].copy(), self.c_view[:k].copy()
-
-
 def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, record: bool = True,
              label: str | None = None) -> Result:
     """Run one configuration to the end (every program finished, or the horizon)."""
-    import numpy as np
+    return Simulation(sc, config, partition=partition, record=record).run(label)
 
-    if config not in (*CONFIGS, "fixed") or config == "oracle-static":
-        raise ValueError(f"simulate() runs unmodified, equipartition, speedup, oracle-dynamic or fixed, not {config!r}")
-    progs = sc.programs
-    P = len(progs)
-    mach = sc.machine
-    N = mach.contexts
-    chunk = mach.granule
-    tick = 1.0 / mach.rate_hz
-    H = sc.horizon()
-    tau = sc.feedback.tau_s
 
-    arr = np.array([p.arrival_s for p in progs])
-    work = np.array([p.work_s for p in progs])
-    region = np.array([p.region_s for p in progs])
-    T = np.array([sc.team(p) for p in progs], dtype=np.int64)
-    mall = np.array([p.malleable for p in progs])
-    noise = np.array([p.noise for p in progs])
-    kslow = np.array([mach.oversub_slowdown if p.oversub_slowdown is None else p.oversub_slowdown for p in progs])
-    tab = speedup_tables(sc)
-    if partition is not None and len(partition) != P:
-        raise ValueError(f"partition has {len(partition)} entries for {P} programs")
+class Simulation:
+    """One configuration of one scenario, stepped from event to event.
 
-    done = np.zeros(P)
-    fin = np.full(P, np.nan)
-    present = np.zeros(P, dtype=bool)
-    team = np.zeros(P, dtype=np.int64)  # threads the program runs now
-    alloc = np.zeros(P, dtype=np.int64)  # the controller's decision
-    cpus = np.full(P, N, dtype=np.int64)  # cpuset size of a program that is not malleable
-    pend = np.zeros(P, dtype=bool)  # malleable, waiting for a region boundary to adopt alloc
-    est = np.full(P, np.nan)  # the filtered efficiency report (the page's value)
-    est_p = np.zeros(P, dtype=np.int64)
-    armed = np.full(P, np.inf)  # work done at which the first estimate exists
-    prev = np.zeros(P, dtype=np.int64)
-    prev_coef = np.zeros(P)
-    noise_now = np.zeros(P)
-    mp_time = 0.0
-    mp_work = np.zeros(P)
-    mp_present = np.zeros(P)
-    rng = np.random.default_rng(sc.seed)
+    Programs are indexed 0..P-1 in scenario order; every per-program quantity
+    is an array over them, so that a step costs a few numpy operations
+    whatever P is. The attributes below are the whole state between steps.
+    """
 
-    order = sorted(range(P), key=lambda j: (progs[j].arrival_s, j))
-    rank = np.empty(P, dtype=np.int64)
-    rank[order] = np.arange(P)  # the daemon lists clients in arrival order
-    ai = 0
-    caller = _PolicyCaller(config, N, chunk, P) if config in POLICY_CONFIGS else None
-    greedy_cache: dict[tuple[int, ...], list[int]] = {}
-    rates_fixed = oracle.rate_table(sc, tab) if config == "oracle-dynamic" else None
-    caps = oracle.caps(sc)
+    def __init__(self, sc: Scenario, config: str, *, partition: list[int] | None = None,
+                 record: bool = True) -> None:
+        import numpy as np
 
-    rec_t: list[float] = []
-    rec_team: list[np.ndarray] = []
-    rec_alloc: list[np.ndarray] = []
-    rec_est: list[np.ndarray] = []
-    rec_rate: list[np.ndarray] = []
+        if config not in (*CONFIGS, "fixed") or config == "oracle-static":
+            raise ValueError(f"simulate() runs unmodified, equipartition, speedup, oracle-dynamic or fixed, not {config!r}")
+        progs = sc.programs
+        n = len(progs)
+        mach = sc.machine
+        if partition is not None and len(partition) != n:
+            raise ValueError(f"partition has {len(partition)} entries for {n} programs")
+        self.sc = sc
+        self.config = config
+        self.partition = partition
+        self.record = record
+        self.n = n
+        # The machine and the controller.
+        self.cpus = mach.contexts  # N, the contexts the controller hands out
+        self.chunk = mach.granule
+        self.tick = 1.0 / mach.rate_hz
+        self.horizon = sc.horizon()
+        self.tau = sc.feedback.tau_s
+        # What each program is (constant over the run).
+        self.arrival = np.array([p.arrival_s for p in progs])
+        self.work = np.array([p.work_s for p in progs])  # serial seconds to do
+        self.region = np.array([p.region_s for p in progs])  # serial seconds per parallel region
+        self.max_threads = np.array([sc.team(p) for p in progs], dtype=np.int64)  # the team it starts with
+        self.malleable = np.array([p.malleable for p in progs])
+        self.noise = np.array([p.noise for p in progs])
+        self.oversub = np.array([mach.oversub_slowdown if p.oversub_slowdown is None else p.oversub_slowdown
+                                 for p in progs])
+        self.curves = speedup_tables(sc)
+        # Where each program is.
+        self.done = np.zeros(n)  # serial work done
+        self.finish = np.full(n, np.nan)
+        self.present = np.zeros(n, dtype=bool)
+        self.team = np.zeros(n, dtype=np.int64)  # threads the program runs now
+        self.share = np.zeros(n, dtype=np.int64)  # the controller's decision
+        self.cpuset = np.full(n, self.cpus, dtype=np.int64)  # cpuset size of a program that is not malleable
+        self.pending = np.zeros(n, dtype=bool)  # malleable, waiting for a region boundary to adopt share
+        self.estimate = np.full(n, np.nan)  # the filtered efficiency report (the page's value)
+        self.estimate_team = np.zeros(n, dtype=np.int64)  # the team the estimate was measured at
+        self.armed = np.full(n, np.inf)  # work done at which the first estimate exists
+        self.prev = np.zeros(n, dtype=np.int64)
+        self.prev_coef = np.zeros(n)
+        self.noise_now = np.zeros(n)
+        # Sums over the time two or more programs shared the machine.
+        self.mp_time = 0.0
+        self.mp_work = np.zeros(n)
+        self.mp_present = np.zeros(n)
+        self.rng = np.random.default_rng(sc.seed)
+        self.order = sorted(range(n), key=lambda j: (progs[j].arrival_s, j))
+        self.rank = np.empty(n, dtype=np.int64)
+        self.rank[self.order] = np.arange(n)  # the daemon lists clients in arrival order
+        self.arrived = 0  # how many of self.order have arrived
+        # The deciders.
+        self.batch = None
+        if config in POLICY_CONFIGS:
+            from scaf.lib import policy
 
-    def decide() -> None:
-        idx = np.flatnonzero(present)
+            self.batch = policy.Batch(config, self.cpus, self.chunk, n)
+        self.greedy_cache: dict[tuple[int, ...], list[int]] = {}
+        self.rates_fixed = oracle.rate_table(sc, self.curves) if config == "oracle-dynamic" else None
+        self.caps = oracle.caps(sc)
+        # The clock.
+        self.t = 0.0
+        self.tick_k = 0
+        self.steps = 0
+        self.decisions = 0
+        self.event = True
+        self.rec_t: list[float] = []
+        self.rec_team: list[np.ndarray] = []
+        self.rec_share: list[np.ndarray] = []
+        self.rec_estimate: list[np.ndarray] = []
+        self.rec_rate: list[np.ndarray] = []
+
+    def decide(self) -> None:
+        """One decision of the controller for the programs present, in the daemon's client order."""
+        import numpy as np
+
+        idx = np.flatnonzero(self.present)
         if not len(idx):
             return
-        idx = idx[np.argsort(rank[idx], kind="stable")]
-        if config == "unmodified":
-            out = T[idx]
-        elif config == "fixed":
-            out = np.array([partition[j] for j in idx], dtype=np.int64)  # type: ignore[index]
-        elif config == "oracle-dynamic":
+        idx = idx[np.argsort(self.rank[idx], kind="stable")]
+        if self.config == "unmodified":
+            out = self.max_threads[idx]
+        elif self.config == "fixed":
+            out = np.array([self.partition[j] for j in idx], dtype=np.int64)  # type: ignore[index]
+        elif self.config == "oracle-dynamic":
             key = tuple(int(j) for j in idx)
-            if key not in greedy_cache:
-                greedy_cache[key] = oracle.greedy(rates_fixed[idx], [caps[j] for j in idx], N, chunk)  # type: ignore[index]
-            out = np.array(greedy_cache[key], dtype=np.int64)
+            if key not in self.greedy_cache:
+                self.greedy_cache[key] = oracle.greedy(self.rates_fixed[idx], [self.caps[j] for j in idx],  # type: ignore[index]
+                                                       self.cpus, self.chunk)
+            out = np.array(self.greedy_cache[key], dtype=np.int64)
         else:
-            known = ~np.isnan(est)
-            out, coef = caller(idx, T, prev, np.where(known, est_p, 0), np.where(known, est, -1.0),
-                               known.astype(np.int32), mall.astype(np.int32), prev_coef)  # type: ignore[misc]
+            out, coef = self._policy(idx)
             out = np.asarray(out, dtype=np.int64)
-            prev_coef[idx] = coef
-        alloc[idx] = out
-        prev[idx] = out
-        if config != "unmodified":
-            cpus[idx] = np.where(mall[idx], N, out)  # affinity applies at once
-        if not sc.feedback.lazy or len(idx) >= 2:
-            fresh = idx[np.isinf(armed[idx])]
+            self.prev_coef[idx] = coef
+        self.share[idx] = out
+        self.prev[idx] = out
+        if self.config != "unmodified":
+            self.cpuset[idx] = np.where(self.malleable[idx], self.cpus, out)  # affinity applies at once
+        if not self.sc.feedback.lazy or len(idx) >= 2:
+            fresh = idx[np.isinf(self.armed[idx])]
             # An estimate needs one whole region after the next boundary (the experiment).
-            nb = np.ceil(done[fresh] / region[fresh] - EPS) * region[fresh]
-            armed[fresh] = nb + region[fresh]
+            nb = np.ceil(self.done[fresh] / self.region[fresh] - EPS) * self.region[fresh]
+            self.armed[fresh] = nb + self.region[fresh]
 
-    def rates() -> np.ndarray:
-        demand = np.where(mall, team, np.minimum(T, cpus)) * present
+    def _policy(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The real policy's decision for clients IDX, fed what the daemon would feed it."""
+        import numpy as np
+
+        assert self.batch is not None
+        known = ~np.isnan(self.estimate)
+        k = len(idx)
+        v = self.batch.clients[:k]
+        v["max_threads"] = self.max_threads[idx]
+        v["prev"] = self.prev[idx]
+        v["report_threads"] = np.where(known, self.estimate_team, 0)[idx]
+        v["efficiency"] = np.where(known, self.estimate, -1.0)[idx]
+        v["measured"] = known.astype(np.int32)[idx]
+        v["malleable"] = self.malleable.astype(np.int32)[idx]
+        v["prev_coef"] = self.prev_coef[idx]
+        return self.batch.run(k)
+
+    def rates(self) -> np.ndarray:
+        """Each program's progress rate now (serial seconds per second)."""
+        import numpy as np
+
+        mall, present, cpus, cpuset, kslow = self.malleable, self.present, self.cpus, self.cpuset, self.oversub
+        demand = np.where(mall, self.team, np.minimum(self.max_threads, cpuset)) * present
         R = float(demand.sum())
-        g = N / R if R > N else 1.0
-        s = interp_rows(tab, demand * g)
-        pen = 1.0 / (1.0 + kslow * max(R / N - 1.0, 0.0))
-        inner = np.where(~mall & (T > cpus), 1.0 / (1.0 + kslow * (T / np.maximum(cpus, 1) - 1.0)), 1.0)
+        g = cpus / R if R > cpus else 1.0
+        s = interp_rows(self.curves, demand * g)
+        pen = 1.0 / (1.0 + kslow * max(R / cpus - 1.0, 0.0))
+        inner = np.where(~mall & (self.max_threads > cpuset),
+                         1.0 / (1.0 + kslow * (self.max_threads / np.maximum(cpuset, 1) - 1.0)), 1.0)
         return s * pen * inner * present
 
-    t = 0.0
-    tick_k = 0
-    steps = decisions = 0
-    event = True
-    while True:
-        if ai < P and not present.any() and arr[order[ai]] > t + EPS:
+    def _record(self, team: np.ndarray, share: np.ndarray, estimate: np.ndarray, rate: np.ndarray) -> None:
+        self.rec_t.append(self.t)
+        self.rec_team.append(team)
+        self.rec_share.append(share)
+        self.rec_estimate.append(estimate)
+        self.rec_rate.append(rate)
+
+    def step(self) -> bool:
+        """Advance to the next event (arrival, tick, region boundary, finish, horizon); False at the end."""
+        import numpy as np
+
+        n, order, arrival = self.n, self.order, self.arrival
+        present, mall, team, share, region, done = (self.present, self.malleable, self.team, self.share,
+                                                    self.region, self.done)
+        if self.arrived < n and not present.any() and arrival[order[self.arrived]] > self.t + EPS:
             # Nobody to run until the next arrival: skip the idle ticks.
-            if record:
-                rec_t.append(t)
-                rec_team.append(np.zeros(P, dtype=np.int64))
-                rec_alloc.append(np.zeros(P, dtype=np.int64))
-                rec_est.append(np.full(P, np.nan))
-                rec_rate.append(np.zeros(P))
-            t = float(arr[order[ai]])
-        while ai < P and arr[order[ai]] <= t + EPS:
-            j = order[ai]
-            present[j] = True
-            ai += 1
-            event = True
-        if t >= tick_k * tick - EPS:
-            tick_k = math.floor(t / tick + EPS) + 1
-            noise_now = rng.standard_normal(P) * noise  # drawn for all: configurations share the noise
-            event = True
-        if event:
-            decide()
-            decisions += 1
-            event = False
+            if self.record:
+                self._record(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.full(n, np.nan),
+                             np.zeros(n))
+            self.t = float(arrival[order[self.arrived]])
+        t = self.t
+        while self.arrived < n and arrival[order[self.arrived]] <= t + EPS:
+            present[order[self.arrived]] = True
+            self.arrived += 1
+            self.event = True
+        if t >= self.tick_k * self.tick - EPS:
+            self.tick_k = math.floor(t / self.tick + EPS) + 1
+            self.noise_now = self.rng.standard_normal(n) * self.noise  # drawn for all: configurations share the noise
+            self.event = True
+        if self.event:
+            self.decide()
+            self.decisions += 1
+            self.event = False
             newm = present & mall & (team == 0)
-            team[newm] = alloc[newm]  # the first region already runs with the allocation
-            team[present & ~mall] = T[present & ~mall]
-            pend = present & mall & (alloc != team)
+            team[newm] = share[newm]  # the first region already runs with the allocation
+            team[present & ~mall] = self.max_threads[present & ~mall]
+            self.pending = present & mall & (share != team)
+        pend = self.pending
         nb = np.ceil(done / region - EPS) * region
         at_b = pend & (nb - done <= EPS * np.maximum(region, 1.0))
         if at_b.any():
-            team[at_b] = alloc[at_b]
+            team[at_b] = share[at_b]
             pend &= ~at_b
             nb = np.ceil(done / region - EPS) * region
 
-        r = rates()
+        r = self.rates()
         with np.errstate(divide="ignore", invalid="ignore"):
-            tf = np.where(present & (r > 0), t + (work - done) / r, np.inf)
+            tf = np.where(present & (r > 0), t + (self.work - done) / r, np.inf)
             tb = np.where(pend & (r > 0), t + (nb - done) / r, np.inf)
-        t_arr = arr[order[ai]] if ai < P else np.inf
-        t1 = min(tick_k * tick, t_arr, float(tf.min()), float(tb.min()), H)
+        t_arr = arrival[order[self.arrived]] if self.arrived < n else np.inf
+        t1 = min(self.tick_k * self.tick, t_arr, float(tf.min()), float(tb.min()), self.horizon)
         t1 = max(t1, t)
         dt = t1 - t
-        if record:
-            rec_t.append(t)
-            rec_team.append(team * present)
-            rec_alloc.append(alloc * present)
-            rec_est.append(np.where(present, est, np.nan))
-            rec_rate.append(r)
+        if self.record:
+            self._record(team * present, share * present, np.where(present, self.estimate, np.nan), r)
         done += r * dt
         # The event that ended the step happens even where rounding left the
         # work a hair short of it (or t1 == t at a large t): snap to it.
         fin_now = present & (tf <= t1)
-        done[fin_now] = work[fin_now]
+        done[fin_now] = self.work[fin_now]
         bnd_now = pend & (tb <= t1)
         done[bnd_now] = np.maximum(done[bnd_now], nb[bnd_now])
-        npres = int(present.sum())
-        if npres >= 2:
-            mp_time += dt
-            mp_work += r * dt
-            mp_present += present * dt
+        if int(present.sum()) >= 2:
+            self.mp_time += dt
+            self.mp_work += r * dt
+            self.mp_present += present * dt
         if dt > 0:
-            # Feedback: the layer reports E = progress / threads (what serial
-            # baselines measure), noisy, through an RC low-pass filter.
-            ready = present & (done >= armed - EPS)
-            x = np.clip(np.where(team > 0, r / np.maximum(team, 1), 0.0) + noise_now, 0.0, 1.0)  # the page holds [0, 1]
-            first = ready & np.isnan(est)
-            est[first] = x[first]
-            a = 1.0 - math.exp(-dt / tau) if tau > 0 else 1.0
-            upd = ready & ~first
-            est[upd] += a * (x[upd] - est[upd])
-            est_p[ready] = team[ready]
-        t = t1
-        steps += 1
-        ended = present & (done >= work * (1.0 - EPS))
+            self._feedback(r, dt)
+        self.t = t = t1
+        self.steps += 1
+        ended = present & (done >= self.work * (1.0 - EPS))
         if ended.any():
-            done[ended] = work[ended]
-            fin[ended] = t
+            done[ended] = self.work[ended]
+            self.finish[ended] = t
             present &= ~ended
             pend &= ~ended
-            event = True
+            self.event = True
         hit = pend & ((done >= nb - EPS * np.maximum(region, 1.0)) | bnd_now)
         if hit.any():
-            team[hit] = alloc[hit]
+            team[hit] = share[hit]
             pend &= ~hit
-        if t >= H - EPS or (ai >= P and not present.any()):
-            break
+        return not (t >= self.horizon - EPS or (self.arrived >= n and not present.any()))
 
-    out_progs = []
-    for j, p in enumerate(progs):
-        finished = not np.isnan(fin[j])
-        end = fin[j] if finished else t
-        life = end - p.arrival_s
-        out_progs.append(ProgramResult(
-            name=p.name,
-            arrival_s=p.arrival_s,
-            finish_s=float(fin[j]) if finished else None,
-            speedup=float(done[j] / life) if life > 0 else 0.0,
-            period_speedup=float(mp_work[j] / mp_present[j]) if mp_present[j] > 0 else None,
-        ))
-    tl = None
-    if record:
-        tl = Timeline(np.array(rec_t), np.array(rec_team), np.array(rec_alloc), np.array(rec_est),
-                      np.array(rec_rate), end=t)
-    return Result(
-        scenario=sc.name,
-        config=label or config,
-        sum_speedup=float(mp_work.sum() / mp_time) if mp_time > 0 else None,
-        multiprogrammed_s=mp_time,
-        programs=out_progs,
-        timeline=tl,
-        partition=list(partition) if partition is not None else None,
-        steps=steps,
-        decisions=decisions,
-    )
+    def _feedback(self, r: np.ndarray, dt: float) -> None:
+        """The layer reports E = progress / threads (what serial baselines measure), noisy, through an
+        RC low-pass filter."""
+        import numpy as np
+
+        est, team = self.estimate, self.team
+        ready = self.present & (self.done >= self.armed - EPS)
+        x = np.clip(np.where(team > 0, r / np.maximum(team, 1), 0.0) + self.noise_now, 0.0, 1.0)  # the page holds [0, 1]
+        first = ready & np.isnan(est)
+        est[first] = x[first]
+        a = 1.0 - math.exp(-dt / self.tau) if self.tau > 0 else 1.0
+        upd = ready & ~first
+        est[upd] += a * (x[upd] - est[upd])
+        self.estimate_team[ready] = team[ready]
+
+    def run(self, label: str | None = None) -> Result:
+        """Step to the end and return the result."""
+        while self.step():
+            pass
+        return self.result(label)
+
+    def result(self, label: str | None = None) -> Result:
+        import numpy as np
+
+        t = self.t
+        out_progs = []
+        for j, p in enumerate(self.sc.programs):
+            finished = not np.isnan(self.finish[j])
+            end = self.finish[j] if finished else t
+            life = end - p.arrival_s
+            out_progs.append(ProgramResult(
+                name=p.name,
+                arrival_s=p.arrival_s,
+                finish_s=float(self.finish[j]) if finished else None,
+                speedup=float(self.done[j] / life) if life > 0 else 0.0,
+                period_speedup=float(self.mp_work[j] / self.mp_present[j]) if self.mp_present[j] > 0 else None,
+            ))
+        tl = None
+        if self.record:
+            tl = Timeline(np.array(self.rec_t), np.array(self.rec_team), np.array(self.rec_share),
+                          np.array(self.rec_estimate), np.array(self.rec_rate), end=t)
+        return Result(
+            scenario=self.sc.name,
+            config=label or self.config,
+            sum_speedup=float(self.mp_work.sum() / self.mp_time) if self.mp_time > 0 else None,
+            multiprogrammed_s=self.mp_time,
+            programs=out_progs,
+            timeline=tl,
+            partition=list(self.partition) if self.partition is not None else None,
+            steps=self.steps,
+            decisions=self.decisions,
+        )
 
 
 def run(sc: Scenario, config: str, *, record: bool = True) -> Result:
