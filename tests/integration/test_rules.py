@@ -1,4 +1,4 @@
-"""Rules files: the parser and matcher (python/scaf/rules.py) against the layer's own reading,
+"""Rules files: the parser and matcher (python/scaf/lib/rules.py) against the layer's own reading,
 `scaf rules` as a user meets it, and the atomic writer behind `scaf check --save`."""
 
 from __future__ import annotations

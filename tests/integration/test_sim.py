@@ -35,12 +35,12 @@ def test_equal_efficiencies_speedup_allocates_like_equipartition() -> None:
     sp = engine.run(sc, "speedup")
     assert eq.timeline is not None and sp.timeline is not None
     # Departures re-partition twice; 37 contexts leave a remainder to spread.
-    assert len({tuple(row[row > 0]) for row in eq.timeline.allocation}) >= 3
-    assert eq.timeline.allocation.shape == sp.timeline.allocation.shape
-    assert (eq.timeline.allocation == sp.timeline.allocation).all()
+    assert len({tuple(row[row > 0]) for row in eq.timeline.share}) >= 3
+    assert eq.timeline.share.shape == sp.timeline.share.shape
+    assert (eq.timeline.share == sp.timeline.share).all()
     assert (eq.timeline.time == sp.timeline.time).all()
     # and the speedup policy really saw measured, equal efficiencies on the way
-    seen = sp.timeline.efficiency[sp.timeline.allocation > 0]
+    seen = sp.timeline.efficiency[sp.timeline.share > 0]
     assert (seen[~np.isnan(seen)] > 0).sum() > 10
     assert [p.finish_s for p in eq.programs] == [p.finish_s for p in sp.programs]
 
@@ -171,11 +171,11 @@ curve = { kind = "amdahl", parallel_fraction = 0.99 }
     r = engine.run(sc, "equipartition")
     tl = r.timeline
     assert tl is not None
-    both = (tl.allocation > 0).all(axis=1)
+    both = (tl.share > 0).all(axis=1)
     assert both.any()
     # its team stays 16 threads, its cpuset (allocation) is 8
-    assert (tl.threads[both, 0] == 16).all() and (tl.allocation[both, 0] == 8).all()
-    assert (tl.threads[both, 1] <= 8).all()
+    assert (tl.team[both, 0] == 16).all() and (tl.share[both, 0] == 8).all()
+    assert (tl.team[both, 1] <= 8).all()
     # 16 threads on 8 contexts progress slower than 8 threads on 8
     assert r.programs[0].period_speedup < r.programs[1].period_speedup  # type: ignore[operator]
 
@@ -200,7 +200,7 @@ curve = {{ kind = "amdahl", parallel_fraction = 0.99 }}
 """)
         tl = engine.run(sc, "equipartition").timeline
         assert tl is not None
-        adopted = [t for t, th in zip(tl.time, tl.threads[:, 0], strict=True) if t >= 2.0 and th == 8]
+        adopted = [t for t, th in zip(tl.time, tl.team[:, 0], strict=True) if t >= 2.0 and th == 8]
         return adopted[0] - 2.0
 
     assert lag(0.001) < 0.01

@@ -69,7 +69,7 @@ class UsageError(Exception):
 @dataclass
 class Spec:
     text: str
-    alloc: int
+    report_threads: int  # ALLOC: p', the share E was measured at
     eff: float | None
 
 
@@ -134,53 +134,53 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _note(spec: Spec, coef: float, cap: int, threads: int, undamped: int, n: int) -> str:
+def _note(spec: Spec, coef: float, cap: int, shares: int, undamped: int, cpus: int) -> str:
     notes = []
     assumed = "assumed average C" if coef > 0 else "no C known: weight 1"
     if spec.eff is None:
         notes.append(f"E unknown: {assumed}")
-    elif spec.alloc < 2:
+    elif spec.report_threads < 2:
         notes.append(f"p' < 2 says nothing about scaling: {assumed}")
     else:
         if spec.eff > 1:
             notes.append("E read as 1")
         if coef <= 0:
             notes.append("E p' <= 1: no gain, weight 0")
-    if cap and threads == cap and cap < n:
+    if cap and shares == cap and cap < cpus:
         notes.append("at cap")
-    if threads != undamped:
+    if shares != undamped:
         notes.append(f"damped (undamped: {undamped})")
     return "; ".join(notes) or "measured"
 
 
-def _verbose(policy: str, n: int, chunk: int, specs: list[Spec], clients: list, threads: list[int],
+def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: list, shares: list[int],
              coef: list[float], caps: list[int] | None) -> None:
     from scaf.lib import policy as pol
 
     k = len(specs)
     if policy == "speedup":
-        model_coef, exact = pol.speedup_model(n, clients, chunk)
+        model_coef, exact = pol.speedup_model(cpus, clients, chunk)
     else:
-        model_coef, exact = coef, [n / k] * k
+        model_coef, exact = coef, [cpus / k] * k
     capl = [c.max_threads for c in clients]
-    tgt = pol.targets(exact, n, chunk, capl) if k <= n else [1.0] * k
-    undamped = pol.intpart(exact, n, chunk, capl)
-    print(f"policy {policy}, N={n}, chunk={chunk}, {k} client(s), sum={sum(threads)}")
+    tgt = pol.targets(exact, cpus, chunk, capl) if k <= cpus else [1.0] * k
+    undamped = pol.intpart(exact, cpus, chunk, capl)
+    print(f"policy {policy}, N={cpus}, chunk={chunk}, {k} client(s), sum={sum(shares)}")
     header = ("client", "p'", "E", "C", "exact", "target", "prev", "threads", "note")
     rows = []
     for i, s in enumerate(specs):
         c = clients[i]
         rows.append((
             str(i),
-            str(s.alloc),
+            str(s.report_threads),
             "?" if s.eff is None else f"{s.eff:.3f}",
             f"{model_coef[i]:.4f}" if policy == "speedup" else "-",
             f"{exact[i]:.3f}",
             f"{tgt[i]:.3f}",
             str(c.prev) if c.prev else "-",
-            str(threads[i]),
-            _note(s, model_coef[i], caps[i] if caps else 0, threads[i], undamped[i], n)
-            if policy == "speedup" else ("at cap" if caps and caps[i] and threads[i] == caps[i] else ""),
+            str(shares[i]),
+            _note(s, model_coef[i], caps[i] if caps else 0, shares[i], undamped[i], cpus)
+            if policy == "speedup" else ("at cap" if caps and caps[i] and shares[i] == caps[i] else ""),
         ))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
     for r in [header, *rows]:
@@ -213,7 +213,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     clients = [
         pol.Client(
-            report_threads=s.alloc,
+            report_threads=s.report_threads,
             efficiency=s.eff,
             prev=prev[i] if prev else 0,
             max_threads=caps[i] if caps else 0,
@@ -221,11 +221,11 @@ def main(args: argparse.Namespace) -> int:
         for i, s in enumerate(specs)
     ]
     try:
-        threads, coef = pol.allocate(policy, args.cpus, clients, args.chunk)
+        shares, coef = pol.allocate(policy, args.cpus, clients, args.chunk)
     except ValueError as e:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
-    print(" ".join(str(t) for t in threads))
+    print(" ".join(str(t) for t in shares))
     if args.verbose:
-        _verbose(policy, args.cpus, args.chunk, specs, clients, threads, coef, caps)
+        _verbose(policy, args.cpus, args.chunk, specs, clients, shares, coef, caps)
     return 0

@@ -151,14 +151,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print("scaf doctor: --budget must be positive", file=sys.stderr)
         return 2
     _, _warnings = environment_report(console)
-    ncpus = len(os.sched_getaffinity(0))
+    cpus = len(os.sched_getaffinity(0))
     size = args.size or ("S" if args.quick else "W")
     # Size S programs end within a second: any stagger would keep them from overlapping.
     stagger = args.stagger if args.stagger is not None else (0.0 if size == "S" else 0.5)
     pairs = choose_pairs(common.available_workloads(), args.quick)
     console.rule("calibration")
-    if ncpus < 2:
-        adv = advise({}, ncpus)
+    if cpus < 2:
+        adv = advise({}, cpus)
         console.print(f"[bold]advice:[/] {adv.text}")
         return 0
     if not pairs:
@@ -197,7 +197,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     console.print(table)
     factors = {c: report.geomean(list(report.improvement(entries, c, "unmodified").values()))
                for c in ("equipartition", "speedup")}
-    adv = advise(factors, ncpus)
+    adv = advise(factors, cpus)
     console.print(f"mean improvement over unmodified (geometric): equipartition {fmt_factor(factors['equipartition'])}X, "
                   f"speedup {fmt_factor(factors['speedup'])}X; thresholds: helps >= {HELPS}X, "
                   f"equipartition preferred when > {PREFER_EQUI} x speedup", highlight=False)

@@ -22,10 +22,10 @@ class Advice:
     factors: dict[str, float | None]
 
 
-def advise(factors: dict[str, float | None], ncpus: int) -> Advice:
+def advise(factors: dict[str, float | None], cpus: int) -> Advice:
     """The recommendation from the mean improvement factors over unmodified (thresholds above)."""
     fe, fs = factors.get("equipartition"), factors.get("speedup")
-    if ncpus < 2:
+    if cpus < 2:
         return Advice("none", "scaf does not help here: there is only one CPU to share", factors)
     known = [f for f in (fe, fs) if f is not None]
     if not known:

@@ -167,10 +167,10 @@ def plot_alloc_log(log_path: str | Path, png_path: str | Path, title: str | None
             labels[key] = f"{c.get('name', '?')} ({c.get('pid', '?')})"
     fig, ax = plt.subplots(figsize=(10, 4))
     cpus = [float(r.get("cpus", float("nan"))) for r in records]
-    avail = [float(r.get("available", float("nan"))) for r in records]
+    available = [float(r.get("available", float("nan"))) for r in records]
     ax.step(times, cpus, where="post", color="0.3", linestyle="--", linewidth=1, label="cpus")
-    if any(a != c for a, c in zip(avail, cpus)):
-        ax.step(times, avail, where="post", color="0.6", linestyle=":", linewidth=1, label="available")
+    if any(a != c for a, c in zip(available, cpus)):
+        ax.step(times, available, where="post", color="0.6", linestyle=":", linewidth=1, label="available")
     colors = _palette(len(series))
     for (key, ys), color in zip(sorted(series.items()), colors):
         ax.step(times, ys, where="post", color=color, linewidth=1.8, label=labels[key])

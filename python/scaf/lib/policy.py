@@ -5,20 +5,20 @@ Stable API (the simulator and `scaf allocate` depend on it)::
     from scaf.lib.policy import Client, allocate, policy_names
 
     policy_names()                      # ['speedup', 'equipartition']; [0] is the default
-    threads, coef = allocate("speedup", 16, [Client(8, 0.9), Client(8, 0.5)])
-    # threads == [11, 5]: one int per client, in input order
+    shares, coef = allocate("speedup", 16, [Client(8, 0.9), Client(8, 0.5)])
+    # shares == [11, 5]: one int per client, in input order
     # coef    == [2.98..., 1.44...]: each client's model coefficient C (0.0 where none)
 
-- ``allocate(policy, contexts, clients, chunk=1) -> (list[int], list[float])`` runs one
-  decision. ``contexts`` is N (>= 1), ``chunk`` the allocation granularity (>= 1).
-  Every client gets >= 1; with len(clients) <= contexts the sum is exactly contexts
-  (less only when every client is at its cap); with more clients than contexts
+- ``allocate(policy, cpus, clients, chunk=1) -> (list[int], list[float])`` runs one
+  decision: each client's share. ``cpus`` is N (>= 1), ``chunk`` the allocation granularity
+  (>= 1). Every client gets >= 1; with len(clients) <= cpus the sum is exactly cpus
+  (less only when every client is at its cap); with more clients than cpus
   everyone gets 1. The call is pure: feed ``prev`` (last allocation), ``report_threads``
   (p', the allocation E was measured at) and ``prev_coef`` (last coef) back yourself to
   model a daemon over time.
-- ``speedup_model(contexts, clients, chunk=1) -> (coef, exact)``: the speedup model
+- ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup model
   before rounding and damping (exact real-valued shares).
-- ``Batch(policy, contexts, chunk=1, capacity=1)``: the same decision many times over
+- ``Batch(policy, cpus, chunk=1, capacity=1)``: the same decision many times over
   a client array built once and filled through a numpy view (``.clients``), then
   ``.run(k)`` for its first k entries; for callers that decide thousands of times.
 - ``intpart(exact, total, chunk=1, caps=None) -> list[int]`` and
@@ -191,37 +191,37 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
     return arr
 
 
-def _check(contexts: int, chunk: int) -> None:
-    _u32(contexts, "contexts", 1)
+def _check(cpus: int, chunk: int) -> None:
+    _u32(cpus, "contexts", 1)  # the message `scaf allocate` has always printed
     _u32(chunk, "chunk", 1)
 
 
 def allocate(
-    policy: str, contexts: int, clients: Sequence[Client], chunk: int = 1
+    policy: str, cpus: int, clients: Sequence[Client], chunk: int = 1
 ) -> tuple[list[int], list[float]]:
-    """Run policy `policy` once: (threads per client, model coefficient per client)."""
+    """Run policy `policy` once: (share per client, model coefficient per client)."""
     lib = _load()
     names = policy_names()
     if policy not in names:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(names)}")
-    _check(contexts, chunk)
+    _check(cpus, chunk)
     n = len(clients)
     arr = _c_clients(clients)
-    threads = (ctypes.c_uint32 * max(n, 1))()
+    shares = (ctypes.c_uint32 * max(n, 1))()
     coef = (ctypes.c_double * max(n, 1))()
-    if lib.scaf_policy_run(policy.encode(), contexts, chunk, n, arr, threads, coef) != 0:
+    if lib.scaf_policy_run(policy.encode(), cpus, chunk, n, arr, shares, coef) != 0:
         err = ctypes.get_errno()
         raise ValueError(f"policy {policy} refused the input (errno {err})")
-    return [int(threads[i]) for i in range(n)], [float(coef[i]) for i in range(n)]
+    return [int(shares[i]) for i in range(n)], [float(coef[i]) for i in range(n)]
 
 
-def speedup_model(contexts: int, clients: Sequence[Client], chunk: int = 1) -> tuple[list[float], list[float]]:
+def speedup_model(cpus: int, clients: Sequence[Client], chunk: int = 1) -> tuple[list[float], list[float]]:
     """The speedup model alone: (C per client, exact real-valued share per client)."""
     lib = _load()
-    _check(contexts, chunk)
+    _check(cpus, chunk)
     n = len(clients)
     arr = _c_clients(clients)
-    inp = _CInput(contexts, chunk, n, ctypes.cast(arr, ctypes.POINTER(_CClient)))
+    inp = _CInput(cpus, chunk, n, ctypes.cast(arr, ctypes.POINTER(_CClient)))
     coef = (ctypes.c_double * max(n, 1))()
     exact = (ctypes.c_double * max(n, 1))()
     if lib.scaf_policy_speedup_model(ctypes.byref(inp), coef, exact) != 0:
@@ -280,7 +280,7 @@ class Batch:
     allocate() gives.
     """
 
-    def __init__(self, policy: str, contexts: int, chunk: int = 1, capacity: int = 1) -> None:
+    def __init__(self, policy: str, cpus: int, chunk: int = 1, capacity: int = 1) -> None:
         import numpy as np
 
         names = policy_names()
@@ -293,19 +293,19 @@ class Batch:
         dtype = np.dtype({"names": [f for f, _ in cc._fields_], "formats": [np.dtype(t) for _, t in cc._fields_],
                           "offsets": [getattr(cc, f).offset for f, _ in cc._fields_], "itemsize": ctypes.sizeof(cc)})
         self.clients = np.frombuffer((ctypes.c_char * ctypes.sizeof(self._arr)).from_buffer(self._arr), dtype=dtype)
-        self._threads = (ctypes.c_uint32 * n)()
+        self._shares = (ctypes.c_uint32 * n)()
         self._coef = (ctypes.c_double * n)()
-        self._threads_view = np.ctypeslib.as_array(self._threads)
+        self._shares_view = np.ctypeslib.as_array(self._shares)
         self._coef_view = np.ctypeslib.as_array(self._coef)
         self.policy = policy
         self._name = policy.encode()
-        self.contexts, self.chunk = contexts, chunk
+        self.cpus, self.chunk = cpus, chunk
 
     def run(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Decide for the first K clients: (threads per client, model coefficient per client), copies."""
-        if self._lib.scaf_policy_run(self._name, self.contexts, self.chunk, k, self._arr, self._threads, self._coef):
+        """Decide for the first K clients: (share per client, model coefficient per client), copies."""
+        if self._lib.scaf_policy_run(self._name, self.cpus, self.chunk, k, self._arr, self._shares, self._coef):
             raise OSError(ctypes.get_errno(), f"scaf_policy_run({self.policy}) refused the input")
-        return self._threads_view[:k].copy(), self._coef_view[:k].copy()
+        return self._shares_view[:k].copy(), self._coef_view[:k].copy()
 
 # Check the layout as soon as the module is imported, when the library is there;
 # a missing library is reported by the first call instead, so that `scaf --help` works.

@@ -297,19 +297,19 @@ class PrivateDaemon:
     """A scafd of our own on a temporary socket for one run, started like the bench's programs
     (own process group, the bench's CPU set and tag); always stopped by stop()."""
 
-    def __init__(self, policy: str, cpus: list[int] | None, ncpus: int | None, log: Path,
+    def __init__(self, policy: str, cpu_set: list[int] | None, cpus: int | None, log: Path,
                  extra: list[str], tag: str):
         binary = paths.scafd()
         if not binary.exists():
             raise BenchError(f"{binary} is not built (run `make`)")
         args = ["--policy", policy, "--log", str(log)]
-        if ncpus:
-            args += ["--cpus", str(ncpus)]
+        if cpus:
+            args += ["--cpus", str(cpus)]
         args += extra
         self.log = log
         self.daemon = daemon.PrivateDaemon(
             args, binary=binary, env=base_env(tag), prefix="scaf-b-",
-            spawn=lambda argv, env, out: spawn(argv, env, cpus, stdout=out, stderr=out))
+            spawn=lambda argv, env, out: spawn(argv, env, cpu_set, stdout=out, stderr=out))
         self.socket = self.daemon.socket
         self.argv = self.daemon.argv
         try:

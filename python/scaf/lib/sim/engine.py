@@ -37,8 +37,8 @@ class Timeline:
     """Piecewise-constant state: row i holds from time[i] to time[i + 1] (or end)."""
 
     time: np.ndarray  # (S,)
-    threads: np.ndarray  # (S, P) team each program runs (0 = absent)
-    allocation: np.ndarray  # (S, P) what the controller decided (cpuset size if not malleable)
+    team: np.ndarray  # (S, P) team each program runs (0 = absent)
+    share: np.ndarray  # (S, P) what the controller decided (cpuset size if not malleable)
     efficiency: np.ndarray  # (S, P) filtered report the policy saw (nan = none)
     speedup: np.ndarray  # (S, P) instantaneous progress rate (serial seconds per second)
     end: float

@@ -104,10 +104,10 @@ def write_csv(sc: Scenario, results: list[Result], path: Path) -> None:
                 continue
             for i, t in enumerate(tl.time):
                 for j, p in enumerate(sc.programs):
-                    if tl.threads[i, j] == 0 and tl.speedup[i, j] == 0:
+                    if tl.team[i, j] == 0 and tl.speedup[i, j] == 0:
                         continue
                     e = tl.efficiency[i, j]
-                    w.writerow([r.config, f"{t:.4f}", p.name, int(tl.threads[i, j]), int(tl.allocation[i, j]),
+                    w.writerow([r.config, f"{t:.4f}", p.name, int(tl.team[i, j]), int(tl.share[i, j]),
                                 "" if math.isnan(e) else f"{e:.4f}", f"{tl.speedup[i, j]:.4f}"])
 
 
@@ -130,7 +130,7 @@ def write_png(sc: Scenario, results: list[Result], path: Path) -> None:
         t = np.append(tl.time, tl.end)
         base = np.zeros(len(t))
         for j, p in enumerate(sc.programs):
-            y = np.append(tl.threads[:, j], tl.threads[-1, j]).astype(float)
+            y = np.append(tl.team[:, j], tl.team[-1, j]).astype(float)
             ax.fill_between(t, base, base + y, step="post", color=colors[j % 20], linewidth=0,
                             label=p.name if ax is axes[0, 0] else None)
             base = base + y
