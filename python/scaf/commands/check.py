@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from scaf.lib import paths, rules
-from scaf.lib.launch import append_preload, resolve, strip_layer
+from scaf.lib.check import CannotRun, Checker, Run
+from scaf.lib.launch import resolve
 
 EXIT_MALLEABLE = 0
 EXIT_NOT_MALLEABLE = 1
@@ -25,9 +22,6 @@ EXIT_USAGE = 2
 EXIT_NONDETERMINISTIC = 3
 EXIT_NOT_EXERCISED = 4
 EXIT_SCAF = 125
-
-# Set by the check for each run; a value inherited from the caller would change what a run means.
-OWN_VARS = ("SCAF_CHECK_SEED", "SCAF_REPORT", "SCAF_MALLEABLE", "SCAF_DISABLE", "SCAF_SOCKET")
 
 DESCRIPTION = """\
 Test whether PROG gives the same results when scaf changes the number of
@@ -153,287 +147,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main, _parser=p)
 
 
-# ---- one run ---------------------------------------------------------------------------------
-
-
-class CannotRun(Exception):
-    """PROG could not be started."""
-
-
-@dataclass
-class Diff:
-    what: str  # "exit" | "timeout" | "stdout" | "output"
-    summary: str  # short, for the run's line: "stdout line 3"
-    detail: list[str] = field(default_factory=list)  # lines for the evidence
-    file: str | None = None
-    line: int | None = None
-    offset: int | None = None
-    reference: str | None = None
-    got: str | None = None
-
-    def as_json(self) -> dict:
-        return {k: v for k, v in (("what", self.what), ("summary", self.summary), ("file", self.file),
-                                  ("line", self.line), ("offset", self.offset),
-                                  ("reference", self.reference), ("got", self.got)) if v is not None}
-
-
-@dataclass
-class Run:
-    name: str  # "plain 1", "seed 3", "auto"
-    kind: str  # "plain" | "seed" | "auto"
-    seed: int | None = None
-    pid: int = 0
-    exit: int | None = None  # shell style; None when it timed out
-    timed_out: bool = False
-    wall_s: float = 0.0
-    stdout: bytes = b""
-    outputs: list[bytes | None] = field(default_factory=list)
-    written: list[bool] = field(default_factory=list)
-    reports: list[dict] = field(default_factory=list)
-    diffs: list[Diff] = field(default_factory=list)
-
-    @property
-    def regions(self) -> int:
-        return sum(r.get("regions", 0) for r in self.reports if isinstance(r.get("regions"), int))
-
-    @property
-    def teams(self) -> list[int]:
-        out: set[int] = set()
-        for r in self.reports:
-            out.update(t for t in r.get("teams", []) if isinstance(t, int))
-        return sorted(out)
-
-    def layer_verdict(self) -> dict | None:
-        """The report of the process that ran the most regions (the program, not a helper it ran)."""
-        if not self.reports:
-            return None
-        return max(self.reports, key=lambda r: r.get("regions", 0) if isinstance(r.get("regions"), int) else 0)
-
-    def as_json(self) -> dict:
-        d: dict = {"name": self.name, "kind": self.kind, "exit": self.exit, "timed_out": self.timed_out,
-                   "wall_s": round(self.wall_s, 3)}
-        if self.seed is not None:
-            d["seed"] = self.seed
-        if self.kind != "plain":
-            d["teams"] = self.teams
-            d["regions"] = self.regions
-        if self.kind == "auto" and self.layer_verdict():
-            lv = self.layer_verdict() or {}
-            d["layer"] = {k: lv.get(k) for k in ("verdict", "source", "reason")}
-        d["same"] = not self.diffs
-        d["differences"] = [x.as_json() for x in self.diffs]
-        return d
-
-
-class Checker:
-    def __init__(self, args: argparse.Namespace, argv: list[str], exe: str, workdir: str):
-        self.args = args
-        self.argv = argv
-        self.exe = exe
-        self.workdir = workdir
-        self.ignore = [re.compile(r) for r in args.ignore]
-        self.outputs = [os.path.abspath(f) for f in args.output]
-        self.daemon = None
-        self.out = sys.stdout
-        self.warnings: list[str] = []
-        self.runs: list[Run] = []
-
-    # -- environments --
-    def base_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in OWN_VARS}
-        if self.args.threads:
-            env["OMP_NUM_THREADS"] = str(self.args.threads)
-        pre = strip_layer(env.get("LD_PRELOAD", ""))
-        if pre:
-            env["LD_PRELOAD"] = pre
-        else:
-            env.pop("LD_PRELOAD", None)
-        return env
-
-    def scaf_env(self, extra: dict[str, str]) -> dict[str, str]:
-        env = self.base_env()
-        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(paths.layer()))
-        assert self.daemon is not None
-        env["SCAF_SOCKET"] = self.daemon.socket
-        env.update(extra)
-        return env
-
-    def bound(self) -> int:
-        """The team PROG gets plainly: OMP_NUM_THREADS's first value, else its CPUs."""
-        v = self.base_env().get("OMP_NUM_THREADS", "").split(",")[0].strip()
-        if v.isdigit() and int(v) > 0:
-            return int(v)
-        return len(os.sched_getaffinity(0))
-
-    # -- running --
-    def execute(self, run: Run, env: dict[str, str]) -> Run:
-        from scaf.lib.bench import runner
-
-        tag = run.name.replace(" ", "-")
-        out_path = os.path.join(self.workdir, f"{tag}.stdout")
-        err_path = os.path.join(self.workdir, f"{tag}.stderr")
-        report = os.path.join(self.workdir, f"{tag}.report.jsonl")
-        if run.kind != "plain":
-            env = dict(env, SCAF_REPORT=report)
-        before = [_stamp(f) for f in self.outputs]
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            t0 = time.monotonic()
-            try:
-                proc = runner.spawn(self.argv, env, None, stdout=out, stderr=err)
-            except OSError as e:  # found at the start, gone or not executable now
-                raise CannotRun(f"cannot run {self.argv[0]}: {e.strerror or e}") from e
-        run.pid = proc.pid
-        try:
-            proc.wait(timeout=self.args.timeout)
-        except subprocess.TimeoutExpired:
-            run.timed_out = True
-        run.wall_s = time.monotonic() - t0
-        runner.kill_group(proc, grace=1.0)  # a timed-out run, and anything a finished one left behind
-        if not run.timed_out:
-            code = proc.returncode
-            run.exit = 128 - code if code < 0 else code
-        run.stdout = Path(out_path).read_bytes()
-        for f, b in zip(self.outputs, before, strict=True):
-            after = _stamp(f)
-            run.written.append(after is not None and after != b)
-            try:
-                data = Path(f).read_bytes()
-            except OSError:
-                data = None
-            run.outputs.append(data)
-            if self.args.keep and data is not None:
-                Path(self.workdir, f"{tag}.output{len(run.outputs)}-{os.path.basename(f)}").write_bytes(data)
-        if run.kind != "plain":
-            try:
-                text = Path(report).read_text(errors="replace")
-            except OSError:
-                text = ""
-            for line in text.splitlines():
-                with contextlib.suppress(ValueError):
-                    rec = json.loads(line)
-                    if isinstance(rec, dict):
-                        run.reports.append(rec)
-        Path(self.workdir, f"{tag}.exit").write_text("timeout\n" if run.timed_out else f"{run.exit}\n")
-        self.runs.append(run)
-        return run
-
-    # -- comparing --
-    def mask(self, data: bytes) -> list[str]:
-        lines = data.decode("utf-8", errors="surrogateescape").split("\n")
-        if self.ignore:
-            lines = ["<ignored>" if any(r.search(ln) for r in self.ignore) else ln for ln in lines]
-        return lines
-
-    def compare(self, ref: Run, run: Run, ref_name: str = "plain", run_name: str = "scaf") -> list[Diff]:
-        diffs: list[Diff] = []
-        if run.timed_out and not ref.timed_out:
-            diffs.append(Diff("timeout", f"no end within {self.args.timeout:g} s",
-                              [(f"it did not finish within {self.args.timeout:g} s "
-                               f"(the plain run took {ref.wall_s:.2f} s)")]))
-            return diffs
-        if run.exit != ref.exit:
-            diffs.append(Diff("exit", f"exit status {run.exit}",
-                              [f"exit status: {ref_name} {ref.exit}, {run_name} {run.exit}"],
-                              reference=str(ref.exit), got=str(run.exit)))
-        d = self.compare_text(ref.stdout, run.stdout, "stdout", None, ref_name, run_name)
-        if d:
-            diffs.append(d)
-        for i, f in enumerate(self.outputs):
-            a, b = ref.outputs[i], run.outputs[i]
-            if a == b:
-                continue
-            if a is None or b is None:
-                diffs.append(Diff("output", f"{os.path.basename(f)} missing",
-                                  [(f"{f}: {'no file' if a is None else 'written'} ({ref_name}), "
-                                   f"{'no file' if b is None else 'written'} ({run_name})")], file=f))
-                continue
-            if _is_text(a) and _is_text(b):
-                d = self.compare_text(a, b, os.path.basename(f), f, ref_name, run_name)
-            else:
-                d = _compare_bytes(a, b, f, ref_name, run_name)
-            if d:
-                diffs.append(d)
-        return diffs
-
-    def compare_text(self, a: bytes, b: bytes, label: str, file: str | None,
-                     ref_name: str, run_name: str) -> Diff | None:
-        la, lb = self.mask(a), self.mask(b)
-        if la == lb:
-            return None
-        where = file or "stdout"
-        for i, (x, y) in enumerate(zip(la, lb)):
-            if x != y:
-                return Diff("output" if file else "stdout", f"{label} line {i + 1}",
-                            [f"{where} line {i + 1}:", f"  {ref_name + ':':<7} {_show(x)}",
-                             f"  {run_name + ':':<7} {_show(y)}"],
-                            file=file, line=i + 1, reference=x, got=y)
-        # One is a prefix of the other.
-        n = min(len(la), len(lb))
-        na, nb = _count_lines(a), _count_lines(b)
-        extra, who = (la[n], ref_name) if len(la) > n else (lb[n], run_name)
-        if extra == "" and abs(len(la) - len(lb)) == 1:
-            return Diff("output" if file else "stdout", f"{label} final newline",
-                        [f"{where}: the same lines, but only the {who} version ends with a newline"],
-                        file=file, line=n + 1)
-        return Diff("output" if file else "stdout", f"{label} line {n + 1}",
-                    [f"{where}: {ref_name} has {na} lines, {run_name} {nb}; line {n + 1} only in {who}:",
-                     f"  {_show(extra)}"],
-                    file=file, line=n + 1,
-                    reference=la[n] if len(la) > n else None, got=lb[n] if len(lb) > n else None)
-
-
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _is_text(data: bytes) -> bool:
-    if b"\0" in data:
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _count_lines(data: bytes) -> int:
-    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-
-
-def _show(line: str, limit: int = 160) -> str:
-    s = line.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
-    s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-def _first_difference(a: bytes, b: bytes, n: int, block: int = 1 << 16) -> int:
-    """The first offset below n where a and b differ, else n (block by block: files can be large)."""
-    ma, mb = memoryview(a), memoryview(b)
-    for start in range(0, n, block):
-        end = min(n, start + block)
-        if ma[start:end] != mb[start:end]:
-            return next(i for i in range(start, end) if a[i] != b[i])
-    return n
-
-
-def _compare_bytes(a: bytes, b: bytes, f: str, ref_name: str, run_name: str) -> Diff:
-    n = min(len(a), len(b))
-    off = _first_difference(a, b, n)
-    if off < n:
-        detail = [(f"{f} byte {off}: {ref_name} 0x{a[off]:02x}, {run_name} 0x{b[off]:02x} "
-                  f"(sizes {len(a)} and {len(b)})")]
-    else:
-        detail = [f"{f}: {ref_name} has {len(a)} bytes, {run_name} {len(b)}; the first {n} are the same"]
-    return Diff("output", f"{os.path.basename(f)} byte {off}", detail, file=f, offset=off)
-
-
-# ---- the command -----------------------------------------------------------------------------
-
-
 def _err(msg: str) -> None:
     print(f"scaf check: {msg}", file=sys.stderr, flush=True)
 
@@ -475,10 +188,11 @@ def main(args: argparse.Namespace) -> int:
     from scaf.lib.bench import runner
 
     workdir = tempfile.mkdtemp(prefix="scaf-check-", dir="/tmp")
-    ck = Checker(args, argv, exe, workdir)
+    ck = Checker(argv, exe, workdir, ignore=args.ignore, outputs=args.output, threads=args.threads,
+                 timeout=args.timeout, keep=args.keep)
     try:
         with runner.interruptible():
-            result = _check(ck)
+            result = _check(ck, args)
     except CannotRun as e:
         _err(str(e))
         return EXIT_USAGE
@@ -489,7 +203,7 @@ def main(args: argparse.Namespace) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     code = result["exit"]
     if args.save and code in (EXIT_MALLEABLE, EXIT_NOT_MALLEABLE):
-        code = _save(ck, result, code)
+        code = _save(ck, args, result, code)
     elif args.save:
         result["saved"] = None
         if not args.json:
@@ -506,8 +220,8 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
-def _line(ck: Checker, run: Run, note: str) -> None:
-    if ck.args.json:
+def _line(args: argparse.Namespace, run: Run, note: str) -> None:
+    if args.json:
         return
     if run.name == "plain 1":
         print(f"{'RUN':<8}  {'EXIT':>7}  {'TIME':>8}  {'TEAMS':<10} {'REGIONS':>7}  RESULT")
@@ -521,8 +235,7 @@ def _line(ck: Checker, run: Run, note: str) -> None:
     print(f"{run.name:<8}  {status:>7}  {run.wall_s:6.2f} s  {teams:<10} {regions:>7}  {note}", flush=True)
 
 
-def _check(ck: Checker) -> dict:
-    args = ck.args
+def _check(ck: Checker, args: argparse.Namespace) -> dict:
     result: dict = {"program": ck.exe, "argv": ck.argv, "seeds": args.seeds, "threads": args.threads,
                     "bound": ck.bound(), "runs": [], "verdict": None, "exit": None, "evidence": [],
                     "layer": None, "disagreement": None, "warnings": ck.warnings}
@@ -540,9 +253,9 @@ def _check(ck: Checker) -> dict:
     # 1. Plain, twice.
     plain = ck.execute(Run("plain 1", "plain"), ck.base_env())
     result["runs"].append(plain.as_json())
-    _line(ck, plain, "reference" if not plain.timed_out else "")
+    _line(args, plain, "reference" if not plain.timed_out else "")
     if plain.timed_out:
-        _say(ck, f"verdict: not exercised: the plain run did not finish within {args.timeout:g} s: raise --timeout, or give it "
+        _say(args, f"verdict: not exercised: the plain run did not finish within {args.timeout:g} s: raise --timeout, or give it "
                  "a smaller input")
         return finish("not exercised", EXIT_NOT_EXERCISED)
     for f, w, data in zip(ck.outputs, plain.written, plain.outputs, strict=True):
@@ -551,19 +264,19 @@ def _check(ck: Checker) -> dict:
         elif not w:
             ck.warnings.append(f"{f} was not rewritten by the plain run: is it a file PROG writes?")
     for w in ck.warnings:
-        _say(ck, f"warning: {w}")
+        _say(args, f"warning: {w}")
     again = ck.execute(Run("plain 2", "plain"), ck.base_env())
     again.diffs = ck.compare(plain, again, "run 1", "run 2")
     result["runs"].append(again.as_json())
-    _line(ck, again, "same" if not again.diffs else "DIFFERENT: " + ", ".join(d.summary for d in again.diffs))
+    _line(args, again, "same" if not again.diffs else "DIFFERENT: " + ", ".join(d.summary for d in again.diffs))
     if again.diffs:
         result["evidence"] = [d.as_json() for d in again.diffs]
-        _say(ck, "verdict: nondeterministic: two runs WITHOUT scaf already differ, so a difference under scaf "
+        _say(args, "verdict: nondeterministic: two runs WITHOUT scaf already differ, so a difference under scaf "
                  "would prove nothing:")
         for d in again.diffs:
             for ln in d.detail:
-                _say(ck, "  " + ln)
-        _say(ck, "If those lines do not matter (times, addresses, process ids), mask them with --ignore "
+                _say(args, "  " + ln)
+        _say(args, "If those lines do not matter (times, addresses, process ids), mask them with --ignore "
                  "REGEX (repeatable), e.g. --ignore 'time'.")
         return finish("nondeterministic", EXIT_NONDETERMINISTIC)
 
@@ -584,12 +297,12 @@ def _check(ck: Checker) -> dict:
         runs.append(run)
         run.diffs = ck.compare(plain, run)
         result["runs"].append(run.as_json())
-        _line(ck, run, _note(run))
+        _line(args, run, _note(run))
     auto = ck.execute(Run("auto", "auto"), ck.scaf_env({"SCAF_MALLEABLE": "auto"}))
     auto.diffs = ck.compare(plain, auto)
     result["runs"].append(auto.as_json())
     lv = auto.layer_verdict()
-    _line(ck, auto, _note(auto) + (f"  (layer: {lv.get('verdict')}, by {lv.get('source')})" if lv else ""))
+    _line(args, auto, _note(auto) + (f"  (layer: {lv.get('verdict')}, by {lv.get('source')})" if lv else ""))
     if lv:
         result["layer"] = {k: lv.get(k) for k in ("verdict", "source", "reason")}
     if ck.daemon is not None and not ck.daemon.alive():
@@ -599,12 +312,12 @@ def _check(ck: Checker) -> dict:
     # Could the check exercise it?
     seeded = [r for r in runs if r.regions > 0]
     if not seeded:
-        _say(ck, "verdict: not exercised: PROG never opened a parallel region under the layer, so scaf never changed "
+        _say(args, "verdict: not exercised: PROG never opened a parallel region under the layer, so scaf never changed "
                  "a team. Is it a GNU OpenMP program (gcc, g++, gfortran)? Statically linked, or with its "
                  "own OpenMP runtime (clang's libomp, Intel's), the layer cannot reach it; a script that "
                  "runs the program is fine.")
         if any(r.diffs for r in runs):
-            _say(ck, "(yet a run differed: the program is not deterministic in a way the two plain runs "
+            _say(args, "(yet a run differed: the program is not deterministic in a way the two plain runs "
                      "did not show)")
         return finish("not exercised", EXIT_NOT_EXERCISED)
     teams = sorted({t for r in seeded for t in r.teams})
@@ -620,7 +333,7 @@ def _check(ck: Checker) -> dict:
                          "which scaf keeps"), "scaf cannot change its teams"
         else:
             why, hint = "the team it gets without scaf", "use more --seeds, or a larger --threads"
-        _say(ck, f"verdict: not exercised: every region ran with {size} thread{'' if size == 1 else 's'}, {why}, so nothing was "
+        _say(args, f"verdict: not exercised: every region ran with {size} thread{'' if size == 1 else 's'}, {why}, so nothing was "
                  f"varied; {hint}")
         return finish("not exercised", EXIT_NOT_EXERCISED)
 
@@ -630,14 +343,14 @@ def _check(ck: Checker) -> dict:
     if differing:
         first = differing[0]
         result["evidence"] = [d.as_json() | {"run": first.name} for d in first.diffs]
-        _say(ck, f"verdict: not malleable ({len(differing)} of {len(runs) + 1} runs under scaf differ: "
+        _say(args, f"verdict: not malleable ({len(differing)} of {len(runs) + 1} runs under scaf differ: "
                  "its results depend on its team size)")
-        _say(ck, f"  evidence, {first.name}" + (f" (teams {','.join(map(str, first.teams))}):"
+        _say(args, f"  evidence, {first.name}" + (f" (teams {','.join(map(str, first.teams))}):"
                                                  if first.teams else ":"))
         for d in first.diffs:
             for ln in d.detail:
-                _say(ck, "    " + ln)
-        _say(ck, f"  the layer's rule says: {rule_says}")
+                _say(args, "    " + ln)
+        _say(args, f"  the layer's rule says: {rule_says}")
         if lv is not None and not verdict_fixed:
             if lv.get("source") == "rules":
                 msg = ("a rules file says it is malleable, but the check found a difference: change that rule, "
@@ -646,14 +359,14 @@ def _check(ck: Checker) -> dict:
                 msg = ("the rule would steer it but the check found a difference: use --save or "
                        "`scaf run --fixed`")
             result["disagreement"] = msg
-            _say(ck, f"  DISAGREEMENT: {msg}")
+            _say(args, f"  DISAGREEMENT: {msg}")
         elif verdict_fixed:
-            _say(ck, "  the layer agrees: it keeps this program's team fixed (steered by CPU affinity)")
+            _say(args, "  the layer agrees: it keeps this program's team fixed (steered by CPU affinity)")
         return finish("not malleable", EXIT_NOT_MALLEABLE)
 
-    _say(ck, f"verdict: malleable (every run under scaf gave the plain run's results; teams "
+    _say(args, f"verdict: malleable (every run under scaf gave the plain run's results; teams "
              f"{','.join(map(str, teams))} tried, on this input only)")
-    _say(ck, f"  the layer's rule says: {rule_says}")
+    _say(args, f"  the layer's rule says: {rule_says}")
     if verdict_fixed:
         if lv is not None and lv.get("source") == "rules":
             msg = ("a rules file keeps it fixed, but the check found no difference: if this input is "
@@ -662,7 +375,7 @@ def _check(ck: Checker) -> dict:
             msg = ("the rule keeps its team fixed but the check found no difference: if this input is "
                    "representative, --save or `scaf run --malleable` lets scaf resize its team")
         result["disagreement"] = msg
-        _say(ck, f"  DISAGREEMENT: {msg}")
+        _say(args, f"  DISAGREEMENT: {msg}")
     return finish("malleable", EXIT_MALLEABLE)
 
 
@@ -676,8 +389,8 @@ def _rule_says(lv: dict | None) -> str:
     return f"{lv.get('verdict', '?')} — {lv.get('reason', '')} (decided by: {lv.get('source', '?')})"
 
 
-def _say(ck: Checker, msg: str) -> None:
-    if not ck.args.json:
+def _say(args: argparse.Namespace, msg: str) -> None:
+    if not args.json:
         print(msg, flush=True)
 
 
@@ -707,7 +420,7 @@ def _program_with_regions(ck: Checker) -> tuple[str | None, str]:
     return ck.exe, ""
 
 
-def _save(ck: Checker, result: dict, code: int) -> int:
+def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int:
     verdict = "malleable" if code == EXIT_MALLEABLE else "fixed"
     target = rules.save_target()
     if target is None:
@@ -725,7 +438,7 @@ def _save(ck: Checker, result: dict, code: int) -> int:
         _err(f"--save: cannot write {target}: {getattr(e, 'strerror', None) or e}")
         return EXIT_SCAF
     result["saved"] = {"file": target, "line": line, "rule": f"{verdict} {pattern}"}
-    if not ck.args.json:
+    if not args.json:
         print(f"saved: {target}:{line}: {verdict} {pattern}")
     winner = rules.first_match(rules.load(), exe)
     if winner is None or (winner.file, winner.line) != (target, line):
