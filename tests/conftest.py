@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,51 +13,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf import paths, proto
+from scaf.lib import daemon, paths
 
 SCAF = paths.build_dir() / "bin" / "scaf"
 
 
 def short_tmpdir() -> str:
     """A directory short enough for sun_path (pytest's tmp_path can exceed 108 bytes)."""
-    return tempfile.mkdtemp(prefix="scaf-t-", dir="/tmp")
+    return daemon.short_tmpdir("scaf-t-")
 
 
-class Daemon:
-    """A real scafd process on a private socket."""
+class Daemon(daemon.PrivateDaemon):
+    """A real scafd process on a private socket, started at once; its allocation log is self.log."""
 
     def __init__(self, binary: Path, args: list[str], env: dict[str, str] | None = None):
-        self.dir = short_tmpdir()
-        self.socket = os.path.join(self.dir, "scafd.sock")
-        self.log = os.path.join(self.dir, "alloc.jsonl")
-        self.stderr_path = os.path.join(self.dir, "scafd.stderr")
+        super().__init__(args, binary=binary, log=True, env=dict(os.environ, **(env or {})), prefix="scaf-t-")
         self.args = args
-        self.binary = binary
-        self.env = dict(os.environ, **(env or {}))
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.cleanup()
+            raise
 
-    def start(self) -> None:
-        cmd = [str(self.binary), "--socket", self.socket, "--log", self.log, *self.args]
-        self._stderr = open(self.stderr_path, "ab")  # noqa: SIM115 -- lives as long as the daemon
-        self.proc = subprocess.Popen(cmd, stdout=self._stderr, stderr=self._stderr, env=self.env)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"scafd exited {self.proc.returncode}: {self.stderr()}")
-            try:
-                proto.status(self.socket, timeout=1)
-                return
-            except proto.DaemonUnavailable:
-                time.sleep(0.02)
-        raise RuntimeError(f"scafd did not answer: {self.stderr()}")
-
-    def stderr(self) -> str:
-        with open(self.stderr_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def status(self) -> dict:
-        return proto.status(self.socket)
+    def start(self) -> dict:
+        try:
+            return super().start()
+        except daemon.DaemonExited as e:
+            raise RuntimeError(f"scafd exited {e.returncode}: {e.stderr}") from None
+        except daemon.DaemonTimeout as e:
+            raise RuntimeError(f"scafd did not answer: {e.stderr}") from None
 
     def wait_for(self, pred: Callable[[dict], bool], timeout: float = 10, what: str = "") -> dict:
         """Poll status until pred(status) holds; fail the test with the last status otherwise."""
@@ -73,27 +53,6 @@ class Daemon:
                 return st
             time.sleep(0.05)
         pytest.fail(f"timed out waiting for {what or pred}: last status {st}\nstderr: {self.stderr()}")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._stderr.close()
-        return self.proc.returncode
-
-    def cleanup(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The `scaf` command line: one subcommand per module, each with register(subparsers)."""
+"""The `scaf` command line: the top-level parser; each subcommand is a module of scaf.commands with register(subparsers)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scaf import __version__
 # Each module defines register(sub) that adds its parser and sets `func`.
 # Heavy imports (matplotlib, numpy) happen inside the command functions.
 COMMANDS = [
-    "daemon_cmd",
+    "daemon",
     "run",
     "check",
     "rules",
@@ -66,10 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"scaf.{name}")
+            module = importlib.import_module(f"scaf.commands.{name}")
             module.register(sub)
         except ModuleNotFoundError as e:
-            if e.name == f"scaf.{name}":
+            if e.name == f"scaf.commands.{name}":
                 continue  # not built yet
             _add_broken(sub, name, e)
         except Exception as e:  # noqa: BLE001 - one broken command must not take the others down
@@ -78,12 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_broken(sub: argparse._SubParsersAction, name: str, err: BaseException) -> None:
-    cmd = name.removesuffix("_cmd")
-    if cmd in sub.choices:
+    if name in sub.choices:
         return
-    p = sub.add_parser(cmd, help=f"(cannot load: {err})", add_help=False, prefix_chars="\x01")
+    p = sub.add_parser(name, help=f"(cannot load: {err})", add_help=False, prefix_chars="\x01")
     p.add_argument("args", nargs=argparse.REMAINDER)
-    p.set_defaults(func=_broken(cmd, err))
+    p.set_defaults(func=_broken(name, err))
 
 
 def main(argv: list[str] | None = None) -> int:

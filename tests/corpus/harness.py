@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Self
 
 import psutil
-from scaf import paths
+from scaf.lib import paths
 
 POLL_S = 0.15
 COMPETITOR = ("ep", "--size", "S")

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf import paths
+from scaf.lib import paths
 
 from .programs import PROGRAMS
 

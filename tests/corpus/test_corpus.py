@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon
-from scaf import paths
+from scaf.lib import paths
 
 from . import harness
 from .programs import PROGRAMS

@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 from conftest import ROOT, SCAF
-from scaf import policy as pol
+from scaf.lib import policy as pol
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

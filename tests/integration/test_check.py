@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCAF, Daemon, layer_env
-from scaf import paths
+from scaf.lib import paths
 
 
 def scaf(*args: str, env: dict[str, str] | None = None, timeout: float = 300,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import SCAF, short_tmpdir
-from scaf import paths
+from scaf.lib import paths
 
 COMMANDS = ["daemon", "run", "status", "demo"]
 

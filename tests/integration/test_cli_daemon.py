@@ -15,7 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import SCAF, Daemon, short_tmpdir
-from scaf import paths, proto
+from scaf.lib import paths
+from support import wire
 
 # A real GNU OpenMP program that keeps opening small parallel regions, mostly
 # asleep between them, until a stop file appears (or 60 s pass).
@@ -144,7 +145,7 @@ def test_concurrent_runs_start_one_daemon(fresh_socket: str) -> None:
     assert sum(bool(STARTED.search(e)) for e in errs) == 1, errs
     running = daemons_on(fresh_socket)
     assert len(running) == 1, [p.cmdline() for p in running]
-    assert proto.status(fresh_socket)["daemon_pid"] == running[0].pid
+    assert wire.status(fresh_socket)["daemon_pid"] == running[0].pid
 
 
 def test_no_start_runs_without_a_daemon(fresh_socket: str, omp_client: Path) -> None:
@@ -215,8 +216,8 @@ def test_daemon_command_execs_scafd_with_options() -> None:
         st = None
         while st is None and time.monotonic() < deadline and p.poll() is None:
             try:
-                st = proto.status(sock)
-            except proto.DaemonUnavailable:
+                st = wire.status(sock)
+            except wire.DaemonUnavailable:
                 time.sleep(0.05)
         assert st is not None, p.stderr.read() if p.poll() is not None and p.stderr else "no answer"
         # exec, not a child: the daemon is the very process we started.

@@ -13,17 +13,18 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import ROOT, Daemon
-from scaf import paths, proto
+from scaf.lib import paths
+from support import wire
 
 # A real client process: registers, says "ready ID", then holds its connection until stdin closes.
 CLIENT_PY = r"""
 import ctypes, sys
-sys.path.insert(0, sys.argv[1])
-from scaf import proto
+sys.path[:0] = [sys.argv[1] + "/python", sys.argv[1] + "/tests"]
+from support import wire
 name = sys.argv[4].encode()
 if name:
     ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME: what /proc/PID/comm shows
-sock, page, cid = proto.register(sys.argv[2], int(sys.argv[3]))
+sock, page, cid = wire.register(sys.argv[2], int(sys.argv[3]))
 print("ready", cid, flush=True)
 sys.stdin.read()
 """
@@ -34,7 +35,7 @@ class ClientProc:
 
     def __init__(self, sock: str, max_threads: int = 8, name: bytes = b""):
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CLIENT_PY, str(ROOT / "python"), sock, str(max_threads), name.decode()],
+            [sys.executable, "-c", CLIENT_PY, str(ROOT), sock, str(max_threads), name.decode()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         assert self.proc.stdout is not None
@@ -71,14 +72,14 @@ def log_lines(d: Daemon) -> list[dict]:
 
 def test_arrival_and_departure_reallocate(scafd: Daemon) -> None:
     """--cpus 4, equipartition: 1 client -> 4; 2 -> 2+2; 3 -> 2+1+1; departures give the share back."""
-    a, pa, _ = proto.register(scafd.socket, 8)
+    a, pa, _ = wire.register(scafd.socket, 8)
     # Allocation happens before WELCOME: the very first read of the page is the share.
-    assert pa.threads == 4 and pa.control == proto.CONTROL_THREADS
-    assert pa.u32("magic") == proto.PAGE_MAGIC and pa.u32("cpus") == 4 and pa.u32("nclients") == 1
+    assert pa.threads == 4 and pa.control == wire.CONTROL_THREADS
+    assert pa.u32("magic") == wire.PAGE_MAGIC and pa.u32("cpus") == 4 and pa.u32("nclients") == 1
 
-    b, pb, _ = proto.register(scafd.socket, 8)
+    b, pb, _ = wire.register(scafd.socket, 8)
     assert (pa.threads, pb.threads) == (2, 2)
-    c, pc, _ = proto.register(scafd.socket, 8)
+    c, pc, _ = wire.register(scafd.socket, 8)
     assert (pa.threads, pb.threads, pc.threads) == (2, 1, 1)
     assert pa.u32("nclients") == pb.u32("nclients") == pc.u32("nclients") == 3
     st = scafd.status()
@@ -101,8 +102,8 @@ def test_arrival_and_departure_reallocate(scafd: Daemon) -> None:
 
 
 def test_max_threads_caps_the_share(scafd: Daemon) -> None:
-    s1, p1, _ = proto.register(scafd.socket, 1)
-    s2, p2, _ = proto.register(scafd.socket, 8)
+    s1, p1, _ = wire.register(scafd.socket, 1)
+    s2, p2, _ = wire.register(scafd.socket, 8)
     assert p1.threads == 1, "never more threads than the program could have seen"
     assert 1 <= p2.threads <= 4
     s1.close()
@@ -110,13 +111,13 @@ def test_max_threads_caps_the_share(scafd: Daemon) -> None:
 
 
 def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
-    s1, p1, _ = proto.register(scafd.socket, 3, flags=proto.HELLO_F_NONMALLEABLE)
-    s2, p2, _ = proto.register(scafd.socket, 8)
-    assert p1.control == proto.CONTROL_CPUSET
+    s1, p1, _ = wire.register(scafd.socket, 3, flags=wire.HELLO_F_NONMALLEABLE)
+    s2, p2, _ = wire.register(scafd.socket, 8)
+    assert p1.control == wire.CONTROL_CPUSET
     assert p1.threads == 3, "a fixed team keeps its size; its share is a CPU set"
     # The fixed team is placed first, on as many contexts as it has threads (3 of 4); the
     # malleable client gets the rest.
-    assert p2.control == proto.CONTROL_THREADS and p2.threads == 1
+    assert p2.control == wire.CONTROL_THREADS and p2.threads == 1
     st = scafd.status()
     fixed = next(c for c in st["clients"] if not c["malleable"])
     assert fixed["threads"] == 3 and fixed["cpuset"] == p1.cpuset() and fixed["cpuset"]
@@ -130,18 +131,18 @@ def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
 
 def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
     """The layer marks a client non-malleable on its page at run time; the referee picks it up."""
-    s, p, _ = proto.register(scafd.socket, 8)
-    assert p.control == proto.CONTROL_THREADS and p.threads == 4
+    s, p, _ = wire.register(scafd.socket, 8)
+    assert p.control == wire.CONTROL_THREADS and p.threads == 4
     p.set_u32("fixed_team", 6)
-    p.set_u32("client_flags", proto.CLIENT_NONMALLEABLE)
+    p.set_u32("client_flags", wire.CLIENT_NONMALLEABLE)
     st = scafd.wait_for(lambda s: s["clients"] and not s["clients"][0]["malleable"], what="non-malleable")
-    assert p.control == proto.CONTROL_CPUSET and p.threads == 6
+    assert p.control == wire.CONTROL_CPUSET and p.threads == 6
     assert st["clients"][0]["threads"] == 6 and st["clients"][0]["cpuset"] == p.cpuset()
     # A long region also switches to affinity control, keeping its share as the thread count.
-    s2, p2, _ = proto.register(scafd.socket, 8)
-    p2.set_u32("client_flags", proto.CLIENT_LONG_REGION)
+    s2, p2, _ = wire.register(scafd.socket, 8)
+    p2.set_u32("client_flags", wire.CLIENT_LONG_REGION)
     scafd.wait_for(lambda s: any(c["long_region"] for c in s["clients"]), what="long_region in status")
-    scafd.wait_for(lambda s: p2.control == proto.CONTROL_CPUSET, what="cpuset control for the long region")
+    scafd.wait_for(lambda s: p2.control == wire.CONTROL_CPUSET, what="cpuset control for the long region")
     # The fixed team of 6 fills all 4 contexts: the two take turns (gangs), and in its turn the
     # malleable client has the whole machine (docs/daemon.md, "Fixed teams").
     assert p2.threads == 4
@@ -152,11 +153,11 @@ def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
 
 
 def test_client_fields_reach_status(scafd: Daemon) -> None:
-    s, p, _ = proto.register(scafd.socket, 8)
+    s, p, _ = wire.register(scafd.socket, 8)
     p.set_u32("last_team", 4)
     p.set_u32("eff_threads", 4)
     p.set_u32("efficiency_ppm", 750000)
-    p.set_u32("estimate", proto.ESTIMATE_MEASURED)
+    p.set_u32("estimate", wire.ESTIMATE_MEASURED)
     p.set_u64("regions", 12345)
     p.set_u64("experiments", 7)
     st = scafd.status()
@@ -188,7 +189,7 @@ def test_status_json_fields(scafd: Daemon, procs: list[ClientProc]) -> None:
     assert set(st) == set(TOP)
     for k, t in TOP.items():
         assert isinstance(st[k], t), (k, st[k])
-    assert st["version"] == proto.VERSION and st["daemon_pid"] == scafd.proc.pid
+    assert st["version"] == wire.VERSION and st["daemon_pid"] == scafd.proc.pid
     assert st["cpus"] == 4 and st["available"] == 4 and st["foreign"] == 0.0
     assert st["policy"] == "equipartition" and st["rate_hz"] == 4 and st["chunk"] >= 1
     assert abs(st["time"] - time.time()) < 600
@@ -204,7 +205,7 @@ def test_status_json_fields(scafd: Daemon, procs: list[ClientProc]) -> None:
 
 
 def test_sigkilled_client_share_goes_to_the_others(scafd: Daemon, procs: list[ClientProc]) -> None:
-    s, p, _ = proto.register(scafd.socket, 8)
+    s, p, _ = wire.register(scafd.socket, 8)
     victim = ClientProc(scafd.socket)
     procs.append(victim)
     assert p.threads == 2
@@ -222,24 +223,24 @@ def test_sigkilled_client_share_goes_to_the_others(scafd: Daemon, procs: list[Cl
 
 def test_full_table_refused(scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--max-clients", "2")
-    a, _, _ = proto.register(d.socket, 4)
-    b, _, _ = proto.register(d.socket, 4)
-    with pytest.raises(proto.Refused) as e:
-        proto.register(d.socket, 4)
-    assert e.value.reason == proto.REFUSE_FULL and "full" in e.value.text
+    a, _, _ = wire.register(d.socket, 4)
+    b, _, _ = wire.register(d.socket, 4)
+    with pytest.raises(wire.Refused) as e:
+        wire.register(d.socket, 4)
+    assert e.value.reason == wire.REFUSE_FULL and "full" in e.value.text
     assert "refused" in d.stderr() and "full" in d.stderr()
     assert len(d.status()["clients"]) == 2, "status still answers with a full table"
     a.close()
     d.wait_for(lambda s: len(s["clients"]) == 1, what="a free slot")
-    c, pc, _ = proto.register(d.socket, 4)
+    c, pc, _ = wire.register(d.socket, 4)
     assert pc.threads == 2
     b.close()
     c.close()
 
 
 def test_log_one_line_per_change(scafd: Daemon) -> None:
-    s1, _, _ = proto.register(scafd.socket, 8)
-    s2, _, _ = proto.register(scafd.socket, 8)
+    s1, _, _ = wire.register(scafd.socket, 8)
+    s2, _, _ = wire.register(scafd.socket, 8)
     s1.close()
     scafd.wait_for(lambda s: len(s["clients"]) == 1, what="departure")
     lines = log_lines(scafd)
@@ -311,7 +312,7 @@ def test_sigusr1_cycles_policies(scafd: Daemon) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_exit_removes_socket(scafd: Daemon, sig: int) -> None:
-    s, _, _ = proto.register(scafd.socket, 4)
+    s, _, _ = wire.register(scafd.socket, 4)
     assert os.path.exists(scafd.socket)
     assert scafd.stop(sig) == 0
     assert not os.path.exists(scafd.socket)
@@ -321,7 +322,7 @@ def test_signal_exit_removes_socket(scafd: Daemon, sig: int) -> None:
 
 def test_idle_exit(scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--idle-exit", "0.5")
-    s, _, _ = proto.register(d.socket, 4)
+    s, _, _ = wire.register(d.socket, 4)
     time.sleep(1.0)
     assert d.alive(), "a daemon with a client never idles out"
     s.close()

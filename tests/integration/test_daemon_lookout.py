@@ -9,12 +9,12 @@ from collections.abc import Callable
 import psutil
 import pytest
 from conftest import Daemon
-from scaf import proto
+from support import wire
 
 
 def test_busy_loop_reduces_available(scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "4")  # lookout on
-    s, page, _ = proto.register(d.socket, 8)
+    s, page, _ = wire.register(d.socket, 8)
     busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
     try:
         st = d.wait_for(lambda st: st["available"] < 4, timeout=20, what="foreign load noticed")
@@ -48,7 +48,7 @@ def test_no_lookout_ignores_foreign_load(scafd_factory: Callable[..., Daemon]) -
         # Several lookout periods pass (status is polled until the daemon has sampled /proc a few times).
         for _ in range(3):
             d.wait_for(lambda st: True, what="status")
-        s, page, _ = proto.register(d.socket, 8)
+        s, page, _ = wire.register(d.socket, 8)
         assert page.threads == 4 and d.status()["available"] == 4 and d.status()["foreign"] == 0.0
         s.close()
     finally:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from scaf import proto
+from support import wire
 
-FIELDS = sorted(proto.PAGE_OFFSETS)
+FIELDS = sorted(wire.PAGE_OFFSETS)
 PROGRAM = (
     '#include "scaf/proto.h"\n#include <stddef.h>\n#include <stdio.h>\nint main(void)\n{\n'
     + "".join(f'    printf("{f} %zu\\n", offsetof(struct scaf_page, {f}));\n' for f in FIELDS)
@@ -36,13 +36,13 @@ def test_page_layout_matches_c(tmp_path: Path) -> None:
     out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                         check=True).stdout.splitlines())
     for f in FIELDS:
-        assert int(out[f]) == proto.PAGE_OFFSETS[f], f
+        assert int(out[f]) == wire.PAGE_OFFSETS[f], f
     assert int(out["page"]) == 552
-    assert int(out["hello"]) == proto.HELLO.size and int(out["welcome"]) == proto.WELCOME.size
-    assert int(out["refuse"]) == proto.REFUSE.size
-    assert int(out["cpuset_words"]) == proto.CPUSET_WORDS and int(out["page_size"]) == proto.PAGE_SIZE
-    assert int(out["status_max"]) == proto.STATUS_MAX and int(out["page_magic"]) == proto.PAGE_MAGIC
-    assert int(out["control_cpuset"]) == proto.CONTROL_CPUSET
-    assert int(out["nonmalleable"]) == proto.CLIENT_NONMALLEABLE
-    assert int(out["long_region"]) == proto.CLIENT_LONG_REGION
-    assert int(out["hello_nm"]) == proto.HELLO_F_NONMALLEABLE
+    assert int(out["hello"]) == wire.HELLO.size and int(out["welcome"]) == wire.WELCOME.size
+    assert int(out["refuse"]) == wire.REFUSE.size
+    assert int(out["cpuset_words"]) == wire.CPUSET_WORDS and int(out["page_size"]) == wire.PAGE_SIZE
+    assert int(out["status_max"]) == wire.STATUS_MAX and int(out["page_magic"]) == wire.PAGE_MAGIC
+    assert int(out["control_cpuset"]) == wire.CONTROL_CPUSET
+    assert int(out["nonmalleable"]) == wire.CLIENT_NONMALLEABLE
+    assert int(out["long_region"]) == wire.CLIENT_LONG_REGION
+    assert int(out["hello_nm"]) == wire.HELLO_F_NONMALLEABLE

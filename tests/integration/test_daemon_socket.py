@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import Daemon, daemon_binaries, short_tmpdir
-from scaf import paths, proto
+from scaf.lib import paths
+from support import wire
 
 SCAFD = str(paths.scafd())
 
@@ -33,8 +34,8 @@ def wait_serving(sock: str, proc: subprocess.Popen[bytes]) -> dict:
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"scafd exited {proc.returncode}"
         try:
-            return proto.status(sock, timeout=1)
-        except proto.DaemonUnavailable:
+            return wire.status(sock, timeout=1)
+        except wire.DaemonUnavailable:
             time.sleep(0.02)
     pytest.fail(f"no daemon on {sock}")
 
@@ -52,7 +53,7 @@ def test_help_is_a_manual() -> None:
 
 def test_version() -> None:
     r = run("--version")
-    assert r.returncode == 0 and f"protocol {proto.VERSION}" in r.stdout
+    assert r.returncode == 0 and f"protocol {wire.VERSION}" in r.stdout
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon, daemon_binaries
-from scaf import proto
+from support import wire
 
 BINARIES = daemon_binaries()
 IDS = ["plain" if i == 0 else "asan" for i in range(len(BINARIES))]
@@ -36,22 +36,22 @@ def assert_serving(d: Daemon) -> None:
     """The daemon answers status and still accepts a well-behaved client."""
     assert d.alive(), d.stderr()
     d.status()
-    s, page, _ = proto.register(d.socket, 2)
+    s, page, _ = wire.register(d.socket, 2)
     assert page.threads >= 1
     s.close()
 
 
 def raw(d: Daemon) -> socket.socket:
-    return proto.connect(d.socket, timeout=5)
+    return wire.connect(d.socket, timeout=5)
 
 
 def read_refuse(sock: socket.socket) -> tuple[int, int, str]:
     buf = b""
-    while len(buf) < proto.REFUSE.size:
-        chunk = sock.recv(proto.REFUSE.size - len(buf))
+    while len(buf) < wire.REFUSE.size:
+        chunk = sock.recv(wire.REFUSE.size - len(buf))
         assert chunk, f"connection closed after {len(buf)} bytes, before a complete REFUSE"
         buf += chunk
-    return proto.parse_refuse(buf)
+    return wire.parse_refuse(buf)
 
 
 def assert_closed(sock: socket.socket) -> None:
@@ -68,32 +68,32 @@ def stderr_lines(d: Daemon) -> int:
 
 def hello_fields(
     max_threads: int = 4, flags: int = 0, reserved: tuple[int, int, int, int] = (0, 0, 0, 0),
-    version: int = proto.VERSION, length: int = proto.HELLO.size, hreserved: int = 0, magic: int = proto.MAGIC,
-    mtype: int = proto.MSG_HELLO,
+    version: int = wire.VERSION, length: int = wire.HELLO.size, hreserved: int = 0, magic: int = wire.MAGIC,
+    mtype: int = wire.MSG_HELLO,
 ) -> bytes:
-    return proto.HELLO.pack(magic, version, mtype, length, hreserved, max_threads, flags, b"bad", *reserved)
+    return wire.HELLO.pack(magic, version, mtype, length, hreserved, max_threads, flags, b"bad", *reserved)
 
 
 # (name, bytes to send, expected reason, substring of the REFUSE text)
 MALFORMED = [
-    ("bad magic", hello_fields(magic=0xDEADBEEF), proto.REFUSE_MALFORMED, "bad magic"),
-    ("wrong version", hello_fields(version=proto.VERSION + 1), proto.REFUSE_VERSION,
-     f"scafd speaks protocol {proto.VERSION}, client speaks {proto.VERSION + 1}"),
-    ("version 0", proto.header(proto.MSG_STATUS_REQ, 16, version=0), proto.REFUSE_VERSION, "client speaks 0"),
-    ("unknown type", proto.header(99, 16), proto.REFUSE_MALFORMED, "type 99"),
-    ("daemon-only type", proto.header(proto.MSG_WELCOME, proto.WELCOME.size), proto.REFUSE_MALFORMED, "type 2"),
-    ("type zero", proto.header(0, 16), proto.REFUSE_MALFORMED, "type 0"),
-    ("hello too long", hello_fields(length=proto.HELLO.size + 4) + b"\0" * 4, proto.REFUSE_MALFORMED, "length"),
-    ("hello too short", hello_fields(length=20), proto.REFUSE_MALFORMED, "length"),
-    ("status req with body", proto.header(proto.MSG_STATUS_REQ, 17) + b"x", proto.REFUSE_MALFORMED, "length"),
-    ("length past STATUS_MAX", proto.header(proto.MSG_STATUS_REQ, 0xFFFFFFFF), proto.REFUSE_MALFORMED, "length"),
-    ("length below header", proto.header(proto.MSG_HELLO, 3), proto.REFUSE_MALFORMED, "length"),
-    ("nonzero header reserved", hello_fields(hreserved=1), proto.REFUSE_MALFORMED, "reserved"),
-    ("max_threads 0", hello_fields(max_threads=0), proto.REFUSE_MALFORMED, "max_threads 0"),
-    ("max_threads too big", hello_fields(max_threads=1025), proto.REFUSE_MALFORMED, "max_threads 1025"),
-    ("max_threads huge", hello_fields(max_threads=0xFFFFFFFF), proto.REFUSE_MALFORMED, "max_threads"),
-    ("unknown flag bits", hello_fields(flags=0x80), proto.REFUSE_MALFORMED, "flags"),
-    ("nonzero hello reserved", hello_fields(reserved=(0, 0, 7, 0)), proto.REFUSE_MALFORMED, "reserved"),
+    ("bad magic", hello_fields(magic=0xDEADBEEF), wire.REFUSE_MALFORMED, "bad magic"),
+    ("wrong version", hello_fields(version=wire.VERSION + 1), wire.REFUSE_VERSION,
+     f"scafd speaks protocol {wire.VERSION}, client speaks {wire.VERSION + 1}"),
+    ("version 0", wire.header(wire.MSG_STATUS_REQ, 16, version=0), wire.REFUSE_VERSION, "client speaks 0"),
+    ("unknown type", wire.header(99, 16), wire.REFUSE_MALFORMED, "type 99"),
+    ("daemon-only type", wire.header(wire.MSG_WELCOME, wire.WELCOME.size), wire.REFUSE_MALFORMED, "type 2"),
+    ("type zero", wire.header(0, 16), wire.REFUSE_MALFORMED, "type 0"),
+    ("hello too long", hello_fields(length=wire.HELLO.size + 4) + b"\0" * 4, wire.REFUSE_MALFORMED, "length"),
+    ("hello too short", hello_fields(length=20), wire.REFUSE_MALFORMED, "length"),
+    ("status req with body", wire.header(wire.MSG_STATUS_REQ, 17) + b"x", wire.REFUSE_MALFORMED, "length"),
+    ("length past STATUS_MAX", wire.header(wire.MSG_STATUS_REQ, 0xFFFFFFFF), wire.REFUSE_MALFORMED, "length"),
+    ("length below header", wire.header(wire.MSG_HELLO, 3), wire.REFUSE_MALFORMED, "length"),
+    ("nonzero header reserved", hello_fields(hreserved=1), wire.REFUSE_MALFORMED, "reserved"),
+    ("max_threads 0", hello_fields(max_threads=0), wire.REFUSE_MALFORMED, "max_threads 0"),
+    ("max_threads too big", hello_fields(max_threads=1025), wire.REFUSE_MALFORMED, "max_threads 1025"),
+    ("max_threads huge", hello_fields(max_threads=0xFFFFFFFF), wire.REFUSE_MALFORMED, "max_threads"),
+    ("unknown flag bits", hello_fields(flags=0x80), wire.REFUSE_MALFORMED, "flags"),
+    ("nonzero hello reserved", hello_fields(reserved=(0, 0, 7, 0)), wire.REFUSE_MALFORMED, "reserved"),
 ]
 
 
@@ -104,7 +104,7 @@ def test_malformed_refused(daemon: Daemon, name: str, data: bytes, reason: int, 
     s.sendall(data)
     got_reason, daemon_version, got_text = read_refuse(s)
     assert got_reason == reason, got_text
-    assert daemon_version == proto.VERSION
+    assert daemon_version == wire.VERSION
     assert text in got_text
     assert_closed(s)
     s.close()
@@ -123,20 +123,20 @@ def test_malformed_sent_byte_by_byte(daemon: Daemon) -> None:
     time.sleep(0.1)
     assert daemon.status()["clients"] == [], "nothing happens before the last byte"
     s.send(data[-1:])
-    assert read_refuse(s)[0] == proto.REFUSE_MALFORMED
+    assert read_refuse(s)[0] == wire.REFUSE_MALFORMED
     s.close()
 
 
 def test_hello_split_across_sends_is_accepted(daemon: Daemon) -> None:
     s = raw(daemon)
-    data = proto.hello(3)
+    data = wire.hello(3)
     s.send(data[:5])
     time.sleep(0.05)
     s.send(data[5:30])
     time.sleep(0.05)
     s.send(data[30:])
-    msg, fds, _, _ = socket.recv_fds(s, proto.WELCOME.size, 1)
-    assert len(msg) == proto.WELCOME.size and len(fds) == 1
+    msg, fds, _, _ = socket.recv_fds(s, wire.WELCOME.size, 1)
+    assert len(msg) == wire.WELCOME.size and len(fds) == 1
     for fd in fds:
         os.close(fd)
     assert [c["max_threads"] for c in daemon.status()["clients"]] == [3]
@@ -144,11 +144,11 @@ def test_hello_split_across_sends_is_accepted(daemon: Daemon) -> None:
 
 
 def test_second_hello_is_duplicate(daemon: Daemon) -> None:
-    s, _, _ = proto.register(daemon.socket, 4)
+    s, _, _ = wire.register(daemon.socket, 4)
     assert len(daemon.status()["clients"]) == 1
-    s.sendall(proto.hello(4))
+    s.sendall(wire.hello(4))
     reason, _, text = read_refuse(s)
-    assert reason == proto.REFUSE_DUPLICATE and "already said HELLO" in text
+    assert reason == wire.REFUSE_DUPLICATE and "already said HELLO" in text
     assert_closed(s)
     s.close()
     # The refused connection was a client: dropping it is its departure.
@@ -159,13 +159,13 @@ def test_status_on_a_fresh_connection_then_hello(daemon: Daemon) -> None:
     """Status works on any connection that has not said HELLO; the same connection may then register."""
     s = raw(daemon)
     for _ in range(3):
-        s.sendall(proto.header(proto.MSG_STATUS_REQ, 16))
-        h = proto.HEADER.unpack(recv_exact(s, 16))
-        assert h[2] == proto.MSG_STATUS_REPLY
+        s.sendall(wire.header(wire.MSG_STATUS_REQ, 16))
+        h = wire.HEADER.unpack(recv_exact(s, 16))
+        assert h[2] == wire.MSG_STATUS_REPLY
         recv_exact(s, h[3] - 16)
-    s.sendall(proto.hello(2))
-    msg, fds, _, _ = socket.recv_fds(s, proto.WELCOME.size, 1)
-    assert proto.HEADER.unpack_from(msg)[2] == proto.MSG_WELCOME and len(fds) == 1
+    s.sendall(wire.hello(2))
+    msg, fds, _, _ = socket.recv_fds(s, wire.WELCOME.size, 1)
+    assert wire.HEADER.unpack_from(msg)[2] == wire.MSG_WELCOME and len(fds) == 1
     os.close(fds[0])
     s.close()
 
@@ -181,8 +181,8 @@ def recv_exact(s: socket.socket, n: int) -> bytes:
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"\x53", proto.header(proto.MSG_HELLO, proto.HELLO.size)[:7], proto.header(proto.MSG_HELLO, 56),
-     proto.hello(4)[:30], proto.header(proto.MSG_STATUS_REQ, 16)[:15]],
+    [b"", b"\x53", wire.header(wire.MSG_HELLO, wire.HELLO.size)[:7], wire.header(wire.MSG_HELLO, 56),
+     wire.hello(4)[:30], wire.header(wire.MSG_STATUS_REQ, 16)[:15]],
     ids=["connect-close", "one-byte", "half-header", "header-only", "half-hello", "almost-status"],
 )
 def test_abrupt_disconnects(daemon: Daemon, data: bytes) -> None:
@@ -199,7 +199,7 @@ def test_hello_then_reset_mid_welcome(daemon: Daemon) -> None:
     for _ in range(10):
         s = raw(daemon)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        s.sendall(proto.hello(4))
+        s.sendall(wire.hello(4))
         s.close()
     daemon.wait_for(lambda st: st["clients"] == [], what="no leftover clients")
 
@@ -212,7 +212,7 @@ def test_oversized_garbage(daemon: Daemon) -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass  # the daemon dropped us after the first 16 bytes, as it should
     reason, _, text = read_refuse(s)
-    assert reason in (proto.REFUSE_MALFORMED, proto.REFUSE_VERSION), text
+    assert reason in (wire.REFUSE_MALFORMED, wire.REFUSE_VERSION), text
     s.close()
 
 
@@ -220,7 +220,7 @@ def test_peer_that_never_reads(daemon: Daemon) -> None:
     """Requests without reading the replies cannot stall the loop; the peer is dropped eventually."""
     s = raw(daemon)
     s.setblocking(False)
-    req = proto.header(proto.MSG_STATUS_REQ, 16) * 4096
+    req = wire.header(wire.MSG_STATUS_REQ, 16) * 4096
     sent = 0
     try:
         while sent < len(req):
@@ -238,7 +238,7 @@ def test_connection_storm(daemon: Daemon) -> None:
     socks = [raw(daemon) for _ in range(100)]
     for i, s in enumerate(socks):
         if i % 3 == 0:
-            s.sendall(proto.header(proto.MSG_STATUS_REQ, 16))
+            s.sendall(wire.header(wire.MSG_STATUS_REQ, 16))
         elif i % 3 == 1:
             s.sendall(b"junkjunkjunkjunk")
     daemon.status()
@@ -248,8 +248,8 @@ def test_connection_storm(daemon: Daemon) -> None:
 
 def test_client_scribbling_on_its_page(daemon: Daemon) -> None:
     """Every client-written field is untrusted: garbage there changes nothing for anyone else."""
-    s1, p1, _ = proto.register(daemon.socket, 8)
-    s2, p2, _ = proto.register(daemon.socket, 8)
+    s1, p1, _ = wire.register(daemon.socket, 8)
+    s2, p2, _ = wire.register(daemon.socket, 8)
     p1.buf[224:336] = b"\xff" * 112  # the whole client half: flags, teams, pids, estimates
     p1.set_u32("seq", 12345)  # not its to write; only its own reads would suffer
     p1.set_i32("experiment_pid", 1)  # init is not its child: ignored
@@ -264,14 +264,14 @@ def test_client_scribbling_on_its_page(daemon: Daemon) -> None:
 def test_shrinking_the_page_is_impossible(daemon: Daemon) -> None:
     """The memfd is sealed: a client cannot truncate it under the daemon (that would be a SIGBUS there)."""
     s = raw(daemon)
-    s.sendall(proto.hello(4))
-    _, fds, _, _ = socket.recv_fds(s, proto.WELCOME.size, 1)
+    s.sendall(wire.hello(4))
+    _, fds, _, _ = socket.recv_fds(s, wire.WELCOME.size, 1)
     fd = fds[0]
     with pytest.raises(PermissionError):
         os.ftruncate(fd, 0)
     with pytest.raises(PermissionError):
         os.ftruncate(fd, 1 << 20)
-    assert os.fstat(fd).st_size == proto.PAGE_SIZE
+    assert os.fstat(fd).st_size == wire.PAGE_SIZE
     os.close(fd)
     daemon.status()
     s.close()
@@ -287,9 +287,9 @@ def test_random_messages(daemon: Daemon) -> None:
     rng = random.Random(1234)
     for _ in range(150):
         mtype = rng.choice([0, 1, 2, 3, 4, 5, 6, 255, 65535])
-        length = rng.choice([0, 15, 16, 17, 55, 56, 57, 144, proto.STATUS_MAX, proto.STATUS_MAX + 1, 0xFFFFFFFF])
+        length = rng.choice([0, 15, 16, 17, 55, 56, 57, 144, wire.STATUS_MAX, wire.STATUS_MAX + 1, 0xFFFFFFFF])
         version = rng.choice([1, 1, 1, 0, 2, 65535])
-        msg = proto.HEADER.pack(proto.MAGIC, version, mtype, length, rng.choice([0, 0, 1]))
+        msg = wire.HEADER.pack(wire.MAGIC, version, mtype, length, rng.choice([0, 0, 1]))
         msg += rng.randbytes(rng.choice([0, 8, 40, 200]))
         s = raw(daemon)
         try:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import SCAF
-from scaf import doctor
+from scaf.lib import advice
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -35,23 +35,23 @@ def test_quick_end_to_end(tmp_path: Path) -> None:
 
 
 def test_advice_thresholds() -> None:
-    assert doctor.advise({"equipartition": 1.2, "speedup": 1.3}, 8).verdict == "speedup"
+    assert advice.advise({"equipartition": 1.2, "speedup": 1.3}, 8).verdict == "speedup"
     # speedup stays the advice unless equipartition is clearly (> 2%) better.
-    assert doctor.advise({"equipartition": 1.31, "speedup": 1.3}, 8).verdict == "speedup"
-    assert doctor.advise({"equipartition": 1.4, "speedup": 1.3}, 8).verdict == "equipartition"
-    assert doctor.advise({"equipartition": 1.04, "speedup": 1.01}, 8).verdict == "none"
-    assert doctor.advise({"equipartition": 1.05, "speedup": None}, 8).verdict == "equipartition"
-    assert doctor.advise({"equipartition": None, "speedup": None}, 8).verdict == "none"
-    assert doctor.advise({"equipartition": 2.0, "speedup": 2.0}, 1).verdict == "none"
-    text = doctor.advise({"equipartition": 1.2, "speedup": 1.3}, 8).text
+    assert advice.advise({"equipartition": 1.31, "speedup": 1.3}, 8).verdict == "speedup"
+    assert advice.advise({"equipartition": 1.4, "speedup": 1.3}, 8).verdict == "equipartition"
+    assert advice.advise({"equipartition": 1.04, "speedup": 1.01}, 8).verdict == "none"
+    assert advice.advise({"equipartition": 1.05, "speedup": None}, 8).verdict == "equipartition"
+    assert advice.advise({"equipartition": None, "speedup": None}, 8).verdict == "none"
+    assert advice.advise({"equipartition": 2.0, "speedup": 2.0}, 1).verdict == "none"
+    text = advice.advise({"equipartition": 1.2, "speedup": 1.3}, 8).text
     assert "1.300X" in text and "1.200X" in text
 
 
 def test_pairs_follow_what_is_built() -> None:
-    assert doctor.choose_pairs(["cg", "ep", "spin", "stream"], quick=False) == [("ep", "spin"), ("cg", "stream"), ("ep", "ep")]
-    assert doctor.choose_pairs(["cg", "ep", "spin", "stream"], quick=True) == [("ep", "spin")]
-    assert doctor.choose_pairs(["a", "b"], quick=False) == [("a", "b")]
-    assert doctor.choose_pairs([], quick=False) == []
+    assert advice.choose_pairs(["cg", "ep", "spin", "stream"], quick=False) == [("ep", "spin"), ("cg", "stream"), ("ep", "ep")]
+    assert advice.choose_pairs(["cg", "ep", "spin", "stream"], quick=True) == [("ep", "spin")]
+    assert advice.choose_pairs(["a", "b"], quick=False) == [("a", "b")]
+    assert advice.choose_pairs([], quick=False) == []
 
 
 def test_bad_input_and_help() -> None:

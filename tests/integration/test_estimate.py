@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 from conftest import Daemon, layer_env
-from scaf import paths
+from scaf.lib import paths
 from test_experiment import build_prog
 
 

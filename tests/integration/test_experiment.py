@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import ROOT, Daemon, layer_env, parse_result
-from scaf import paths
+from scaf.lib import paths
 
 PROGS = ROOT / "tests" / "progs"
 

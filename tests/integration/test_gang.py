@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from conftest import Daemon, layer_env, parse_result
-from scaf import paths
+from scaf.lib import paths
 
 TIMEOUT = 180
 

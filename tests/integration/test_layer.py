@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon, layer_env, parse_result, short_tmpdir
-from scaf import paths
+from scaf.lib import paths
 
 PROGS = Path(__file__).resolve().parents[1] / "progs"
 # Long enough never to end on its own during a test; tests end it through the stop file.

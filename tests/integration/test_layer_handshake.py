@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import layer_env, short_tmpdir
-from scaf import proto
+from support import wire
 from test_layer import (
     MAXSEC,
     QUIET,
@@ -62,11 +62,11 @@ class Peer:
         conn, _ = self.srv.accept()
         conn.settimeout(5)
         data = b""
-        while len(data) < proto.HELLO.size:
-            chunk = conn.recv(proto.HELLO.size - len(data))
+        while len(data) < wire.HELLO.size:
+            chunk = conn.recv(wire.HELLO.size - len(data))
             assert chunk, "client closed before a whole HELLO"
             data += chunk
-        f = proto.HELLO.unpack(data)
+        f = wire.HELLO.unpack(data)
         hello = {
             "magic": f[0],
             "version": f[1],
@@ -88,8 +88,8 @@ class Peer:
         send_fd: bool = True,
         file_size: int = PAGE_SIZE,
         page_magic: int = PAGE_MAGIC,
-        page_version: int = proto.VERSION,
-        header_version: int = proto.VERSION,
+        page_version: int = wire.VERSION,
+        header_version: int = wire.VERSION,
         page_size: int = PAGE_SIZE,
     ) -> mmap.mmap | None:
         fd = os.memfd_create("scaf-test-page")
@@ -99,7 +99,7 @@ class Peer:
             if file_size >= PAGE_SIZE:
                 mm = mmap.mmap(fd, PAGE_SIZE)
                 struct.pack_into("=IIIIIIII", mm, 0, page_magic, page_version, 0, threads, 0, 4, 1, 0)
-            msg = proto.WELCOME.pack(proto.MAGIC, header_version, proto.MSG_WELCOME, proto.WELCOME.size, 0, 7, page_size, 4, 0)
+            msg = wire.WELCOME.pack(wire.MAGIC, header_version, wire.MSG_WELCOME, wire.WELCOME.size, 0, 7, page_size, 4, 0)
             if send_fd:
                 socket.send_fds(conn, [msg], [fd])
             else:
@@ -167,8 +167,8 @@ def wait(pred: Callable[[], object], what: str, timeout: float = 15) -> None:
 def test_hello_fields_and_allocation_capped_by_bound(probe: Path, peer: Peer, started: list[Probe]) -> None:
     p = start(probe, ["follow", "STOP", MAXSEC], layer_env(peer.path, {"OMP_NUM_THREADS": "2", **NO_ESTIMATE}), started)
     conn, hello = peer.accept()
-    assert hello["magic"] == proto.MAGIC and hello["version"] == proto.VERSION
-    assert hello["type"] == proto.MSG_HELLO and hello["length"] == proto.HELLO.size
+    assert hello["magic"] == wire.MAGIC and hello["version"] == wire.VERSION
+    assert hello["type"] == wire.MSG_HELLO and hello["length"] == wire.HELLO.size
     assert hello["reserved"] == 0 and hello["tail"] == (0, 0, 0, 0)
     assert hello["max_threads"] == 2 and hello["flags"] == 0
     assert hello["name"] == "omp_probe"
@@ -253,8 +253,8 @@ BAD_ANSWERS = {
     "no_fd": {"send_fd": False},
     "short_memfd": {"file_size": 100},
     "page_magic": {"page_magic": 0x12345678},
-    "page_version": {"page_version": proto.VERSION + 1},
-    "welcome_version": {"header_version": proto.VERSION + 1},
+    "page_version": {"page_version": wire.VERSION + 1},
+    "welcome_version": {"header_version": wire.VERSION + 1},
     "page_size": {"page_size": 8192},
 }
 
@@ -276,7 +276,7 @@ def test_bad_answers_leave_the_program_inert(probe: Path, peer: Peer, started: l
         mm = peer.welcome(conn, threads=1, **BAD_ANSWERS[case])
     elif case == "refuse":
         text = b"scripted refusal".ljust(120, b"\0")
-        conn.sendall(proto.REFUSE.pack(proto.MAGIC, proto.VERSION, proto.MSG_REFUSE, proto.REFUSE.size, 0, 3, 1, text))
+        conn.sendall(wire.REFUSE.pack(wire.MAGIC, wire.VERSION, wire.MSG_REFUSE, wire.REFUSE.size, 0, 3, 1, text))
     elif case == "close":
         conn.close()
     # "silent": never answer; the layer gives up after its handshake timeout.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon, layer_env, parse_result
-from scaf import paths
+from scaf.lib import paths
 
 BOUND = 4
 TIMEOUT = 120

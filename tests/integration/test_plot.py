@@ -47,7 +47,7 @@ def test_default_output_next_to_input(tmp_path: Path) -> None:
 
 def test_functions_for_the_demo(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "python"))
-    from scaf.plot import plot_alloc_log, plot_trace
+    from scaf.lib.plot import plot_alloc_log, plot_trace
 
     a = plot_alloc_log(FIXTURES / "alloc.jsonl", tmp_path / "a.png")
     t = plot_trace(FIXTURES / "small.trace", tmp_path / "t.png")

@@ -1,4 +1,4 @@
-"""Rules files: the parser and matcher (python/scaf/rules.py) against the layer's own reading,
+"""Rules files: the parser and matcher (python/scaf/lib/rules.py) against the layer's own reading,
 `scaf rules` as a user meets it, and the atomic writer behind `scaf check --save`."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCAF, Daemon, layer_env
-from scaf import paths, rules
+from scaf.lib import paths, rules
 
 EP = str(paths.workload("ep"))
 

@@ -7,9 +7,9 @@ import random
 
 import numpy as np
 import pytest
-from scaf import paths, policy
-from scaf.sim import engine, oracle, scenario
-from scaf.sim.model import speedup_tables
+from scaf.lib import paths, policy
+from scaf.lib.sim import engine, oracle, scenario
+from scaf.lib.sim.model import speedup_tables
 
 pytestmark = pytest.mark.skipif(not paths.policy_lib().exists(), reason="libscaf_policy.so not built (make)")
 
@@ -35,12 +35,12 @@ def test_equal_efficiencies_speedup_allocates_like_equipartition() -> None:
     sp = engine.run(sc, "speedup")
     assert eq.timeline is not None and sp.timeline is not None
     # Departures re-partition twice; 37 contexts leave a remainder to spread.
-    assert len({tuple(row[row > 0]) for row in eq.timeline.allocation}) >= 3
-    assert eq.timeline.allocation.shape == sp.timeline.allocation.shape
-    assert (eq.timeline.allocation == sp.timeline.allocation).all()
+    assert len({tuple(row[row > 0]) for row in eq.timeline.share}) >= 3
+    assert eq.timeline.share.shape == sp.timeline.share.shape
+    assert (eq.timeline.share == sp.timeline.share).all()
     assert (eq.timeline.time == sp.timeline.time).all()
     # and the speedup policy really saw measured, equal efficiencies on the way
-    seen = sp.timeline.efficiency[sp.timeline.allocation > 0]
+    seen = sp.timeline.efficiency[sp.timeline.share > 0]
     assert (seen[~np.isnan(seen)] > 0).sum() > 10
     assert [p.finish_s for p in eq.programs] == [p.finish_s for p in sp.programs]
 
@@ -118,14 +118,14 @@ def test_greedy_stops_where_curves_fall() -> None:
     assert oracle.greedy(falling[:, :3], [2, 2], 1, 1) == [1, 1]  # more clients than contexts
 
 
-def test_policy_caller_matches_scaf_policy_allocate() -> None:
+def test_policy_batch_matches_policy_allocate() -> None:
     rng = random.Random(5)
     for name in ("speedup", "equipartition"):
         for _ in range(200):
             n = rng.randint(1, 9)
             contexts = rng.choice([4, 8, 16, 37, 64])
             chunk = rng.choice([1, 1, 2])
-            caller = engine._PolicyCaller(name, contexts, chunk, n)
+            batch = policy.Batch(name, contexts, chunk, n)
             maxthr = np.array([rng.randint(1, contexts) for _ in range(n)])
             prev = np.array([rng.choice([0, rng.randint(1, contexts)]) for _ in range(n)])
             rep = np.array([rng.choice([0, 1, rng.randint(2, contexts)]) for _ in range(n)])
@@ -133,7 +133,10 @@ def test_policy_caller_matches_scaf_policy_allocate() -> None:
             meas = (eff >= 0).astype(np.int32)
             mall = np.array([rng.choice([1, 1, 0]) for _ in range(n)], dtype=np.int32)
             pc = np.array([rng.choice([0.0, rng.random() * 5]) for _ in range(n)])
-            got_t, got_c = caller(np.arange(n), maxthr, prev, rep, eff, meas, mall, pc)
+            v = batch.clients[:n]
+            v["max_threads"], v["prev"], v["report_threads"], v["efficiency"] = maxthr, prev, rep, eff
+            v["measured"], v["malleable"], v["prev_coef"] = meas, mall, pc
+            got_t, got_c = batch.run(n)
             clients = [policy.Client(report_threads=int(rep[i]), efficiency=float(eff[i]), prev=int(prev[i]),
                                      max_threads=int(maxthr[i]), prev_coef=float(pc[i]), measured=bool(meas[i]),
                                      malleable=bool(mall[i])) for i in range(n)]
@@ -168,11 +171,11 @@ curve = { kind = "amdahl", parallel_fraction = 0.99 }
     r = engine.run(sc, "equipartition")
     tl = r.timeline
     assert tl is not None
-    both = (tl.allocation > 0).all(axis=1)
+    both = (tl.share > 0).all(axis=1)
     assert both.any()
     # its team stays 16 threads, its cpuset (allocation) is 8
-    assert (tl.threads[both, 0] == 16).all() and (tl.allocation[both, 0] == 8).all()
-    assert (tl.threads[both, 1] <= 8).all()
+    assert (tl.team[both, 0] == 16).all() and (tl.share[both, 0] == 8).all()
+    assert (tl.team[both, 1] <= 8).all()
     # 16 threads on 8 contexts progress slower than 8 threads on 8
     assert r.programs[0].period_speedup < r.programs[1].period_speedup  # type: ignore[operator]
 
@@ -197,7 +200,7 @@ curve = {{ kind = "amdahl", parallel_fraction = 0.99 }}
 """)
         tl = engine.run(sc, "equipartition").timeline
         assert tl is not None
-        adopted = [t for t, th in zip(tl.time, tl.threads[:, 0], strict=True) if t >= 2.0 and th == 8]
+        adopted = [t for t, th in zip(tl.time, tl.team[:, 0], strict=True) if t >= 2.0 and th == 8]
         return adopted[0] - 2.0
 
     assert lag(0.001) < 0.01

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCAF
-from scaf import paths
+from scaf.lib import paths
 
 pytestmark = pytest.mark.skipif(not paths.policy_lib().exists(), reason="libscaf_policy.so not built (make)")
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from scaf.sim import scenario
-from scaf.sim.scenario import ScenarioError, key_lines, parse
+from scaf.lib.sim import scenario
+from scaf.lib.sim.scenario import ScenarioError, key_lines, parse
 
 BASE = """\
 [scenario]

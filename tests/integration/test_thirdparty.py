@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon, layer_env
-from scaf import paths
+from scaf.lib import paths
 
 PROGS = Path(__file__).resolve().parents[1] / "progs"
 CONVERT = "/usr/bin/convert-im6.q16"

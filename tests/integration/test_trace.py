@@ -114,8 +114,8 @@ SPIN = "import time\nend=time.monotonic()+{s}\nwhile time.monotonic()<end: pass"
 
 def test_recorder_traces_programs_added_while_running(tmp_path: Path) -> None:
     """The in-process API the demo uses: programs join the trace as they start."""
-    from scaf.plot import plot_trace, read_trace
-    from scaf.trace import Recorder
+    from scaf.lib.plot import plot_trace, read_trace
+    from scaf.lib.trace import Recorder
 
     path = tmp_path / "rec.trace"
     with Recorder(path, period=0.1) as rec:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import parse_result
-from scaf import paths
+from scaf.lib import paths
 
 WORKLOADS = [
     "spin",

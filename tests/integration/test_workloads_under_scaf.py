@@ -13,7 +13,8 @@ from typing import Self
 
 import pytest
 from conftest import Daemon, layer_env, parse_result
-from scaf import paths, proto
+from scaf.lib import paths
+from support import wire
 
 WORKLOADS = sorted(p.name for p in paths.workloads_dir().glob("*") if os.access(p, os.X_OK)) \
     if paths.workloads_dir().is_dir() else []
@@ -31,7 +32,7 @@ class Churn:
 
     def loop(self) -> None:
         while not self.stop.is_set():
-            sock, _page, _ = proto.register(self.socket, 2, b"churn")
+            sock, _page, _ = wire.register(self.socket, 2, b"churn")
             time.sleep(0.001)
             sock.close()
             self.cycles += 1

@@ -1,0 +1,334 @@
+"""`scaf bench solo|pairs|report|overhead`: measure workloads alone, in pairs under each configuration, and scaf's overhead."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from scaf.lib.bench import (
+    common,
+    configs,
+    machine,
+    overhead,
+    pairs,
+    runner,
+    solo,
+    store,
+)
+from scaf.lib.bench import report as bench_report
+from scaf.lib.bench.common import SIZES, Unit
+from scaf.lib.bench.runner import BenchError
+
+EPILOG = """\
+examples:
+  scaf bench solo --workloads ep,cg --threads 1,2 --size S
+  scaf bench pairs --size W                          every pair, every configuration
+  scaf bench pairs --workloads ep,crit --configs unmodified,equipartition --size S --out /tmp/b
+  scaf bench pairs --out /tmp/b ...                  the same --out again resumes an interrupted run
+  scaf bench pairs --taskset 0-7 --daemon-arg=--no-lookout
+  scaf bench report /tmp/b                           tables, CSV and PNGs again from results.json
+  scaf bench overhead --rounds 20                    plain libgomp vs layer+daemon, alternating
+
+configurations (pairs):
+  unmodified     plain libgomp, default threads (one per CPU of the bench's set)
+  omp-dynamic    OMP_DYNAMIC=true: libgomp's own load-average heuristic
+  partition      static halves: each program pinned to half of the CPUs
+  share2         OMP_NUM_THREADS = 2 x CPUs for each program (the oversubscription study)
+  equipartition  a private scafd with the equipartition policy; programs run with the layer
+  speedup        a private scafd with the speedup policy; programs run with the layer
+
+output folder (--out): results.json (every raw run and the machine), summary.csv,
+pairs.csv, improvement.csv, solo.csv, overhead.csv, report.md, and PNGs.
+Formulas, resume semantics and thresholds: docs/bench.md.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="benchmark workloads alone, in pairs under each configuration, or scaf's overhead",
+        description=("Measure whether scaf helps on this machine: speedup curves of each workload "
+                     "alone, every pair of workloads under six configurations, and the overhead "
+                     "of the layer and daemon."),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kinds = p.add_subparsers(dest="bench_command", metavar="KIND")
+    register_solo(kinds, EPILOG)
+    register_pairs(kinds, EPILOG)
+    register_report(kinds, EPILOG)
+    register_overhead(kinds, EPILOG)
+
+    def no_kind(args: argparse.Namespace) -> int:
+        p.print_help(sys.stderr)
+        return 2
+
+    p.set_defaults(func=no_kind)
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {v}")
+    return v
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 3600, not {v}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {v}")
+    return v
+
+
+def add_common(p: argparse.ArgumentParser, workloads_help: str) -> None:
+    p.add_argument("--workloads", metavar="A,B,...", help=workloads_help)
+    p.add_argument("--size", choices=SIZES, default="W", help="workload size (default W)")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="R",
+                   help="repetitions of each measurement (default 1); medians are reported")
+    p.add_argument("--out", metavar="DIR", type=Path,
+                   help="output folder (default results/<kind>-YYYYmmdd-HHMMSS); "
+                        "an existing one is resumed")
+    p.add_argument("--cpus", type=int, metavar="N", help="use only the first N CPUs of the set")
+    p.add_argument("--taskset", metavar="LIST", help="use only these CPUs (e.g. 0-7)")
+    p.add_argument("--timeout", type=positive_float, default=900, metavar="S",
+                   help="kill a program that runs longer than S seconds (default 900)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="when resuming, run failed measurements again instead of keeping them")
+    p.add_argument("--no-report", action="store_true", help="do not render tables and plots at the end")
+
+
+def execute_then_report(command: str, results: store.Results, units: list[Unit], no_report: bool,
+                        render: Callable[[], int]) -> int:
+    """The end of solo and pairs: run what is left, say how to resume after Ctrl-C, then report."""
+    try:
+        common.execute(results, units)
+    except KeyboardInterrupt:
+        print(f"\nscaf bench {command}: interrupted; finished runs are in {results.path}; "
+              f"rerun with --out {results.dir} to resume", file=sys.stderr)
+        return 130
+    return 0 if no_report else render()
+
+
+def cmd_solo(args: argparse.Namespace) -> int:
+    try:
+        workloads = common.resolve_workloads(args.workloads)
+        cpus = common.bench_cpus(args.cpus, args.taskset)
+        threads = solo.parse_threads(args.threads) if args.threads else solo.default_threads(len(cpus))
+        if 1 not in threads:
+            threads = [1, *threads]  # speedups are relative to one thread
+        out = args.out or common.default_out("solo")
+        params = {"size": args.size, "cpus": machine.format_cpulist(cpus)}
+        results = store.Results(out, params, machine.describe(), args.retry_failed)
+    except (BenchError, store.ResultsError) as e:
+        print(f"scaf bench solo: {e}", file=sys.stderr)
+        return 2
+    tag = common.new_tag()
+    units = [common.solo_unit(w, t, r, args.size, cpus, tag, args.timeout)
+             for r in range(args.repeat) for w in workloads for t in threads]
+    print(f"scaf bench solo: {len(workloads)} workloads x threads {','.join(map(str, threads))} x "
+          f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size} -> {results.dir}",
+          file=sys.stderr)
+    return execute_then_report("solo", results, units, args.no_report,
+                               lambda: bench_report.render(results.dir))
+
+
+def register_solo(sub: argparse._SubParsersAction, epilog: str) -> None:
+    p = sub.add_parser(
+        "solo",
+        help="each workload alone at each thread count: speedup curves",
+        description=("Run each workload alone with OMP_NUM_THREADS=T for each T, and report the "
+                     "speedup over one thread as a table, solo.csv and solo_speedup.png."),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common(p, "workloads to measure (default: every built workload)")
+    p.add_argument("--threads", metavar="1,2,...",
+                   help="thread counts (default 1, 2, 4, ... up to the number of CPUs)")
+    p.set_defaults(func=cmd_solo)
+
+
+def cmd_pairs(args: argparse.Namespace) -> int:
+    try:
+        wanted = configs.parse_configs(args.configs)
+        workloads = common.resolve_workloads(args.workloads)
+        cpus = common.bench_cpus(args.cpus, args.taskset)
+        common.check_built(any(configs.CONFIGS[c].policy for c in wanted))
+        out = args.out or common.default_out("bench")
+        params = {"size": args.size, "stagger_s": args.stagger, "cpus": machine.format_cpulist(cpus)}
+        results = store.Results(out, params, machine.describe(), args.retry_failed)
+    except (BenchError, store.ResultsError, ValueError) as e:
+        print(f"scaf bench pairs: {e}", file=sys.stderr)
+        return 2
+    restricted = args.cpus is not None or args.taskset is not None
+    tag = common.new_tag()
+    units: list[Unit] = []
+    # Serial times first: speedup = serial time / time in the pair.
+    for r in range(args.repeat):
+        for w in workloads:
+            units.append(common.solo_unit(w, 1, r, args.size, cpus, tag, args.timeout))
+    daemon_args = list(args.daemon_arg or [])
+    for r in range(args.repeat):
+        for a, b in pairs.pairs_of(workloads):
+            # Configurations of one pair back to back: slow drift of the machine hits them alike.
+            for c in wanted:
+                units.append(pairs.pair_unit(a, b, c, r, args.size, args.stagger, cpus, restricted,
+                                       results.dir, tag, args.timeout, daemon_args))
+    print(f"scaf bench pairs: {len(pairs.pairs_of(workloads))} pairs x {len(wanted)} configurations x "
+          f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size}, "
+          f"stagger {args.stagger:g} s -> {results.dir}", file=sys.stderr)
+    return execute_then_report("pairs", results, units, args.no_report,
+                               lambda: bench_report.render(results.dir, candidate_name=args.candidate))
+
+
+def register_pairs(sub: argparse._SubParsersAction, epilog: str) -> None:
+    p = sub.add_parser(
+        "pairs",
+        help="every pair of workloads under each configuration; speedup sums and wins/losses",
+        description=(
+            "Run every pair of workloads (unordered, a workload with itself included): the second "
+            "starts STAGGER seconds after the first. Each pair runs under each configuration. "
+            "Per program, speedup = its serial time (1 thread, alone) / its time in the pair; "
+            "the summary compares the sum of the two speedups under the candidate configuration "
+            "(speedup, else equipartition) with each other configuration."
+        ),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common(p, "workloads to pair (default: every built workload)")
+    p.add_argument("--configs", default=",".join(configs.DEFAULT_CONFIGS), metavar="C,C,...",
+                   help=f"configurations (default: {','.join(configs.DEFAULT_CONFIGS)}; also "
+                        f"{','.join(c for c in configs.CONFIGS if c not in configs.DEFAULT_CONFIGS)}: "
+                        "every program declared fixed, with gangs or unconfined)")
+    p.add_argument("--stagger", type=nonneg_float, default=1.0, metavar="S",
+                   help="seconds between the first and the second program's start (default 1)")
+    p.add_argument("--candidate", metavar="C",
+                   help="configuration compared with the others (default speedup, else equipartition)")
+    p.add_argument("--daemon-arg", action="append", metavar="ARG",
+                   help="extra scafd option for the private daemons (repeatable), "
+                        "e.g. --daemon-arg=--no-lookout")
+    p.set_defaults(func=cmd_pairs)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        return bench_report.render(args.dir, args.candidate)
+    except store.ResultsError as e:
+        print(f"scaf bench report: {e}", file=sys.stderr)
+        return 2
+
+
+def register_report(sub: argparse._SubParsersAction, epilog: str) -> None:
+    p = sub.add_parser(
+        "report",
+        help="re-render every table, CSV and plot of a bench folder from its results.json",
+        description=("Re-render the tables (printed and report.md), summary.csv, pairs.csv, "
+                     "improvement.csv, solo.csv, overhead.csv and the PNGs of a bench folder "
+                     "from its results.json alone, without running anything."),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("dir", type=Path, metavar="DIR", help="a folder written by scaf bench")
+    p.add_argument("--candidate", metavar="C",
+                   help="configuration compared with the others (default speedup, else equipartition)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_overhead(args: argparse.Namespace) -> int:
+    variants = dict(overhead.VARIANTS)
+    if args.feedback:
+        variants.update(overhead.FEEDBACK_VARIANTS)
+    try:
+        workloads = common.resolve_workloads(args.workload)
+        if len(workloads) != 1:
+            raise BenchError("--workload takes one workload")
+        common.check_built(True)
+        cpus = common.bench_cpus(args.cpus, args.taskset)
+        out = args.out or common.default_out("overhead")
+        params = {"size": args.size, "cpus": machine.format_cpulist(cpus), "workload": workloads[0]}
+        results = store.Results(out, params, machine.describe(), args.retry_failed)
+    except (BenchError, store.ResultsError) as e:
+        print(f"scaf bench overhead: {e}", file=sys.stderr)
+        return 2
+    tag = common.new_tag()
+    daemon: list[runner.PrivateDaemon | None] = [None]
+    # Alternate the variants round by round (ABCABC...) so that drift of the machine hits all alike.
+    units = [overhead.overhead_unit(v, spec, r, workloads[0], args.size, cpus, tag, args.timeout, daemon)
+             for r in range(args.rounds) for v, spec in variants.items()]
+    print(f"scaf bench overhead: {workloads[0]} size {args.size}, {args.rounds} rounds of "
+          f"{', '.join(variants)} -> {results.dir}", file=sys.stderr)
+    restricted = args.cpus is not None or args.taskset is not None
+    try:
+        try:
+            # Without --lookout the daemon ignores other load, so that the program gets the same
+            # team as plain libgomp and the ratio measures the layer's cost, not a smaller team.
+            extra = list(args.daemon_arg or []) + ([] if args.lookout else ["--no-lookout"])
+            daemon[0] = runner.PrivateDaemon(args.policy, cpus, len(cpus) if restricted else None,
+                                             results.dir / "overhead.alloc.jsonl", extra, tag)
+            common.execute(results, units)
+        finally:
+            if daemon[0] is not None:
+                daemon[0].stop()
+    except BenchError as e:
+        print(f"scaf bench overhead: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\nscaf bench overhead: interrupted; finished rounds are in {results.path}",
+              file=sys.stderr)
+        return 130
+    if args.no_report:
+        return 0
+    return bench_report.render(results.dir)
+
+
+def register_overhead(sub: argparse._SubParsersAction, epilog: str) -> None:
+    p = sub.add_parser(
+        "overhead",
+        help="scaf's overhead: one workload alone, plain vs layer vs layer+daemon, alternating",
+        description=(
+            "Run one workload alone, round after round, once per variant in each round: plain "
+            "libgomp; the layer preloaded with no daemon (inert); the layer with a private "
+            "daemon (scaf). --feedback adds the layer with estimation off (SCAF_ESTIMATE=0) and "
+            "with serial experiments although the program is alone (SCAF_LAZY=0). The report "
+            "gives each variant's median time and the median over rounds of its time divided by "
+            "the plain time of the same round."
+        ),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workload", default="regions", help="the workload (default regions)")
+    p.add_argument("--rounds", type=positive_int, default=10, metavar="N",
+                   help="rounds (default 10)")
+    p.add_argument("--feedback", action="store_true",
+                   help="also measure estimation off and eager experiments")
+    p.add_argument("--policy", default="speedup", help="the private daemon's policy (default speedup)")
+    p.add_argument("--lookout", action="store_true",
+                   help="let the daemon count other processes' load (default --no-lookout, so that "
+                        "the program gets the same team as plain libgomp)")
+    p.add_argument("--daemon-arg", action="append", metavar="ARG", help="extra scafd option (repeatable)")
+    p.add_argument("--size", choices=SIZES, default="W", help="workload size (default W)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="output folder (default results/overhead-YYYYmmdd-HHMMSS); an existing one is resumed")
+    p.add_argument("--cpus", type=int, metavar="N", help="use only the first N CPUs")
+    p.add_argument("--taskset", metavar="LIST", help="use only these CPUs")
+    p.add_argument("--timeout", type=positive_float, default=900, metavar="S", help="per-run limit (default 900)")
+    p.add_argument("--retry-failed", action="store_true", help="rerun failed rounds when resuming")
+    p.add_argument("--no-report", action="store_true", help="do not render the tables at the end")
+    p.set_defaults(func=cmd_overhead)

@@ -1,0 +1,449 @@
+"""`scaf check`: does a program give the same results when scaf changes its team sizes?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from scaf.lib import paths, rules
+from scaf.lib.check import CannotRun, Checker, Run
+from scaf.lib.launch import resolve
+
+EXIT_MALLEABLE = 0
+EXIT_NOT_MALLEABLE = 1
+EXIT_USAGE = 2
+EXIT_NONDETERMINISTIC = 3
+EXIT_NOT_EXERCISED = 4
+EXIT_SCAF = 125
+
+DESCRIPTION = """\
+Test whether PROG gives the same results when scaf changes the number of
+threads of its parallel regions, that is, whether it is malleable.
+
+  1. PROG runs twice without scaf (no layer). If those two runs differ, PROG
+     is not deterministic as it is: the check says where, suggests --ignore,
+     and stops (exit 3).
+  2. A private scafd is started (your own daemon, if any, is not used).
+  3. PROG runs under the layer once per seed (--seeds K: seeds 1..K) with
+     SCAF_CHECK_SEED=seed: every outermost parallel region that leaves its
+     team size to the runtime gets a pseudo-random team between 1 and what
+     PROG would get plainly (OMP_NUM_THREADS, or the CPUs it may use), a
+     different sequence per seed. The layer's evidence rule is switched off
+     for these runs and no serial experiments are made.
+  4. PROG runs once more under the layer as `scaf run` would run it (auto
+     mode), to learn what the layer's own rule decides, and why.
+  5. Every run under scaf is compared with the first plain run: exit status,
+     stdout (lines matching an --ignore REGEX masked), and each --output
+     FILE (byte for byte; line by line, with the same masking, when both
+     versions are text).
+
+The verdict is "malleable" when every run gave the same results, "not
+malleable" otherwise, with the first difference as evidence and what the
+layer's rule says. When the rule and the check disagree, the check says so:
+`--save` (or `scaf run --fixed`/`--malleable`) then records what you know.
+
+Limits (read these before trusting a "malleable"):
+  - It tests ONE input (the ARGS you give) with K team sequences. A program
+    may depend on its team size only on other inputs, only at other sizes,
+    or only with other team sequences than the K tried.
+  - Identical output does not prove malleability; a difference does prove
+    that the results depend on the team size (or on something else that the
+    two plain runs happened not to show).
+  - Floating-point reductions (reduction(+:x) over doubles, or sums split by
+    thread) round differently for different team sizes. A program printing
+    such a sum to full precision comes out "not malleable". That is the
+    truth about its bits; whether the last digits matter is your call
+    (--ignore the line, or keep it fixed for bitwise-reproducible results).
+    With more than two threads, libgomp adds the threads' partial sums in
+    the order they finish, so such a program may differ between two plain
+    runs already (exit 3): it is not reproducible even without scaf.
+  - Only what you name is compared: stdout, the exit status and the --output
+    files. stderr is not compared.
+  - A program whose team cannot change is not exercised (exit 4): one CPU
+    or OMP_NUM_THREADS=1 (use --threads N), or regions that all set their
+    own team with num_threads(...), which scaf keeps.
+
+PROG runs in the current directory with stdin from /dev/null, once with each
+seed and three more times; give it an input that takes seconds, not hours.
+"""
+
+EPILOG = """\
+exit status:
+  0    malleable: every run under scaf gave the plain run's results
+  1    not malleable: a run under scaf gave a different result (evidence printed)
+  2    usage error (bad option, PROG not found or not executable)
+  3    PROG is nondeterministic even without scaf (two plain runs differ)
+  4    the check could not exercise PROG: it opened no parallel region under
+       the layer, its team could not vary (one CPU, num_threads clauses), or
+       the plain run timed out
+  125  scaf's own failure (the layer or scafd not built, the daemon would not
+       start), or --save could not write its rule (the rules file is not
+       writable, or PROG is a script whose regions ran in another program)
+
+output: a line per run (seed, the team sizes the layer gave it, exit status,
+same or different), then the verdict with its evidence and the layer's rule.
+--json prints one JSON object instead (fields: docs/cli.md).
+
+environment:
+  OMP_NUM_THREADS   kept (and set by --threads): the largest team tried
+  SCAF_RULES, XDG_CONFIG_HOME, HOME
+                    where the layer's rules files are (see `scaf rules --help`);
+                    the auto run obeys them, --save writes to the first
+  SCAF_CHECK_SEED, SCAF_REPORT, SCAF_MALLEABLE, SCAF_DISABLE, SCAF_SOCKET
+                    set by the check for each run; values of your own are dropped
+
+examples:
+  scaf check -- ./my_solver input.dat
+  scaf check --threads 4 -- ./my_solver input.dat     teams 1..4 on a 2-core machine
+  scaf check --ignore '^time' --ignore 'elapsed' -- ./bench --small
+                                                      mask lines that hold times
+  scaf check --output result.csv -- ./sim --out result.csv
+                                                      compare a file it writes too
+  scaf check --save -- ./my_solver input.dat          record the verdict as a rule
+  scaf check --json --seeds 8 -- ./prog | jq .verdict
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check",
+        help="test whether a program's results depend on its team sizes (is it malleable?)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="scaf check [-h] [--seeds K] [--threads N] [--ignore REGEX]... [--output FILE]...\n"
+              "                  [--timeout S] [--json] [--keep] [--save] -- PROG [ARGS...]",
+    )
+    p.add_argument("--seeds", type=int, default=4, metavar="K",
+                   help="runs under scaf with seeded random teams, seeds 1..K (default 4)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="set OMP_NUM_THREADS=N for every run, plain ones included: teams up to N are "
+                        "tried even on a machine with fewer CPUs")
+    p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
+                   help="mask lines matching REGEX (Python re, searched anywhere in the line) in stdout "
+                        "and in text --output files before comparing; repeatable")
+    p.add_argument("--output", action="append", default=[], metavar="FILE",
+                   help="a file PROG writes; compared after each run (PROG overwrites it each time; the "
+                        "plain version is kept for comparison, the last run's stays in place); repeatable")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                   help="seconds per run (default 300); a run past it is killed, with everything it "
+                        "started, and reported")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    p.add_argument("--keep", action="store_true",
+                   help="keep each run's stdout, stderr, layer report and --output copies in a "
+                        "directory, and print where")
+    p.add_argument("--save", action="store_true",
+                   help="write the verdict as a rule (`malleable PATH` or `fixed PATH`, for PROG's "
+                        "absolute path) into your rules file, and say which file and line (not for a script: "
+                        "its regions run in another program)")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- PROG ARGS", help="the program and its arguments")
+    p.set_defaults(func=main, _parser=p)
+
+
+def _err(msg: str) -> None:
+    print(f"scaf check: {msg}", file=sys.stderr, flush=True)
+
+
+def _usage(args: argparse.Namespace, msg: str) -> int:
+    args._parser.print_usage(sys.stderr)
+    print(f"scaf check: error: {msg}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(args: argparse.Namespace) -> int:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        return _usage(args, "no program given; put it after --, e.g. scaf check -- ./my_omp_program")
+    if args.seeds < 1:
+        return _usage(args, f"--seeds must be at least 1, not {args.seeds}")
+    if args.threads is not None and args.threads < 1:
+        return _usage(args, f"--threads must be at least 1, not {args.threads}")
+    if not args.timeout > 0:
+        return _usage(args, f"--timeout must be more than 0 seconds, not {args.timeout:g}")
+    for r in args.ignore:
+        try:
+            re.compile(r)
+        except re.error as e:
+            return _usage(args, f"--ignore {r!r} is not a regular expression: {e}")
+    path, code = resolve(argv[0], os.environ.get("PATH"))
+    if path is None:
+        what = ("No such file or directory" if "/" in argv[0] else "command not found") if code == 127 \
+            else "Permission denied (not an executable file)"
+        return _usage(args, f"{argv[0]}: {what}")
+    exe = os.path.realpath(path)
+    for need, what in ((paths.layer(), "the layer"), (paths.scafd(), "the daemon")):
+        if not Path(need).is_file():
+            _err(f"{what} {need} is missing; run make")
+            return EXIT_SCAF
+
+    from scaf.lib.bench import runner
+
+    workdir = tempfile.mkdtemp(prefix="scaf-check-", dir="/tmp")
+    ck = Checker(argv, exe, workdir, ignore=args.ignore, outputs=args.output, threads=args.threads,
+                 timeout=args.timeout, keep=args.keep)
+    try:
+        with runner.interruptible():
+            result = _check(ck, args)
+    except CannotRun as e:
+        _err(str(e))
+        return EXIT_USAGE
+    finally:
+        if ck.daemon is not None:
+            ck.daemon.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    code = result["exit"]
+    if args.save and code in (EXIT_MALLEABLE, EXIT_NOT_MALLEABLE):
+        code = _save(ck, args, result, code)
+    elif args.save:
+        result["saved"] = None
+        if not args.json:
+            print("--save: nothing saved (no verdict)")
+    if args.keep:
+        result["kept"] = workdir
+        if not args.json:
+            print(f"outputs of each run kept in {workdir} (NAME.stdout, .stderr, .exit, .report.jsonl, "
+                  ".outputN-FILE)")
+    if args.json:
+        result["exit"] = code
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return code
+
+
+def _line(args: argparse.Namespace, run: Run, note: str) -> None:
+    if args.json:
+        return
+    if run.name == "plain 1":
+        print(f"{'RUN':<8}  {'EXIT':>7}  {'TIME':>8}  {'TEAMS':<10} {'REGIONS':>7}  RESULT")
+    status = "timeout" if run.timed_out else str(run.exit)
+    teams = regions = "-"
+    if run.kind != "plain":
+        teams = ",".join(map(str, run.teams)) or "none"
+        regions = str(run.regions)
+    if len(teams) > 10:
+        teams = teams[:7] + "..."
+    print(f"{run.name:<8}  {status:>7}  {run.wall_s:6.2f} s  {teams:<10} {regions:>7}  {note}", flush=True)
+
+
+def _check(ck: Checker, args: argparse.Namespace) -> dict:
+    result: dict = {"program": ck.exe, "argv": ck.argv, "seeds": args.seeds, "threads": args.threads,
+                    "bound": ck.bound(), "runs": [], "verdict": None, "exit": None, "evidence": [],
+                    "layer": None, "disagreement": None, "warnings": ck.warnings}
+
+    def finish(verdict: str, code: int) -> dict:
+        result["verdict"] = verdict
+        result["exit"] = code
+        return result
+
+    if not args.json:
+        threads = f"OMP_NUM_THREADS={args.threads}, " if args.threads else ""
+        print(f"scaf check: {shlex.join(ck.argv)}  ({threads}teams 1..{result['bound']}, "
+              f"{args.seeds} seed{'s' if args.seeds != 1 else ''}, timeout {args.timeout:g} s)", flush=True)
+
+    # 1. Plain, twice.
+    plain = ck.execute(Run("plain 1", "plain"), ck.base_env())
+    result["runs"].append(plain.as_json())
+    _line(args, plain, "reference" if not plain.timed_out else "")
+    if plain.timed_out:
+        _say(args, f"verdict: not exercised: the plain run did not finish within {args.timeout:g} s: raise --timeout, or give it "
+                 "a smaller input")
+        return finish("not exercised", EXIT_NOT_EXERCISED)
+    for f, w, data in zip(ck.outputs, plain.written, plain.outputs, strict=True):
+        if data is None:
+            ck.warnings.append(f"{f} does not exist after the plain run: is it a file PROG writes?")
+        elif not w:
+            ck.warnings.append(f"{f} was not rewritten by the plain run: is it a file PROG writes?")
+    for w in ck.warnings:
+        _say(args, f"warning: {w}")
+    again = ck.execute(Run("plain 2", "plain"), ck.base_env())
+    again.diffs = ck.compare(plain, again, "run 1", "run 2")
+    result["runs"].append(again.as_json())
+    _line(args, again, "same" if not again.diffs else "DIFFERENT: " + ", ".join(d.summary for d in again.diffs))
+    if again.diffs:
+        result["evidence"] = [d.as_json() for d in again.diffs]
+        _say(args, "verdict: nondeterministic: two runs WITHOUT scaf already differ, so a difference under scaf "
+                 "would prove nothing:")
+        for d in again.diffs:
+            for ln in d.detail:
+                _say(args, "  " + ln)
+        _say(args, "If those lines do not matter (times, addresses, process ids), mask them with --ignore "
+                 "REGEX (repeatable), e.g. --ignore 'time'.")
+        return finish("nondeterministic", EXIT_NONDETERMINISTIC)
+
+    # 2. A private daemon.
+    from scaf.lib.bench import runner
+
+    try:
+        ck.daemon = runner.PrivateDaemon("equipartition", None, None, Path(ck.workdir, "scafd.jsonl"), [],
+                                         f"check-{os.getpid()}")
+    except (runner.BenchError, OSError) as e:
+        _err(f"cannot start a private daemon: {e}")
+        return finish("error", EXIT_SCAF)
+
+    # 3. Seeded teams; 4. auto.
+    runs: list[Run] = []
+    for s in range(1, args.seeds + 1):
+        run = ck.execute(Run(f"seed {s}", "seed", seed=s), ck.scaf_env({"SCAF_CHECK_SEED": str(s)}))
+        runs.append(run)
+        run.diffs = ck.compare(plain, run)
+        result["runs"].append(run.as_json())
+        _line(args, run, _note(run))
+    auto = ck.execute(Run("auto", "auto"), ck.scaf_env({"SCAF_MALLEABLE": "auto"}))
+    auto.diffs = ck.compare(plain, auto)
+    result["runs"].append(auto.as_json())
+    lv = auto.layer_verdict()
+    _line(args, auto, _note(auto) + (f"  (layer: {lv.get('verdict')}, by {lv.get('source')})" if lv else ""))
+    if lv:
+        result["layer"] = {k: lv.get(k) for k in ("verdict", "source", "reason")}
+    if ck.daemon is not None and not ck.daemon.alive():
+        _err(f"the private daemon died during the check: {ck.daemon.stderr().strip()[-400:]}")
+        return finish("error", EXIT_SCAF)
+
+    # Could the check exercise it?
+    seeded = [r for r in runs if r.regions > 0]
+    if not seeded:
+        _say(args, "verdict: not exercised: PROG never opened a parallel region under the layer, so scaf never changed "
+                 "a team. Is it a GNU OpenMP program (gcc, g++, gfortran)? Statically linked, or with its "
+                 "own OpenMP runtime (clang's libomp, Intel's), the layer cannot reach it; a script that "
+                 "runs the program is fine.")
+        if any(r.diffs for r in runs):
+            _say(args, "(yet a run differed: the program is not deterministic in a way the two plain runs "
+                     "did not show)")
+        return finish("not exercised", EXIT_NOT_EXERCISED)
+    teams = sorted({t for r in seeded for t in r.teams})
+    bound = result["bound"]
+    # One team size everywhere is no test: either the plain team itself, or the team that the
+    # regions set themselves (num_threads clauses are kept), which the auto run shows too.
+    if not teams or (len(teams) == 1 and (teams[0] == bound or (auto.regions > 0 and auto.teams == teams))):
+        size = teams[0] if teams else "?"
+        if bound == 1:
+            why, hint = "the team it gets without scaf", "use --threads N (N > 1) to try larger teams"
+        elif teams and teams[0] != bound:
+            why, hint = ("in every run, seeded or not: its regions choose their own team (num_threads), "
+                         "which scaf keeps"), "scaf cannot change its teams"
+        else:
+            why, hint = "the team it gets without scaf", "use more --seeds, or a larger --threads"
+        _say(args, f"verdict: not exercised: every region ran with {size} thread{'' if size == 1 else 's'}, {why}, so nothing was "
+                 f"varied; {hint}")
+        return finish("not exercised", EXIT_NOT_EXERCISED)
+
+    differing = [r for r in [*runs, auto] if r.diffs]
+    verdict_fixed = lv is not None and lv.get("verdict") == "fixed"
+    rule_says = _rule_says(lv)
+    if differing:
+        first = differing[0]
+        result["evidence"] = [d.as_json() | {"run": first.name} for d in first.diffs]
+        _say(args, f"verdict: not malleable ({len(differing)} of {len(runs) + 1} runs under scaf differ: "
+                 "its results depend on its team size)")
+        _say(args, f"  evidence, {first.name}" + (f" (teams {','.join(map(str, first.teams))}):"
+                                                 if first.teams else ":"))
+        for d in first.diffs:
+            for ln in d.detail:
+                _say(args, "    " + ln)
+        _say(args, f"  the layer's rule says: {rule_says}")
+        if lv is not None and not verdict_fixed:
+            if lv.get("source") == "rules":
+                msg = ("a rules file says it is malleable, but the check found a difference: change that rule, "
+                       "or use --save (a rule for this path, placed first) or `scaf run --fixed`")
+            else:
+                msg = ("the rule would steer it but the check found a difference: use --save or "
+                       "`scaf run --fixed`")
+            result["disagreement"] = msg
+            _say(args, f"  DISAGREEMENT: {msg}")
+        elif verdict_fixed:
+            _say(args, "  the layer agrees: it keeps this program's team fixed (steered by CPU affinity)")
+        return finish("not malleable", EXIT_NOT_MALLEABLE)
+
+    _say(args, f"verdict: malleable (every run under scaf gave the plain run's results; teams "
+             f"{','.join(map(str, teams))} tried, on this input only)")
+    _say(args, f"  the layer's rule says: {rule_says}")
+    if verdict_fixed:
+        if lv is not None and lv.get("source") == "rules":
+            msg = ("a rules file keeps it fixed, but the check found no difference: if this input is "
+                   "representative, change that rule, or use --save or `scaf run --malleable`")
+        else:
+            msg = ("the rule keeps its team fixed but the check found no difference: if this input is "
+                   "representative, --save or `scaf run --malleable` lets scaf resize its team")
+        result["disagreement"] = msg
+        _say(args, f"  DISAGREEMENT: {msg}")
+    return finish("malleable", EXIT_MALLEABLE)
+
+
+def _note(run: Run) -> str:
+    return "same" if not run.diffs else "DIFFERENT: " + ", ".join(d.summary for d in run.diffs)
+
+
+def _rule_says(lv: dict | None) -> str:
+    if lv is None:
+        return "unknown (the auto run opened no parallel region under the layer)"
+    return f"{lv.get('verdict', '?')} — {lv.get('reason', '')} (decided by: {lv.get('source', '?')})"
+
+
+def _say(args: argparse.Namespace, msg: str) -> None:
+    if not args.json:
+        print(msg, flush=True)
+
+
+def _program_with_regions(ck: Checker) -> tuple[str | None, str]:
+    """The executable whose regions the check saw (what a rule must name), or None and why not.
+
+    The layer matches rules against /proc/self/exe of the process that runs the
+    regions: PROG itself, unless PROG is a script or a launcher (sh -c, taskset,
+    env) that runs another program.
+    """
+    reports = [r for run in ck.runs if run.kind != "plain" for r in run.reports]
+    exes = {os.path.realpath(r["exe"]) for r in reports if isinstance(r.get("exe"), str) and r["exe"]}
+    if exes:  # the layer names it
+        if len(exes) > 1:
+            return None, f"several programs ran the parallel regions ({', '.join(sorted(exes))})"
+        return exes.pop(), ""
+    pids = {r.get("pid") for r in reports}
+    if pids and not any(run.pid in pids for run in ck.runs):
+        return None, f"the parallel regions ran in another process than {ck.argv[0]} (a script or a launcher?)"
+    try:
+        with open(ck.exe, "rb") as f:
+            script = f.read(2) == b"#!"
+    except OSError:
+        script = False
+    if script:
+        return None, f"{ck.argv[0]} is a script: the parallel regions ran in a program it started"
+    return ck.exe, ""
+
+
+def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int:
+    verdict = "malleable" if code == EXIT_MALLEABLE else "fixed"
+    target = rules.save_target()
+    if target is None:
+        _err("--save: no rules file to write (HOME and XDG_CONFIG_HOME are unset)")
+        return EXIT_SCAF
+    exe, why = _program_with_regions(ck)
+    if exe is None:
+        _err(f"--save: not saved: {why}; a rule for {ck.argv[0]} would not reach them: write a rule for "
+             "that program yourself (see scaf rules --help)")
+        return EXIT_SCAF
+    pattern = rules.pattern_for_path(exe)
+    try:
+        line = rules.set_rule(target, verdict, pattern, exe=exe)
+    except (OSError, ValueError) as e:
+        _err(f"--save: cannot write {target}: {getattr(e, 'strerror', None) or e}")
+        return EXIT_SCAF
+    result["saved"] = {"file": target, "line": line, "rule": f"{verdict} {pattern}"}
+    if not args.json:
+        print(f"saved: {target}:{line}: {verdict} {pattern}")
+    winner = rules.first_match(rules.load(), exe)
+    if winner is None or (winner.file, winner.line) != (target, line):
+        msg = f"{winner.where()}: {winner.text()}" if winner else "none"
+        _err(f"--save: warning: the layer would still pick another rule ({msg})")
+    if os.environ.get("SCAF_MALLEABLE", "").strip().lower() not in ("", "auto"):
+        _err(f"--save: note: SCAF_MALLEABLE={os.environ['SCAF_MALLEABLE']} in your environment beats any rule")
+    return code

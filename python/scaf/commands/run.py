@@ -1,0 +1,220 @@
+"""`scaf run`: run a program with the layer preloaded, starting a per-user daemon if none answers."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import signal
+import sys
+
+from scaf.lib import autostart, paths
+from scaf.lib.launch import append_preload, resolve
+
+# Signals a user or a job manager sends to "the program"; scaf passes them on.
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+# si_code of a signal the kernel raised itself: the terminal's ^C, ^\ and hangup
+# go to the whole foreground process group, which the program shares with us.
+SI_KERNEL = 0x80
+
+# Our own failures (missing build, daemon that will not start), like env(1) and timeout(1).
+EXIT_SCAF = 125
+
+DESCRIPTION = """\
+Run CMD with scaf's layer (libscaf_gomp.so) preloaded, so that every GNU OpenMP
+parallel region it opens uses the number of threads the daemon allocates to it.
+The program is not modified; its output is the same as without scaf as long
+as it is malleable (below).
+
+scaf run
+  - appends the layer to LD_PRELOAD (keeping any libraries already there),
+  - sets SCAF_SOCKET to the socket it resolved, so the layer talks to the
+    same daemon,
+  - starts a per-user daemon if none answers on that socket (unless
+    --no-start): `scafd --socket P --idle-exit 30`, detached, its messages
+    in a .log file next to the socket; it exits 30 s after its last client.
+    Concurrent `scaf run`s start only one. A note on stderr says so.
+  - runs CMD as its child, passes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+    and SIGUSR2 on to it, and exits with its exit status.
+
+Without a daemon the layer is inert: the program runs exactly as with plain
+libgomp. Programs that are not GNU OpenMP programs run unaffected.
+
+malleable or fixed:
+  A program is malleable when its results do not depend on how many threads
+  its parallel regions get. scaf changes a malleable program's team at each
+  outermost region; a fixed program keeps the team it would have without
+  scaf, and the daemon gives it its share of the cores through its CPU
+  affinity instead (slower next to other programs, but the same team).
+  By default the layer decides from evidence (the program's omp_* calls, see
+  docs/layer.md), unless a rules file names the program (`scaf rules`).
+  You can decide instead, for this run, over any rule:
+
+  --fixed      keep the team. Use it when the results must be bitwise
+               reproducible: a floating-point reduction (reduction(+:x) over
+               doubles, or partial sums per thread) rounds differently for
+               different team sizes, so its last digits can change when scaf
+               changes the team. Also for a program that splits work by a
+               thread count it read earlier, or keeps per-thread data between
+               regions, when the layer has not seen that.
+  --malleable  steer the team whatever the evidence says. Only when you know
+               the results do not depend on it (`scaf check` tests one input):
+               a wrong --malleable can give wrong results or crash.
+
+  They set SCAF_MALLEABLE=no or yes in the program's environment.
+
+socket (first that applies):
+  --socket P, $SCAF_SOCKET, $XDG_RUNTIME_DIR/scaf/scafd.sock, /tmp/scaf-$UID/scafd.sock
+"""
+
+EPILOG = """\
+exit status:
+  the program's exit status; 128+N if a signal N killed it (as a shell reports it)
+  2    usage error (no command)
+  125  scaf itself failed (layer or daemon not built, daemon would not start)
+  126  CMD was found but cannot be executed
+  127  CMD was not found
+
+environment:
+  SCAF_SOCKET       the daemon's socket (set for the program to the one resolved)
+  SCAF_MALLEABLE    yes, no or auto (default): what --malleable/--fixed set
+  SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
+                    /etc/scaf/rules (colon-separated; see `scaf rules --help`)
+  LD_PRELOAD        the layer is appended to it
+  GOMP_SPINCOUNT    set to 10000 unless it or OMP_WAIT_POLICY is set: libgomp's idle
+                    threads then spin for microseconds, not milliseconds, before they
+                    sleep, so a team waiting for its turn gives the CPUs back
+  SCAF_VERBOSE=1    the layer reports on stderr what it does
+  SCAF_DISABLE=1    the layer stays inert
+  (the layer's other settings: docs/settings.md)
+
+examples:
+  scaf run -- ./my_omp_program input.dat       run one program under scaf
+  scaf run -- build/workloads/cg --size W & scaf run -- build/workloads/spin --size W
+                                               two programs share the machine
+  scaf run --socket /run/scaf/scafd.sock -- make -j check
+                                               use a system-wide daemon
+  scaf run --no-start -- ./prog                use a daemon only if one is running
+  scaf run --fixed -- ./solver input.dat       bitwise-reproducible sums: keep the team
+  scaf run --malleable -- ./render scene       checked with `scaf check`: let scaf steer it
+  SCAF_VERBOSE=1 scaf run -- ./prog            see what the layer decides
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a program under scaf (starts a per-user daemon if needed)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="scaf run [-h] [--socket P] [--no-start] [--malleable | --fixed] -- CMD [ARGS...]",
+    )
+    p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above)")
+    p.add_argument("--no-start", action="store_true", help="do not start a daemon when none answers")
+    m = p.add_mutually_exclusive_group()
+    m.add_argument("--malleable", dest="malleable", action="store_const", const="yes",
+                   help="scaf may change the team at every region, whatever the evidence or rules say "
+                        "(SCAF_MALLEABLE=yes)")
+    m.add_argument("--fixed", dest="malleable", action="store_const", const="no",
+                   help="keep the program's team; steer it by CPU affinity only (SCAF_MALLEABLE=no), "
+                        "e.g. for bitwise-reproducible floating-point results")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the program and its arguments")
+    p.set_defaults(func=main, _parser=p)
+
+
+def _err(msg: str) -> None:
+    print(f"scaf: {msg}", file=sys.stderr, flush=True)
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def supervise(path: str, argv: list[str], env: dict[str, str]) -> int:
+    """Run the program as our child, pass signals on, return its exit status shell-style."""
+    waited = set(FORWARDED) | {signal.SIGCHLD}
+    # Block first: a signal that arrives before we wait stays pending instead of
+    # killing scaf and orphaning the program. The child gets the original mask.
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    try:
+        try:
+            pid = os.posix_spawn(
+                path, argv, env,
+                setsigmask=old_mask,
+                # Python ignores SIGPIPE and SIGXFSZ; the program must not inherit that.
+                # Signals ignored when scaf started (nohup, `&`) stay ignored, as with exec.
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            )
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR):
+                _err(f"{argv[0]}: {e.strerror}")
+                return 127
+            _err(f"{argv[0]}: cannot execute: {e.strerror}")
+            return 126
+        while True:
+            info = signal.sigwaitinfo(waited)
+            if info.si_signo == signal.SIGCHLD:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done == pid:
+                    return _exit_code(status)
+                continue
+            if info.si_code == SI_KERNEL and os.getpgid(pid) == os.getpgrp():
+                continue  # the terminal already sent it to the program too
+            try:
+                os.kill(pid, info.si_signo)
+            except ProcessLookupError:
+                pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def main(args: argparse.Namespace) -> int:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        args._parser.print_usage(sys.stderr)
+        print("scaf run: error: no command given; put it after --, e.g. scaf run -- ./my_omp_program",
+              file=sys.stderr)
+        return 2
+
+    layer = paths.layer()
+    if not layer.is_file():
+        _err(f"the layer {layer} is missing; run make")
+        return EXIT_SCAF
+    if any(c in str(layer) for c in " :"):
+        _err(f"the layer's path {layer} has a space or a colon, which LD_PRELOAD cannot carry; "
+             "build scaf in another directory")
+        return EXIT_SCAF
+
+    # Find the program first: a typo should not start a daemon.
+    path, code = resolve(argv[0], os.environ.get("PATH"))
+    if path is None:
+        if code == 127:
+            _err(f"{argv[0]}: " + ("No such file or directory" if "/" in argv[0] else "command not found"))
+        else:
+            _err(f"{argv[0]}: Permission denied" if not os.path.isdir(argv[0]) else f"{argv[0]}: Is a directory")
+        return code
+    sock = args.socket or paths.default_socket()
+    if not args.no_start:
+        try:
+            started = autostart.ensure_daemon(sock)
+        except autostart.StartError as e:
+            _err(f"cannot start a daemon on {sock}: {e}")
+            _err("(run with --no-start to run the program without one)")
+            return EXIT_SCAF
+        if started:
+            _err(f"started a daemon on {started.socket} (pid {started.pid}); "
+                 f"it exits after {autostart.IDLE_EXIT_S} s without clients")
+
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
+    env["SCAF_SOCKET"] = sock
+    env.update(paths.wait_defaults(env))
+    if args.malleable:
+        env["SCAF_MALLEABLE"] = args.malleable
+
+    return supervise(path, argv, env)

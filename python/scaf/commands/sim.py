@@ -1,0 +1,219 @@
+"""`scaf sim`: simulate a multiprogrammed machine driven by the daemon's own policy code.
+
+Submodules: model (machine, programs, curves), scenario (TOML format and
+validation), engine (the simulation loop), oracle (reference allocators),
+report (table, JSON, CSV, PNG), sweep (machine sizes x noise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EPILOG = """\
+configurations:
+  unmodified      every program runs one thread per context; the OS time-slices them
+  equipartition   the real equipartition policy (libscaf_policy.so)
+  speedup         the real speedup policy, fed noisy filtered efficiency reports
+  oracle-static   the best fixed partition, by exhaustive search (2-3 programs)
+  oracle-dynamic  greedy marginal gain on the true curves at every tick
+
+examples:
+  scaf sim list
+  scaf sim run cg-lu-36
+  scaf sim run three-way-64 --json
+  scaf sim run my.toml --out results/sim --configs equipartition,speedup
+  scaf sim check my.toml
+  scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1
+
+Scenario format and the model: docs/simulator.md.
+"""
+
+
+def _list_ints(text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not vals or any(v < 1 or v > 4096 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected integers in [1, 4096], got {text!r}")
+    return vals
+
+
+def _list_floats(text: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not vals or any(not 0 <= v <= 10 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected numbers in [0, 10], got {text!r}")
+    return vals
+
+
+def _configs(text: str) -> list[str]:
+    from scaf.lib.sim.model import CONFIGS
+
+    vals = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [v for v in vals if v not in CONFIGS]
+    if not vals or bad:
+        raise argparse.ArgumentTypeError(f"unknown configuration {', '.join(bad) or text!r}; "
+                                         f"choose from {', '.join(CONFIGS)}")
+    return vals
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "sim",
+        help="simulate scaf's policies on a modelled machine (16-256 contexts)",
+        description="Simulate programs sharing a modelled machine under each configuration, with the "
+                    "daemon's own policy code, and compare them (and the original's numbers).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s = p.add_subparsers(dest="sim_command", metavar="ACTION")
+
+    q = s.add_parser("list", help="the shipped scenarios", epilog="example:\n  scaf sim list",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.set_defaults(func=cmd_list)
+
+    q = s.add_parser("check", help="validate a scenario file", epilog="example:\n  scaf sim check my.toml",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("scenario", metavar="NAME|FILE.toml")
+    q.set_defaults(func=cmd_check)
+
+    q = s.add_parser("run", help="simulate one scenario under every configuration", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("scenario", metavar="NAME|FILE.toml", help="a shipped scenario's name or a TOML file")
+    q.add_argument("--json", action="store_true", help="print results as JSON on stdout")
+    q.add_argument("--out", metavar="DIR", type=Path,
+                   help="write results.json, timeline.csv and timeline.png into DIR")
+    q.add_argument("--configs", type=_configs, metavar="LIST", help="comma-separated subset of configurations")
+    q.add_argument("--seed", type=int, help="override the scenario's noise seed")
+    q.set_defaults(func=cmd_run)
+
+    q = s.add_parser("sweep", help="one scenario across machine sizes and noise levels",
+                     epilog="example:\n  scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1\n\n"
+                            "Default teams follow the machine size; --noise replaces every program's noise.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("scenario", metavar="NAME|FILE.toml")
+    q.add_argument("--contexts", type=_list_ints, default=[16, 32, 64, 128, 256], metavar="LIST",
+                   help="machine sizes (default 16,32,64,128,256)")
+    q.add_argument("--noise", type=_list_floats, default=None, metavar="LIST",
+                   help="efficiency-report noise levels (default: each program's own)")
+    q.add_argument("--json", action="store_true", help="print rows as JSON on stdout")
+    q.set_defaults(func=cmd_sweep)
+
+    p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"scaf sim: {msg}", file=sys.stderr)
+    return code
+
+
+def _load(arg: str, seed: int | None = None) -> Any:
+    import dataclasses
+
+    from scaf.lib.sim import scenario
+
+    sc = scenario.load(arg)
+    return dataclasses.replace(sc, seed=seed) if seed is not None else sc
+
+
+def _guard(fn: Any) -> Any:
+    """Scenario errors and a missing policy library become a message and an exit code, not a traceback."""
+
+    def wrapped(args: argparse.Namespace) -> int:
+        from scaf.lib.sim.scenario import ScenarioError
+
+        try:
+            return fn(args)
+        except ScenarioError as e:
+            return _fail(str(e))
+        except RuntimeError as e:  # scaf.policy.PolicyLibraryMissing
+            return _fail(str(e), 1)
+        except OSError as e:
+            return _fail(str(e), 1)
+
+    return wrapped
+
+
+def _console() -> Any:
+    """Rich's console; wide when stdout is not a terminal, so that tables do not wrap in files."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+@_guard
+def cmd_list(args: argparse.Namespace) -> int:
+    from scaf.lib.sim import scenario
+
+    paths = scenario.shipped()
+    if not paths:
+        return _fail(f"no scenarios in {scenario.SCENARIO_DIR}", 1)
+    width = max(len(p.stem) for p in paths)
+    for path in paths:
+        sc = scenario.load(path)
+        print(f"{path.stem:<{width}}  {sc.machine.contexts:>4} contexts  {len(sc.programs):>2} programs  "
+              f"{sc.description}")
+    return 0
+
+
+@_guard
+def cmd_check(args: argparse.Namespace) -> int:
+    sc = _load(args.scenario)
+    print(f"{sc.path}: ok: {sc.name}, {sc.machine.contexts} contexts, {len(sc.programs)} programs")
+    return 0
+
+
+@_guard
+def cmd_run(args: argparse.Namespace) -> int:
+    from scaf.lib.sim import engine, report
+    from scaf.lib.sim.model import CONFIGS
+
+    sc = _load(args.scenario, args.seed)
+    configs = args.configs or list(CONFIGS)
+    want_files = args.out is not None
+    results = engine.run_all(sc, configs, record=want_files)
+    data = report.to_json(sc, results)
+    if want_files:
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "results.json").write_text(json.dumps(data, indent=2) + "\n")
+            report.write_csv(sc, results, args.out / "timeline.csv")
+            report.write_png(sc, results, args.out / "timeline.png")
+        except OSError as e:
+            return _fail(f"cannot write into {args.out}: {e}", 1)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    con = _console()
+    con.print(report.table(sc, results))
+    for line in report.notes(results) + report.closeness(sc, results):
+        con.print(line)
+    if sc.expect_source:
+        con.print(f"[dim]original numbers: {sc.expect_source}[/dim]")
+    if want_files:
+        con.print(f"wrote {args.out}/results.json, timeline.csv, timeline.png")
+    return 0
+
+
+@_guard
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from scaf.lib.sim import sweep
+
+    sc = _load(args.scenario)
+    noises: list[float | None] = list(args.noise) if args.noise else [None]
+    rows = sweep.sweep(sc, args.contexts, noises)
+    if args.json:
+        print(json.dumps({"scenario": sc.name, "reference": sweep.REFERENCE, "rows": rows}, indent=2))
+        return 0
+    con = _console()
+    con.print(sweep.table(sc.name, rows))
+    for line in sweep.trend(rows):
+        con.print(line)
+    return 0

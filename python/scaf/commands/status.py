@@ -1,0 +1,176 @@
+"""`scaf status`: what the daemon has allocated to whom, as a table or as its JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from scaf.lib import autostart, paths, proto
+
+DESCRIPTION = """\
+Ask the scaf daemon for its state and print it: the policy, how many hardware
+contexts it allocates (cpus), how many are free of foreign load (available),
+then one row per client program:
+
+  PID         the client's process id (checked by the daemon with SO_PEERCRED)
+  NAME        its command name
+  THREADS     the team size it runs now (its allocation; for a non-malleable
+              client, its fixed team)
+  SHARE       the hardware contexts the policy gave it (for a non-malleable
+              client, the size of its CPU set; the shares add up to at most
+              the available contexts)
+  MALLEABLE   yes: its team size follows the allocation at each parallel region;
+              no: its team is fixed and the daemon steers it by CPU affinity;
+              undecided: the layer is still watching its regions (each runs
+              once at the full team before it is steered)
+  BY          who decided that: evidence (the layer's rule, from the
+              program's omp_* calls), user (scaf run --malleable/--fixed,
+              SCAF_MALLEABLE), rules (a rules file: scaf rules), check (scaf
+              check's test mode) or default (no evidence either way yet)
+  CPUSET      the CPUs a non-malleable client is confined to
+  NLWP        the threads the process has (from /proc)
+  EFFICIENCY  its estimated parallel efficiency (- when not known yet)
+  ESTIMATE    where that comes from: none, assumed, measured or counters
+
+--verbose adds, under the table, the reason for each client's verdict: the
+call, function and object that decided it, or the rule's file and line.
+--json prints the daemon's reply as it is (fields: docs/cli.md).
+"""
+
+EPILOG = """\
+exit status:
+  0  the daemon answered
+  1  no daemon answers, or the socket path is unusable
+
+examples:
+  scaf status                                   the table
+  scaf status -v                                the table, then why each client is (not) malleable
+  scaf status --json | jq '.clients[].threads'  the allocations, for scripts
+  scaf status --socket /run/scaf/scafd.sock     ask a system-wide daemon
+  watch -n1 scaf status                         follow it live
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "status",
+        help="show the daemon's clients and their threads",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--json", action="store_true", help="print the daemon's JSON status instead of a table")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="after the table, the reason for each client's verdict")
+    p.add_argument("--socket", metavar="P", help="the daemon's socket (default: $SCAF_SOCKET, "
+                   "$XDG_RUNTIME_DIR/scaf/scafd.sock, /tmp/scaf-$UID/scafd.sock)")
+    p.set_defaults(func=main)
+
+
+def cpu_ranges(cpus: list[int]) -> str:
+    """[0,1,2,5] -> '0-2,5' (the kernel's cpulist format)."""
+    out: list[str] = []
+    xs = sorted(set(cpus))
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _fmt_eff(v: object) -> str:
+    return f"{v:.2f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+
+def verdict_of(c: dict) -> tuple[str, str]:
+    """(MALLEABLE cell, BY cell): the daemon's verdict, or its older boolean alone."""
+    v = c.get("verdict")
+    word = {"malleable": "yes", "fixed": "no", "undecided": "undecided"}.get(v) if isinstance(v, str) else None
+    if word is None:
+        word = "yes" if c.get("malleable") else "no"
+    src = c.get("verdict_source")
+    return word, src if isinstance(src, str) and src else "-"
+
+
+def render(st: dict, sock: str, verbose: bool = False) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console.width = max(console.width, 120)  # pipes and logs: do not fold the table
+    summary = (
+        f"[bold]policy[/] {st.get('policy', '?')}   [bold]cpus[/] {st.get('cpus', '?')}   "
+        f"[bold]available[/] {st.get('available', '?')}"
+    )
+    if isinstance(st.get("foreign"), (int, float)):
+        summary += f"   [bold]foreign[/] {st['foreign']:.1f}"
+    summary += f"   [dim]daemon pid {st.get('daemon_pid', '?')} on {sock}[/]"
+    console.print(summary, highlight=False)
+    clients = st.get("clients") or []
+    if not clients:
+        console.print("no clients")
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
+                "ESTIMATE"):
+        right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    total = 0
+    ordered = sorted(clients, key=lambda c: c.get("pid", 0))
+    for c in ordered:
+        share = c.get("share", c.get("threads", 0))
+        total += share if isinstance(share, int) else 0
+        table.add_row(
+            str(c.get("pid", "?")),
+            str(c.get("name", "?")),
+            str(c.get("threads", "?")),
+            str(share),
+            *verdict_of(c),
+            cpu_ranges(c.get("cpuset") or []) or "-",
+            str(c.get("nlwp", "-")),
+            _fmt_eff(c.get("efficiency")),
+            str(c.get("estimate", "-")),
+        )
+    table.add_section()
+    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "")
+    console.print(table)
+    if verbose:
+        from rich.markup import escape
+
+        console.print("why:", highlight=False)
+        for c in ordered:
+            word, src = verdict_of(c)
+            word = {"yes": "malleable", "no": "fixed"}.get(word, word)
+            reason = c.get("reason") if isinstance(c.get("reason"), str) and c.get("reason") else "(not given)"
+            console.print(f"  {c.get('pid', '?')} {escape(str(c.get('name', '?')))}: {word} "
+                          f"(by {src}): {escape(reason)}", highlight=False, soft_wrap=True)
+
+
+def main(args: argparse.Namespace) -> int:
+    sock = args.socket or paths.default_socket()
+    problem = autostart.socket_problem(sock)
+    if problem:
+        print(f"scaf: {problem}", file=sys.stderr)
+        return 1
+    try:
+        st = proto.status(sock)
+    except proto.DaemonUnavailable as e:
+        reason = getattr(e.__cause__, "strerror", None) or str(e)
+        print(f"scaf: no daemon answers on {sock} ({reason}); start one with `scaf daemon` "
+              "or run a program with `scaf run`", file=sys.stderr)
+        return 1
+    except (ValueError, UnicodeDecodeError) as e:
+        print(f"scaf: the daemon on {sock} sent a status that is not JSON: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(st, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render(st, sock, args.verbose)
+    return 0

@@ -1,0 +1,160 @@
+"""What every bench command shares: CPU set, workload list, output folder, the run loop."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaf.lib import paths
+from scaf.lib.bench import machine, runner, store
+from scaf.lib.bench.runner import BenchError
+
+SIZES = ("S", "W", "A")
+
+
+def bench_cpus(cpus: int | None, taskset: str | None) -> list[int]:
+    """The CPUs the bench may use: --taskset LIST, else our affinity; the first --cpus N of them."""
+    allowed = sorted(os.sched_getaffinity(0))
+    chosen = allowed
+    if taskset:
+        try:
+            chosen = machine.parse_cpulist(taskset)
+        except ValueError as e:
+            raise BenchError(f"--taskset {taskset!r}: {e} (expected a list like 0-3,8)") from e
+        outside = [c for c in chosen if c not in allowed]
+        if outside:
+            raise BenchError(f"--taskset: CPUs {machine.format_cpulist(outside)} are not in this "
+                             f"process's affinity ({machine.format_cpulist(allowed)})")
+    if cpus is not None:
+        if cpus < 1 or cpus > len(chosen):
+            raise BenchError(f"--cpus must be between 1 and {len(chosen)} here, not {cpus}")
+        chosen = chosen[:cpus]
+    return chosen
+
+
+def available_workloads() -> list[str]:
+    d = paths.workloads_dir()
+    if not d.is_dir():
+        return []
+    return sorted(p.name for p in d.iterdir() if p.is_file() and os.access(p, os.X_OK))
+
+
+def resolve_workloads(text: str | None) -> list[str]:
+    have = available_workloads()
+    if not text:
+        if not have:
+            raise BenchError(f"no workloads in {paths.workloads_dir()} (run `make`)")
+        return have
+    names = list(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
+    missing = [w for w in names if w not in have]
+    if missing or not names:
+        raise BenchError(f"unknown or unbuilt workload(s): {', '.join(missing) or '(none)'}; "
+                         f"built: {', '.join(have) or 'none (run `make`)'}")
+    return names
+
+
+def default_out(prefix: str = "bench") -> Path:
+    return Path("results") / f"{prefix}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+@dataclass
+class Unit:
+    """One measurement to make: its results key, a label, and the function that returns its run."""
+
+    key: tuple
+    label: str
+    run: Callable[[], dict]
+    describe: Callable[[dict], str]
+
+
+def new_tag() -> str:
+    """The value of SCAF_BENCH_TAG in every process this bench starts (inherited if already set,
+    so that a caller can find any leftover)."""
+    return os.environ.get(runner.TAG_VAR) or uuid.uuid4().hex[:12]
+
+
+def execute(results: store.Results, units: list[Unit], quiet: bool = False) -> int:
+    """Runs the units not in results yet, saving after each; returns how many ran.
+
+    KeyboardInterrupt (Ctrl-C, SIGTERM, SIGHUP) propagates after the current run's
+    processes are killed; results.json then holds every finished run and nothing else.
+    """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    todo = [u for u in units if not results.done(u.key)]
+    skipped = len(units) - len(todo)
+    console = Console(stderr=True)
+    if skipped:
+        console.print(f"resuming {results.dir}: {skipped} of {len(units)} measurements already done")
+    if not todo:
+        return 0
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    ran = 0
+    with runner.interruptible(), Progress(*columns, console=console, disable=quiet) as progress:
+        task = progress.add_task("bench", total=len(todo))
+        for unit in todo:
+            progress.update(task, description=unit.label)
+            started = store.now_iso()
+            t0 = time.monotonic()
+            run = unit.run()
+            run["started"] = started
+            run["duration_s"] = round(time.monotonic() - t0, 3)
+            results.add(run)
+            ran += 1
+            progress.console.print(f"{unit.label}: {unit.describe(run)}")
+            progress.advance(task)
+    return ran
+
+
+def describe_programs(run: dict) -> str:
+    parts = []
+    for p in run.get("programs", []):
+        if p.get("error"):
+            parts.append(f"{p['workload']} FAILED ({p['error']})")
+        else:
+            parts.append(f"{p['workload']} {p['time_s']:.3f}s/{p['threads']}t")
+    if run.get("error"):
+        parts.append(f"FAILED: {run['error']}")
+    return ", ".join(parts)
+
+
+def workload_argv(name: str, size: str) -> list[str]:
+    return [str(paths.workload(name)), "--size", size]
+
+
+def solo_unit(name: str, threads: int, repeat: int, size: str, cpus: list[int], tag: str,
+              timeout: float) -> Unit:
+    """One program alone with OMP_NUM_THREADS=threads on the bench's CPUs."""
+
+    def run() -> dict:
+        env = runner.base_env(tag)
+        env["OMP_NUM_THREADS"] = str(threads)
+        prog = runner.Program(name, workload_argv(name, size), env, cpus,
+                              {"OMP_NUM_THREADS": str(threads)})
+        progs = runner.run_together([prog], [0.0], timeout)
+        return {"kind": "solo", "workload": name, "threads": threads, "repeat": repeat,
+                "size": size, "programs": progs, "error": None}
+
+    return Unit(("solo", name, threads, repeat), f"solo {name} x{threads} #{repeat + 1}", run,
+                describe_programs)
+
+
+def check_built(need_layer: bool) -> None:
+    if need_layer:
+        for path in (paths.layer(), paths.scafd()):
+            if not path.exists():
+                raise BenchError(f"{path} is not built (run `make`)")

@@ -1,0 +1,462 @@
+"""Tables, CSV files and plots of a bench folder, from its results.json alone."""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scaf.lib.bench import configs, machine, store
+
+WIN = 1.05   # improvement factor at or above: a win
+LOSS = 0.95  # below: a loss; in between: even
+
+FILES = ("summary.csv", "pairs.csv", "improvement.csv", "solo.csv", "overhead.csv", "report.md",
+         "improvement_sorted.png", "pairs_bars.png", "solo_speedup.png")
+
+
+def geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+# ---------------------------------------------------------------- analysis
+
+
+@dataclass
+class Serial:
+    time: float | None
+    checksum: str | None
+    ok: int
+
+
+def serial_times(runs: list[dict]) -> dict[str, Serial]:
+    """Per workload: median 1-thread solo time of verified runs, and the reference checksum."""
+    times: dict[str, list[float]] = {}
+    sums: dict[str, Counter[str]] = {}
+    for run in runs:
+        if run["kind"] != "solo" or run["threads"] != 1:
+            continue
+        for p in run["programs"]:
+            if p.get("error") is None and p.get("time_s") is not None:
+                times.setdefault(p["workload"], []).append(p["time_s"])
+                if p.get("checksum"):
+                    sums.setdefault(p["workload"], Counter())[p["checksum"]] += 1
+            else:
+                times.setdefault(p["workload"], [])
+    out = {}
+    for w, ts in times.items():
+        common = sums.get(w, Counter()).most_common(1)
+        out[w] = Serial(statistics.median(ts) if ts else None, common[0][0] if common else None, len(ts))
+    return out
+
+
+def program_failure(p: dict, serial: dict[str, Serial]) -> str | None:
+    """Why a program's result cannot be used, or None. A checksum that differs from the
+    1-thread run is a failure too: under scaf a program must compute the same result."""
+    if p.get("error"):
+        return str(p["error"])
+    ref = serial.get(p["workload"])
+    if ref and ref.checksum and p.get("checksum") and p["checksum"] != ref.checksum:
+        return f"checksum {p['checksum']} differs from the 1-thread run's {ref.checksum}"
+    return None
+
+
+@dataclass
+class Failure:
+    what: str
+    workload: str
+    reason: str
+
+
+def collect_failures(runs: list[dict], serial: dict[str, Serial]) -> list[Failure]:
+    out = []
+    for run in runs:
+        key = store.run_key(run)
+        what = " ".join(str(k) for k in key)
+        if run.get("error"):
+            out.append(Failure(what, "-", str(run["error"])))
+        for p in run.get("programs", []):
+            why = program_failure(p, serial)
+            if why:
+                out.append(Failure(what, p["workload"], why))
+    return out
+
+
+@dataclass
+class PairEntry:
+    """One pair under one configuration, over its repeats."""
+
+    times: list[float | None] = field(default_factory=lambda: [None, None])
+    speedups: list[float | None] = field(default_factory=lambda: [None, None])
+    ok_runs: int = 0
+    failed_runs: int = 0
+
+    @property
+    def total(self) -> float | None:
+        if any(s is None for s in self.speedups):
+            return None
+        return sum(self.speedups)  # type: ignore[arg-type]
+
+
+def pair_entries(runs: list[dict], serial: dict[str, Serial]) -> dict[tuple[str, str], dict[str, PairEntry]]:
+    """(a, b) -> config -> entry; per slot the median time over the runs where both programs
+    are usable (a run with a failed program is not half-counted)."""
+    grouped: dict[tuple[str, str], dict[str, list[dict]]] = {}
+    for run in runs:
+        if run["kind"] == "pair":
+            grouped.setdefault(tuple(run["pair"]), {}).setdefault(run["config"], []).append(run)
+    out: dict[tuple[str, str], dict[str, PairEntry]] = {}
+    for pair, by_config in grouped.items():
+        for config, rs in by_config.items():
+            e = PairEntry()
+            slot_times: list[list[float]] = [[], []]
+            for run in rs:
+                progs = run.get("programs", [])
+                good = (not run.get("error") and len(progs) == 2
+                        and all(program_failure(p, serial) is None for p in progs))
+                if not good:
+                    e.failed_runs += 1
+                    continue
+                e.ok_runs += 1
+                for p in progs:
+                    slot_times[p["slot"]].append(p["time_s"])
+            for slot in (0, 1):
+                if slot_times[slot]:
+                    t = statistics.median(slot_times[slot])
+                    e.times[slot] = t
+                    ser = serial.get(pair[slot])
+                    if ser and ser.time and t > 0:
+                        e.speedups[slot] = ser.time / t
+            out.setdefault(pair, {})[config] = e  # type: ignore[index]
+    return out
+
+
+def config_order(runs: list[dict]) -> list[str]:
+    seen = {r["config"] for r in runs if r["kind"] == "pair"}
+    known = [c for c in configs.CONFIGS if c in seen]
+    return known + sorted(seen - set(known))
+
+
+@dataclass
+class ClassRow:
+    baseline: str
+    cls: str
+    pairs: int
+    percent: float
+    mean_factor: float | None
+
+
+def improvement(entries: dict, candidate: str, baseline: str) -> dict[tuple[str, str], float]:
+    out = {}
+    for pair, by_config in entries.items():
+        c, b = by_config.get(candidate), by_config.get(baseline)
+        if c and b and c.total and b.total:
+            out[pair] = c.total / b.total
+    return out
+
+
+def summary_rows(entries: dict, candidate: str, baselines: list[str]) -> list[ClassRow]:
+    rows = []
+    for base in baselines:
+        factors = list(improvement(entries, candidate, base).values())
+        n = len(factors)
+        classes = (("wins", [f for f in factors if f >= WIN]),
+                   ("even", [f for f in factors if LOSS <= f < WIN]),
+                   ("losses", [f for f in factors if f < LOSS]),
+                   ("all", factors))
+        for name, fs in classes:
+            rows.append(ClassRow(base, name, len(fs), 100.0 * len(fs) / n if n else 0.0, geomean(fs)))
+    return rows
+
+
+def solo_rows(runs: list[dict], serial: dict[str, Serial]) -> list[dict]:
+    cells: dict[tuple[str, int], dict] = {}
+    for run in runs:
+        if run["kind"] != "solo":
+            continue
+        for p in run["programs"]:
+            c = cells.setdefault((p["workload"], run["threads"]), {"times": [], "failed": 0})
+            if program_failure(p, serial) is None:
+                c["times"].append(p["time_s"])
+            else:
+                c["failed"] += 1
+    rows = []
+    for (w, t), c in sorted(cells.items()):
+        time = statistics.median(c["times"]) if c["times"] else None
+        ser = serial.get(w)
+        sp = ser.time / time if (ser and ser.time and time) else None
+        rows.append({"workload": w, "threads": t, "time_s": time, "speedup": sp,
+                     "efficiency": sp / t if sp else None, "ok_runs": len(c["times"]),
+                     "failed_runs": c["failed"]})
+    return rows
+
+
+def overhead_rows(runs: list[dict]) -> list[dict]:
+    """Per variant: median time, and the median over rounds of time / plain time in that round."""
+    by_round: dict[int, dict[str, float]] = {}
+    failed: Counter[str] = Counter()
+    times: dict[str, list[float]] = {}
+    for run in runs:
+        if run["kind"] != "overhead":
+            continue
+        p = run["programs"][0] if run.get("programs") else None
+        if p is None or p.get("error") or run.get("error"):
+            failed[run["variant"]] += 1
+            continue
+        by_round.setdefault(run["round"], {})[run["variant"]] = p["time_s"]
+        times.setdefault(run["variant"], []).append(p["time_s"])
+    rows = []
+    for variant in sorted(times, key=lambda v: (v != "plain", v)):
+        ratios = [r[variant] / r["plain"] for r in by_round.values()
+                  if variant in r and r.get("plain")]
+        rows.append({"variant": variant, "rounds": len(times[variant]),
+                     "median_time_s": statistics.median(times[variant]),
+                     "median_ratio": statistics.median(ratios) if ratios else None,
+                     "failed": failed[variant]})
+    for variant in failed:
+        if variant not in times:
+            rows.append({"variant": variant, "rounds": 0, "median_time_s": None,
+                         "median_ratio": None, "failed": failed[variant]})
+    return rows
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_improvement(entries: dict, candidate: str, baselines: list[str], png: Path) -> None:
+    plt = _plt()
+    import matplotlib.ticker
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for base in baselines:
+        fs = sorted(improvement(entries, candidate, base).values())
+        if fs:
+            ax.plot(range(1, len(fs) + 1), fs, marker="o", markersize=3, label=f"over {base}")
+    ax.axhline(1.0, color="0.3", linewidth=0.8)
+    ax.axhspan(LOSS, WIN, color="0.9", zorder=0, label=f"even ({LOSS}-{WIN})")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.set_xlabel("pairs, sorted by improvement factor")
+    ax.set_ylabel(f"Σspeedup({candidate}) / Σspeedup(baseline)")
+    ax.set_title(f"improvement of {candidate} over each baseline")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def plot_pairs(entries: dict, order: list[str], png: Path) -> None:
+    plt = _plt()
+    import numpy as np
+
+    pairs = sorted(entries)
+    n, k = len(pairs), len(order)
+    width = 0.8 / max(k, 1)
+    fig, ax = plt.subplots(figsize=(min(60.0, max(8.0, 0.25 * n * k + 2)), 4.8))
+    x = np.arange(n)
+    for i, c in enumerate(order):
+        ys = [entries[p][c].total if c in entries[p] and entries[p][c].total else 0.0 for p in pairs]
+        bars = ax.bar(x + (i - (k - 1) / 2) * width, ys, width, label=c)
+        for j, p in enumerate(pairs):
+            if c in entries[p] and entries[p][c].total is None:
+                # No usable run: mark the empty slot so that it is not read as zero speedup.
+                ax.text(bars[j].get_x() + width / 2, 0.02, "✗", ha="center", va="bottom",
+                        color="red", fontsize=8)
+    ax.set_xticks(x, [f"{a}+{b}" for a, b in pairs], rotation=60, ha="right", fontsize="small")
+    ax.set_ylabel("Σspeedup of the pair")
+    ax.set_title("sum of both programs' speedups, per pair and configuration (✗: failed)")
+    ax.legend(fontsize="small", ncols=min(k, 6))
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def plot_solo(rows: list[dict], png: Path) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    workloads = sorted({r["workload"] for r in rows})
+    tmax = max(r["threads"] for r in rows)
+    for w in workloads:
+        pts = [(r["threads"], r["speedup"]) for r in rows if r["workload"] == w and r["speedup"]]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=w)
+    ax.plot([1, tmax], [1, tmax], color="0.6", linestyle="--", linewidth=1, label="ideal")
+    ax.set_xlabel("threads")
+    ax.set_ylabel("speedup over 1 thread")
+    ax.set_title("solo speedup curves")
+    ax.legend(fontsize="small", ncols=2)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- output
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render(directory: Path | str, candidate_name: str | None = None, quiet: bool = False) -> int:
+    """Writes every table and plot of a bench folder from results.json; prints the tables.
+
+    Returns 0, or 1 when some measurement failed (the failures are listed, never averaged).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    directory = Path(directory)
+    console = Console(quiet=quiet)
+    if not console.is_terminal:
+        console.width = 160  # files and pipes: keep table rows whole
+    data = store.load(directory)
+    runs = data["runs"]
+    for name in FILES:
+        (directory / name).unlink(missing_ok=True)  # nothing stale survives a re-render
+    serial = serial_times(runs)
+    failures = collect_failures(runs, serial)
+    md: list[str] = [f"# scaf bench results: {directory.name}", ""]
+    params = data.get("params", {})
+    md += ["## Machine", "", "```", *machine.summary_lines(data.get("machine", {})), "```", "",
+           (f"Parameters: {', '.join(f'{k}={v}' for k, v in params.items())}; "
+           f"{len(runs)} runs in {len(data.get('sessions', []))} session(s)."), ""]
+    console.print(f"[bold]{directory}[/]: {len(runs)} runs; " +
+                  ", ".join(f"{k}={v}" for k, v in params.items()))
+    for line in machine.summary_lines(data.get("machine", {})):
+        console.print("  " + line, highlight=False, soft_wrap=True)
+
+    srows = solo_rows(runs, serial)
+    if srows:
+        t = Table(title="solo: median time and speedup over 1 thread")
+        header = ["workload", "threads", "time_s", "speedup", "efficiency", "ok", "failed"]
+        for h in header:
+            t.add_column(h, justify="left" if h == "workload" else "right")
+        cells = [[r["workload"], str(r["threads"]), _fmt(r["time_s"]), _fmt(r["speedup"], 2),
+                  _fmt(r["efficiency"], 2), str(r["ok_runs"]), str(r["failed_runs"])] for r in srows]
+        for c in cells:
+            t.add_row(*c)
+        console.print(t)
+        _write_csv(directory / "solo.csv", header, [[r[k] for k in ("workload", "threads", "time_s",
+                   "speedup", "efficiency", "ok_runs", "failed_runs")] for r in srows])
+        md += ["## Solo", "", _md_table(header, cells), ""]
+        if any(r["speedup"] for r in srows):
+            plot_solo(srows, directory / "solo_speedup.png")
+
+    entries = pair_entries(runs, serial)
+    if entries:
+        order = config_order(runs)
+        header = ["pair", *order]
+        t = Table(title="pairs: Σspeedup (serial time / time in the pair, summed over both programs)")
+        for h in header:
+            t.add_column(h, justify="left" if h == "pair" else "right")
+        cells = []
+        for pair in sorted(entries):
+            row = [f"{pair[0]}+{pair[1]}"]
+            for c in order:
+                e = entries[pair].get(c)
+                if e is None:
+                    row.append("-")
+                elif e.total is not None:
+                    row.append(f"{e.total:.2f}")
+                else:
+                    # Runs that worked but give no speedup: no usable serial time, or a 0 s time.
+                    row.append("FAILED" if e.ok_runs == 0 else "n/a")
+            cells.append(row)
+            t.add_row(*row)
+        console.print(t)
+        md += ["## Pairs: Σspeedup", "", _md_table(header, cells), ""]
+        csv_rows = []
+        for pair in sorted(entries):
+            for c in order:
+                e = entries[pair].get(c)
+                if e:
+                    csv_rows.append([pair[0], pair[1], c, e.times[0], e.speedups[0], e.times[1],
+                                     e.speedups[1], e.total, e.ok_runs, e.failed_runs])
+        _write_csv(directory / "pairs.csv", ["first", "second", "config", "time_first_s",
+                   "speedup_first", "time_second_s", "speedup_second", "sum_speedup",
+                   "ok_runs", "failed_runs"], csv_rows)
+        plot_pairs(entries, order, directory / "pairs_bars.png")
+        cand = configs.candidate(order, candidate_name)
+        if candidate_name and cand is None:
+            console.print(f"[yellow]--candidate {candidate_name} has no runs here[/]")
+        baselines = [c for c in order if c != cand]
+        if cand and baselines:
+            srows2 = summary_rows(entries, cand, baselines)
+            header = ["baseline", "class", "pairs", "% of pairs", "mean factor"]
+            t = Table(title=f"improvement of {cand} over each baseline "
+                            f"(win >= {WIN}X, loss < {LOSS}X; mean = geometric mean)")
+            for h in header:
+                t.add_column(h, justify="left" if h in ("baseline", "class") else "right")
+            cells = [[r.baseline, r.cls, str(r.pairs), f"{r.percent:.0f}%", _fmt(r.mean_factor)]
+                     for r in srows2]
+            for c in cells:
+                t.add_row(*c)
+            console.print(t)
+            _write_csv(directory / "summary.csv",
+                       ["candidate", "baseline", "class", "pairs", "percent", "mean_factor"],
+                       [[cand, r.baseline, r.cls, r.pairs, round(r.percent, 2), r.mean_factor]
+                        for r in srows2])
+            _write_csv(directory / "improvement.csv", ["first", "second", "candidate", "baseline", "factor"],
+                       [[a, b, cand, base, f] for base in baselines
+                        for (a, b), f in sorted(improvement(entries, cand, base).items())])
+            md += [f"## Improvement of {cand} over each baseline", "",
+                   (f"Factor = Σspeedup({cand}) / Σspeedup(baseline) per pair; win >= {WIN}, "
+                   f"loss < {LOSS}, even otherwise; mean factor = geometric mean of the class."), "",
+                   _md_table(header, cells), ""]
+            plot_improvement(entries, cand, baselines, directory / "improvement_sorted.png")
+
+    orows = overhead_rows(runs)
+    if orows:
+        header = ["variant", "rounds", "median time_s", "median ratio to plain", "failed"]
+        t = Table(title="overhead: alternating rounds; ratio = time / plain time of the same round")
+        for h in header:
+            t.add_column(h, justify="left" if h == "variant" else "right")
+        cells = [[r["variant"], str(r["rounds"]), _fmt(r["median_time_s"], 4),
+                  _fmt(r["median_ratio"], 4), str(r["failed"])] for r in orows]
+        for c in cells:
+            t.add_row(*c)
+        console.print(t)
+        _write_csv(directory / "overhead.csv", ["variant", "rounds", "median_time_s", "median_ratio",
+                   "failed"], [[r[k] for k in ("variant", "rounds", "median_time_s", "median_ratio",
+                               "failed")] for r in orows])
+        md += ["## Overhead", "", _md_table(header, cells), ""]
+
+    if failures:
+        t = Table(title=f"[red]{len(failures)} failed program run(s): excluded from every number above")
+        for h in ("run", "workload", "reason"):
+            t.add_column(h)
+        for f in failures:
+            t.add_row(f.what, f.workload, f.reason)
+        console.print(t)
+        md += ["## Failures (excluded from every number above)", "",
+               _md_table(["run", "workload", "reason"],
+                         [[f.what, f.workload, f.reason.replace("|", "/").replace("\n", " ")]
+                          for f in failures]), ""]
+    (directory / "report.md").write_text("\n".join(md))
+    written = [n for n in FILES if (directory / n).exists()]
+    console.print(f"wrote {', '.join(written)} in {directory}", highlight=False, soft_wrap=True)
+    return 1 if failures else 0

@@ -1,0 +1,308 @@
+"""Run a program plainly and under the layer, and compare what the runs printed and wrote (`scaf check`'s engine)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scaf.lib import paths
+from scaf.lib.launch import append_preload, strip_layer
+
+if TYPE_CHECKING:
+    from scaf.lib.bench import runner
+
+# Set by the check for each run; a value inherited from the caller would change what a run means.
+OWN_VARS = ("SCAF_CHECK_SEED", "SCAF_REPORT", "SCAF_MALLEABLE", "SCAF_DISABLE", "SCAF_SOCKET")
+
+
+class CannotRun(Exception):
+    """PROG could not be started."""
+
+
+@dataclass
+class Diff:
+    what: str  # "exit" | "timeout" | "stdout" | "output"
+    summary: str  # short, for the run's line: "stdout line 3"
+    detail: list[str] = field(default_factory=list)  # lines for the evidence
+    file: str | None = None
+    line: int | None = None
+    offset: int | None = None
+    reference: str | None = None
+    got: str | None = None
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in (("what", self.what), ("summary", self.summary), ("file", self.file),
+                                  ("line", self.line), ("offset", self.offset),
+                                  ("reference", self.reference), ("got", self.got)) if v is not None}
+
+
+@dataclass
+class Run:
+    name: str  # "plain 1", "seed 3", "auto"
+    kind: str  # "plain" | "seed" | "auto"
+    seed: int | None = None
+    pid: int = 0
+    exit: int | None = None  # shell style; None when it timed out
+    timed_out: bool = False
+    wall_s: float = 0.0
+    stdout: bytes = b""
+    outputs: list[bytes | None] = field(default_factory=list)
+    written: list[bool] = field(default_factory=list)
+    reports: list[dict] = field(default_factory=list)
+    diffs: list[Diff] = field(default_factory=list)
+
+    @property
+    def regions(self) -> int:
+        return sum(r.get("regions", 0) for r in self.reports if isinstance(r.get("regions"), int))
+
+    @property
+    def teams(self) -> list[int]:
+        out: set[int] = set()
+        for r in self.reports:
+            out.update(t for t in r.get("teams", []) if isinstance(t, int))
+        return sorted(out)
+
+    def layer_verdict(self) -> dict | None:
+        """The report of the process that ran the most regions (the program, not a helper it ran)."""
+        if not self.reports:
+            return None
+        return max(self.reports, key=lambda r: r.get("regions", 0) if isinstance(r.get("regions"), int) else 0)
+
+    def as_json(self) -> dict:
+        d: dict = {"name": self.name, "kind": self.kind, "exit": self.exit, "timed_out": self.timed_out,
+                   "wall_s": round(self.wall_s, 3)}
+        if self.seed is not None:
+            d["seed"] = self.seed
+        if self.kind != "plain":
+            d["teams"] = self.teams
+            d["regions"] = self.regions
+        if self.kind == "auto" and self.layer_verdict():
+            lv = self.layer_verdict() or {}
+            d["layer"] = {k: lv.get(k) for k in ("verdict", "source", "reason")}
+        d["same"] = not self.diffs
+        d["differences"] = [x.as_json() for x in self.diffs]
+        return d
+
+
+class Checker:
+    """Runs PROG plainly or under the layer, keeps what each run did, and compares runs.
+
+    IGNORE: regular expressions of stdout and text-output lines to mask;
+    OUTPUTS: files PROG writes; THREADS: OMP_NUM_THREADS for every run (None:
+    inherited); TIMEOUT: seconds before a run is killed; KEEP: also copy each
+    run's outputs into WORKDIR. `daemon` is the private daemon the runs under
+    the layer talk to, set by the caller.
+    """
+
+    def __init__(self, argv: list[str], exe: str, workdir: str, *, ignore: list[str], outputs: list[str],
+                 threads: int | None, timeout: float, keep: bool):
+        self.argv = argv
+        self.exe = exe
+        self.workdir = workdir
+        self.ignore = [re.compile(r) for r in ignore]
+        self.outputs = [os.path.abspath(f) for f in outputs]
+        self.threads = threads
+        self.timeout = timeout
+        self.keep = keep
+        self.daemon: runner.PrivateDaemon | None = None
+        self.warnings: list[str] = []
+        self.runs: list[Run] = []
+
+    # -- environments --
+    def base_env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in OWN_VARS}
+        if self.threads:
+            env["OMP_NUM_THREADS"] = str(self.threads)
+        pre = strip_layer(env.get("LD_PRELOAD", ""))
+        if pre:
+            env["LD_PRELOAD"] = pre
+        else:
+            env.pop("LD_PRELOAD", None)
+        return env
+
+    def scaf_env(self, extra: dict[str, str]) -> dict[str, str]:
+        env = self.base_env()
+        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(paths.layer()))
+        assert self.daemon is not None
+        env["SCAF_SOCKET"] = self.daemon.socket
+        env.update(extra)
+        return env
+
+    def bound(self) -> int:
+        """The team PROG gets plainly: OMP_NUM_THREADS's first value, else its CPUs."""
+        v = self.base_env().get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+        return len(os.sched_getaffinity(0))
+
+    # -- running --
+    def execute(self, run: Run, env: dict[str, str]) -> Run:
+        from scaf.lib.bench import runner
+
+        tag = run.name.replace(" ", "-")
+        out_path = os.path.join(self.workdir, f"{tag}.stdout")
+        err_path = os.path.join(self.workdir, f"{tag}.stderr")
+        report = os.path.join(self.workdir, f"{tag}.report.jsonl")
+        if run.kind != "plain":
+            env = dict(env, SCAF_REPORT=report)
+        before = [_stamp(f) for f in self.outputs]
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            t0 = time.monotonic()
+            try:
+                proc = runner.spawn(self.argv, env, None, stdout=out, stderr=err)
+            except OSError as e:  # found at the start, gone or not executable now
+                raise CannotRun(f"cannot run {self.argv[0]}: {e.strerror or e}") from e
+        run.pid = proc.pid
+        try:
+            proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            run.timed_out = True
+        run.wall_s = time.monotonic() - t0
+        runner.kill_group(proc, grace=1.0)  # a timed-out run, and anything a finished one left behind
+        if not run.timed_out:
+            code = proc.returncode
+            run.exit = 128 - code if code < 0 else code
+        run.stdout = Path(out_path).read_bytes()
+        for f, b in zip(self.outputs, before, strict=True):
+            after = _stamp(f)
+            run.written.append(after is not None and after != b)
+            try:
+                data = Path(f).read_bytes()
+            except OSError:
+                data = None
+            run.outputs.append(data)
+            if self.keep and data is not None:
+                Path(self.workdir, f"{tag}.output{len(run.outputs)}-{os.path.basename(f)}").write_bytes(data)
+        if run.kind != "plain":
+            try:
+                text = Path(report).read_text(errors="replace")
+            except OSError:
+                text = ""
+            for line in text.splitlines():
+                with contextlib.suppress(ValueError):
+                    rec = json.loads(line)
+                    if isinstance(rec, dict):
+                        run.reports.append(rec)
+        Path(self.workdir, f"{tag}.exit").write_text("timeout\n" if run.timed_out else f"{run.exit}\n")
+        self.runs.append(run)
+        return run
+
+    # -- comparing --
+    def mask(self, data: bytes) -> list[str]:
+        lines = data.decode("utf-8", errors="surrogateescape").split("\n")
+        if self.ignore:
+            lines = ["<ignored>" if any(r.search(ln) for r in self.ignore) else ln for ln in lines]
+        return lines
+
+    def compare(self, ref: Run, run: Run, ref_name: str = "plain", run_name: str = "scaf") -> list[Diff]:
+        diffs: list[Diff] = []
+        if run.timed_out and not ref.timed_out:
+            diffs.append(Diff("timeout", f"no end within {self.timeout:g} s",
+                              [(f"it did not finish within {self.timeout:g} s "
+                               f"(the plain run took {ref.wall_s:.2f} s)")]))
+            return diffs
+        if run.exit != ref.exit:
+            diffs.append(Diff("exit", f"exit status {run.exit}",
+                              [f"exit status: {ref_name} {ref.exit}, {run_name} {run.exit}"],
+                              reference=str(ref.exit), got=str(run.exit)))
+        d = self.compare_text(ref.stdout, run.stdout, "stdout", None, ref_name, run_name)
+        if d:
+            diffs.append(d)
+        for i, f in enumerate(self.outputs):
+            a, b = ref.outputs[i], run.outputs[i]
+            if a == b:
+                continue
+            if a is None or b is None:
+                diffs.append(Diff("output", f"{os.path.basename(f)} missing",
+                                  [(f"{f}: {'no file' if a is None else 'written'} ({ref_name}), "
+                                   f"{'no file' if b is None else 'written'} ({run_name})")], file=f))
+                continue
+            if _is_text(a) and _is_text(b):
+                d = self.compare_text(a, b, os.path.basename(f), f, ref_name, run_name)
+            else:
+                d = _compare_bytes(a, b, f, ref_name, run_name)
+            if d:
+                diffs.append(d)
+        return diffs
+
+    def compare_text(self, a: bytes, b: bytes, label: str, file: str | None,
+                     ref_name: str, run_name: str) -> Diff | None:
+        la, lb = self.mask(a), self.mask(b)
+        if la == lb:
+            return None
+        where = file or "stdout"
+        for i, (x, y) in enumerate(zip(la, lb)):
+            if x != y:
+                return Diff("output" if file else "stdout", f"{label} line {i + 1}",
+                            [f"{where} line {i + 1}:", f"  {ref_name + ':':<7} {_show(x)}",
+                             f"  {run_name + ':':<7} {_show(y)}"],
+                            file=file, line=i + 1, reference=x, got=y)
+        # One is a prefix of the other.
+        n = min(len(la), len(lb))
+        na, nb = _count_lines(a), _count_lines(b)
+        extra, who = (la[n], ref_name) if len(la) > n else (lb[n], run_name)
+        if extra == "" and abs(len(la) - len(lb)) == 1:
+            return Diff("output" if file else "stdout", f"{label} final newline",
+                        [f"{where}: the same lines, but only the {who} version ends with a newline"],
+                        file=file, line=n + 1)
+        return Diff("output" if file else "stdout", f"{label} line {n + 1}",
+                    [f"{where}: {ref_name} has {na} lines, {run_name} {nb}; line {n + 1} only in {who}:",
+                     f"  {_show(extra)}"],
+                    file=file, line=n + 1,
+                    reference=la[n] if len(la) > n else None, got=lb[n] if len(lb) > n else None)
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _is_text(data: bytes) -> bool:
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def _show(line: str, limit: int = 160) -> str:
+    s = line.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _first_difference(a: bytes, b: bytes, n: int, block: int = 1 << 16) -> int:
+    """The first offset below n where a and b differ, else n (block by block: files can be large)."""
+    ma, mb = memoryview(a), memoryview(b)
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        if ma[start:end] != mb[start:end]:
+            return next(i for i in range(start, end) if a[i] != b[i])
+    return n
+
+
+def _compare_bytes(a: bytes, b: bytes, f: str, ref_name: str, run_name: str) -> Diff:
+    n = min(len(a), len(b))
+    off = _first_difference(a, b, n)
+    if off < n:
+        detail = [(f"{f} byte {off}: {ref_name} 0x{a[off]:02x}, {run_name} 0x{b[off]:02x} "
+                  f"(sizes {len(a)} and {len(b)})")]
+    else:
+        detail = [f"{f}: {ref_name} has {len(a)} bytes, {run_name} {len(b)}; the first {n} are the same"]
+    return Diff("output", f"{os.path.basename(f)} byte {off}", detail, file=f, offset=off)

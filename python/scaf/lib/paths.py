@@ -1,0 +1,60 @@
+"""Where scaf's built artefacts and the daemon's socket are."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def build_dir() -> Path:
+    """The build output root: $SCAF_BUILD, else <repo>/build."""
+    env = os.environ.get("SCAF_BUILD")
+    return Path(env) if env else ROOT / "build"
+
+
+def scafd() -> Path:
+    return build_dir() / "bin" / "scafd"
+
+
+def layer() -> Path:
+    return build_dir() / "lib" / "libscaf_gomp.so"
+
+
+def policy_lib() -> Path:
+    return build_dir() / "lib" / "libscaf_policy.so"
+
+
+def workload(name: str) -> Path:
+    return build_dir() / "workloads" / name
+
+
+def workloads_dir() -> Path:
+    return build_dir() / "workloads"
+
+
+# libgomp's idle threads spin this many times before they sleep (its own default is 300000,
+# milliseconds of spinning). Under scaf a team often waits while another program has the
+# CPUs: parked for another gang's turn, or between regions on a shared machine. A short spin
+# gives those CPUs back within microseconds. It changes how threads wait, never what they
+# compute; a value the user set (or OMP_WAIT_POLICY) is kept.
+SPINCOUNT = "10000"
+
+
+def wait_defaults(env: dict[str, str]) -> dict[str, str]:
+    """The libgomp waiting settings scaf runs programs with, unless the user chose their own."""
+    if "GOMP_SPINCOUNT" in env or "OMP_WAIT_POLICY" in env:
+        return {}
+    return {"GOMP_SPINCOUNT": SPINCOUNT}
+
+
+def default_socket() -> str:
+    """Same search order as src/common/sockpath.c (documented in the README)."""
+    env = os.environ.get("SCAF_SOCKET")
+    if env:
+        return env
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, "scaf", "scafd.sock")
+    return f"/tmp/scaf-{os.getuid()}/scafd.sock"

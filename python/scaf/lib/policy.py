@@ -1,0 +1,313 @@
+"""ctypes binding to build/lib/libscaf_policy.so: the very policy code the daemon runs.
+
+Stable API (the simulator and `scaf allocate` depend on it)::
+
+    from scaf.lib.policy import Client, allocate, policy_names
+
+    policy_names()                      # ['speedup', 'equipartition']; [0] is the default
+    shares, coef = allocate("speedup", 16, [Client(8, 0.9), Client(8, 0.5)])
+    # shares == [11, 5]: one int per client, in input order
+    # coef    == [2.98..., 1.44...]: each client's model coefficient C (0.0 where none)
+
+- ``allocate(policy, cpus, clients, chunk=1) -> (list[int], list[float])`` runs one
+  decision: each client's share. ``cpus`` is N (>= 1), ``chunk`` the allocation granularity
+  (>= 1). Every client gets >= 1; with len(clients) <= cpus the sum is exactly cpus
+  (less only when every client is at its cap); with more clients than cpus
+  everyone gets 1. The call is pure: feed ``prev`` (last allocation), ``report_threads``
+  (p', the allocation E was measured at) and ``prev_coef`` (last coef) back yourself to
+  model a daemon over time.
+- ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup model
+  before rounding and damping (exact real-valued shares).
+- ``Batch(policy, cpus, chunk=1, capacity=1)``: the same decision many times over
+  a client array built once and filled through a numpy view (``.clients``), then
+  ``.run(k)`` for its first k entries; for callers that decide thousands of times.
+- ``intpart(exact, total, chunk=1, caps=None) -> list[int]`` and
+  ``targets(...) -> list[float]``: the chunked integer partition and the real targets it
+  rounds (see include/scaf/policy.h for the rules).
+
+Errors: ``PolicyLibraryMissing`` (a RuntimeError) when the shared library has not been
+built ("run make"); ``ValueError`` for an unknown policy name or invalid numbers.
+The struct layout is checked against the library's ``scaf_policy_client_size()`` when
+the library is loaded (at import when it exists).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scaf.lib import paths
+
+if TYPE_CHECKING:
+    import numpy as np
+
+UINT32_MAX = 0xFFFFFFFF
+
+
+class PolicyLibraryMissing(RuntimeError):
+    """libscaf_policy.so is not built (or cannot be loaded)."""
+
+
+@dataclass
+class Client:
+    """One client as a policy sees it.
+
+    report_threads: p', the allocation the efficiency was measured at (0 = never ran).
+    efficiency: E at p'; None (or NaN, or < 0) = unknown.
+    prev: the previous allocation (0 = new client); the speedup policy damps around it.
+    max_threads: never allocate more than this (0 = no cap).
+    prev_coef: the coef this client got last time (0.0 = none); used when p' = 1.
+    """
+
+    report_threads: int = 0
+    efficiency: float | None = None
+    prev: int = 0
+    max_threads: int = 0
+    prev_coef: float = 0.0
+    measured: bool = True
+    malleable: bool = True
+
+
+class _CClient(ctypes.Structure):
+    """Mirror of struct scaf_policy_client (include/scaf/policy.h)."""
+
+    _fields_ = [
+        ("max_threads", ctypes.c_uint32),
+        ("prev", ctypes.c_uint32),
+        ("report_threads", ctypes.c_uint32),
+        ("efficiency", ctypes.c_double),
+        ("measured", ctypes.c_int32),
+        ("malleable", ctypes.c_int32),
+        ("prev_coef", ctypes.c_double),
+    ]
+
+
+_lib: ctypes.CDLL | None = None
+
+
+def _load() -> ctypes.CDLL:
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = paths.policy_lib()
+    if not path.exists():
+        raise PolicyLibraryMissing(f"{path} not found: run make (it builds the policy library)")
+    try:
+        lib = ctypes.CDLL(str(path), use_errno=True)
+    except OSError as e:
+        raise PolicyLibraryMissing(f"cannot load {path}: {e}; run make") from e
+    lib.scaf_policy_client_size.restype = ctypes.c_size_t
+    lib.scaf_policy_client_size.argtypes = []
+    size = lib.scaf_policy_client_size()
+    if size != ctypes.sizeof(_CClient):
+        raise PolicyLibraryMissing(
+            f"{path}: struct scaf_policy_client is {size} bytes, python/scaf/policy.py expects "
+            f"{ctypes.sizeof(_CClient)}: the library and this module are out of step; run make"
+        )
+    lib.scaf_policy_count.restype = ctypes.c_size_t
+    lib.scaf_policy_count.argtypes = []
+    lib.scaf_policy_at.restype = ctypes.c_void_p
+    lib.scaf_policy_at.argtypes = [ctypes.c_size_t]
+    lib.scaf_policy_run.restype = ctypes.c_int
+    lib.scaf_policy_run.argtypes = [
+        ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+        ctypes.POINTER(_CClient), ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_double),
+    ]
+    lib.scaf_policy_speedup_model.restype = ctypes.c_int
+    lib.scaf_policy_speedup_model.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
+    ]
+    for name in ("scaf_intpart_chunked", "scaf_intpart_targets"):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_int
+        fn.argtypes = [
+            ctypes.POINTER(ctypes.c_double), ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+            ctypes.POINTER(ctypes.c_uint32),
+            ctypes.POINTER(ctypes.c_uint32 if name == "scaf_intpart_chunked" else ctypes.c_double),
+        ]
+    _lib = lib
+    return lib
+
+
+class _CPolicy(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("description", ctypes.c_char_p), ("decide", ctypes.c_void_p)]
+
+
+class _CInput(ctypes.Structure):
+    _fields_ = [
+        ("contexts", ctypes.c_uint32),
+        ("chunk", ctypes.c_uint32),
+        ("nclients", ctypes.c_uint32),
+        ("clients", ctypes.POINTER(_CClient)),
+    ]
+
+
+def _policies() -> list[tuple[str, str]]:
+    lib = _load()
+    out = []
+    for i in range(lib.scaf_policy_count()):
+        p = ctypes.cast(lib.scaf_policy_at(i), ctypes.POINTER(_CPolicy)).contents
+        out.append((p.name.decode(), p.description.decode()))
+    return out
+
+
+def policy_names() -> list[str]:
+    """Registered policy names in registry order; the first is the daemon's default."""
+    return [name for name, _ in _policies()]
+
+
+def policy_descriptions() -> dict[str, str]:
+    """Name -> one-line description, in registry order."""
+    return dict(_policies())
+
+
+def _u32(value: int, what: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= UINT32_MAX:
+        raise ValueError(f"{what} must be an integer in [{minimum}, {UINT32_MAX}], got {value!r}")
+    return value
+
+
+def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
+    arr = (_CClient * max(len(clients), 1))()
+    for i, c in enumerate(clients):
+        e = c.efficiency
+        if e is None:
+            e = -1.0
+        elif not isinstance(e, (int, float)) or isinstance(e, bool):
+            raise ValueError(f"client {i}: efficiency must be a number or None, got {e!r}")
+        pc = float(c.prev_coef)
+        arr[i] = _CClient(
+            max_threads=_u32(c.max_threads, f"client {i}: max_threads") or UINT32_MAX,
+            prev=_u32(c.prev, f"client {i}: prev"),
+            report_threads=_u32(c.report_threads, f"client {i}: report_threads"),
+            efficiency=float(e),
+            measured=1 if c.measured else 0,
+            malleable=1 if c.malleable else 0,
+            prev_coef=pc if math.isfinite(pc) else 0.0,
+        )
+    return arr
+
+
+def _check(cpus: int, chunk: int) -> None:
+    _u32(cpus, "contexts", 1)  # the message `scaf allocate` has always printed
+    _u32(chunk, "chunk", 1)
+
+
+def allocate(
+    policy: str, cpus: int, clients: Sequence[Client], chunk: int = 1
+) -> tuple[list[int], list[float]]:
+    """Run policy `policy` once: (share per client, model coefficient per client)."""
+    lib = _load()
+    names = policy_names()
+    if policy not in names:
+        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(names)}")
+    _check(cpus, chunk)
+    n = len(clients)
+    arr = _c_clients(clients)
+    shares = (ctypes.c_uint32 * max(n, 1))()
+    coef = (ctypes.c_double * max(n, 1))()
+    if lib.scaf_policy_run(policy.encode(), cpus, chunk, n, arr, shares, coef) != 0:
+        err = ctypes.get_errno()
+        raise ValueError(f"policy {policy} refused the input (errno {err})")
+    return [int(shares[i]) for i in range(n)], [float(coef[i]) for i in range(n)]
+
+
+def speedup_model(cpus: int, clients: Sequence[Client], chunk: int = 1) -> tuple[list[float], list[float]]:
+    """The speedup model alone: (C per client, exact real-valued share per client)."""
+    lib = _load()
+    _check(cpus, chunk)
+    n = len(clients)
+    arr = _c_clients(clients)
+    inp = _CInput(cpus, chunk, n, ctypes.cast(arr, ctypes.POINTER(_CClient)))
+    coef = (ctypes.c_double * max(n, 1))()
+    exact = (ctypes.c_double * max(n, 1))()
+    if lib.scaf_policy_speedup_model(ctypes.byref(inp), coef, exact) != 0:
+        raise ValueError("speedup model refused the input")
+    return [float(coef[i]) for i in range(n)], [float(exact[i]) for i in range(n)]
+
+
+def _intpart_args(
+    exact: Sequence[float], total: int, chunk: int, caps: Sequence[int] | None
+) -> tuple[ctypes.Array[ctypes.c_double], ctypes.Array[ctypes.c_uint32] | None]:
+    _u32(total, "total")
+    _u32(chunk, "chunk", 1)
+    for x in exact:
+        if not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+            raise ValueError(f"exact shares must be finite and >= 0, got {x!r}")
+    ex = (ctypes.c_double * max(len(exact), 1))(*exact)
+    cp = None
+    if caps is not None:
+        if len(caps) != len(exact):
+            raise ValueError("caps must have one entry per share")
+        cp = (ctypes.c_uint32 * max(len(caps), 1))(*[_u32(c, "cap") for c in caps])
+    return ex, cp
+
+
+def intpart(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[int] | None = None) -> list[int]:
+    """Chunked integer partition of `total` closest to `exact` (caps: 0 = none)."""
+    lib = _load()
+    ex, cp = _intpart_args(exact, total, chunk, caps)
+    out = (ctypes.c_uint32 * max(len(exact), 1))()
+    if lib.scaf_intpart_chunked(ex, len(exact), total, chunk, cp, out) != 0:
+        raise ValueError("intpart refused the input")
+    return [int(out[i]) for i in range(len(exact))]
+
+
+def targets(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[int] | None = None) -> list[float]:
+    """The real-valued targets intpart rounds (after caps and minimum chunks)."""
+    lib = _load()
+    ex, cp = _intpart_args(exact, total, chunk, caps)
+    out = (ctypes.c_double * max(len(exact), 1))()
+    if lib.scaf_intpart_targets(ex, len(exact), total, chunk, cp, out) != 0:
+        raise ValueError("intpart refused the input")
+    return [float(out[i]) for i in range(len(exact))]
+
+
+
+class Batch:
+    """Many decisions of one policy over a client array built once, for callers that decide thousands of times.
+
+    allocate() builds a ctypes array per call. A Batch holds one array of
+    `capacity` struct scaf_policy_client (this module's own mirror, layout
+    checked at load) and `clients`, a numpy structured view on the same
+    memory with one field per struct member (max_threads, prev,
+    report_threads, efficiency (-1.0 = unknown), measured, malleable,
+    prev_coef): fill its first k entries, then run(k). The simulator does;
+    tests/integration/test_sim.py checks that run() gives exactly what
+    allocate() gives.
+    """
+
+    def __init__(self, policy: str, cpus: int, chunk: int = 1, capacity: int = 1) -> None:
+        import numpy as np
+
+        names = policy_names()
+        if policy not in names:
+            raise ValueError(f"policy {policy!r} is not in libscaf_policy.so ({', '.join(names)})")
+        self._lib = _load()
+        n = max(capacity, 1)
+        self._arr = (_CClient * n)()
+        cc = _CClient
+        dtype = np.dtype({"names": [f for f, _ in cc._fields_], "formats": [np.dtype(t) for _, t in cc._fields_],
+                          "offsets": [getattr(cc, f).offset for f, _ in cc._fields_], "itemsize": ctypes.sizeof(cc)})
+        self.clients = np.frombuffer((ctypes.c_char * ctypes.sizeof(self._arr)).from_buffer(self._arr), dtype=dtype)
+        self._shares = (ctypes.c_uint32 * n)()
+        self._coef = (ctypes.c_double * n)()
+        self._shares_view = np.ctypeslib.as_array(self._shares)
+        self._coef_view = np.ctypeslib.as_array(self._coef)
+        self.policy = policy
+        self._name = policy.encode()
+        self.cpus, self.chunk = cpus, chunk
+
+    def run(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Decide for the first K clients: (share per client, model coefficient per client), copies."""
+        if self._lib.scaf_policy_run(self._name, self.cpus, self.chunk, k, self._arr, self._shares, self._coef):
+            raise OSError(ctypes.get_errno(), f"scaf_policy_run({self.policy}) refused the input")
+        return self._shares_view[:k].copy(), self._coef_view[:k].copy()
+
+# Check the layout as soon as the module is imported, when the library is there;
+# a missing library is reported by the first call instead, so that `scaf --help` works.
+if paths.policy_lib().exists():
+    _load()

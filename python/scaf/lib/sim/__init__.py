@@ -1,0 +1,1 @@
+"""The simulator: scenarios, a model of how programs progress, the real policy code deciding, and reports."""

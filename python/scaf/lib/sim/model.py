@@ -1,0 +1,163 @@
+"""The simulator's model: machine, programs, speedup curves, and the rate a program progresses at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # numpy is imported inside functions: `scaf --help` must stay fast
+    import numpy as np
+
+# Configurations `scaf sim run` compares, in table order. "fixed" (a given
+# partition held for the whole run) is an API-only configuration that the
+# static oracle and the tests use.
+CONFIGS = ("unmodified", "equipartition", "speedup", "oracle-static", "oracle-dynamic")
+POLICY_CONFIGS = ("equipartition", "speedup")
+
+# Calibrated in docs/simulator.md ("Calibration"): the value that brings the
+# unmodified Σspeedup of cg-lu-36 and three-way-64 closest (least squares on
+# the ratio) to the original's 12.5X and 31.5X. tools/experiments/sim_calibrate.py redoes it.
+DEFAULT_OVERSUB_SLOWDOWN = 0.58
+
+# The layer's RC filter time constant (SCAF_RC_TAU_S) default.
+DEFAULT_TAU_S = 1.0
+
+CURVE_KINDS = ("amdahl", "usl", "points")
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Speedup S(p) of a program on p contexts, relative to one thread."""
+
+    kind: str
+    parallel_fraction: float = 1.0  # amdahl
+    sigma: float = 0.0  # usl contention
+    kappa: float = 0.0  # usl coherency (makes the curve fall)
+    points: tuple[tuple[float, float], ...] = ()  # (threads, speedup), (1, 1) implied
+
+    def speedup(self, p: Any) -> Any:
+        """S(p) for an array (or scalar) of p >= 0; S(0) = 0, linear between 0 and 1."""
+        import numpy as np
+
+        p = np.asarray(p, dtype=float)
+        q = np.maximum(p, 1.0)
+        if self.kind == "amdahl":
+            f = self.parallel_fraction
+            s = 1.0 / ((1.0 - f) + f / q)
+        elif self.kind == "usl":
+            s = q / (1.0 + self.sigma * (q - 1.0) + self.kappa * q * (q - 1.0))
+        elif self.kind == "points":
+            xs = [1.0] + [x for x, _ in self.points if x > 1.0]
+            ys = [1.0] + [y for x, y in self.points if x > 1.0]
+            s = np.interp(q, xs, ys)  # flat beyond the last point
+        else:
+            raise ValueError(f"unknown curve kind {self.kind!r}")
+        # Below one context a program gets a fraction of one thread's time.
+        return np.where(p < 1.0, p * 1.0, s)
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    curve: Curve
+    work_s: float  # total serial work: its run time on one thread
+    arrival_s: float = 0.0
+    malleable: bool = True
+    threads: int = 0  # default team (what OpenMP would start); 0 = machine contexts
+    region_s: float = 0.1  # serial work per outermost region: allocations change only between regions
+    noise: float = 0.0  # standard deviation of the noise added to each efficiency report
+    oversub_slowdown: float | None = None  # None = the machine's
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Machine:
+    contexts: int
+    smt: int = 1
+    chunk: int = 0  # 0 = smt
+    rate_hz: float = 4.0
+    oversub_slowdown: float = DEFAULT_OVERSUB_SLOWDOWN
+
+    @property
+    def granule(self) -> int:
+        return self.chunk or self.smt
+
+
+@dataclass(frozen=True)
+class Feedback:
+    tau_s: float = DEFAULT_TAU_S
+    lazy: bool = True  # no estimate while a program is the only one (the layer's SCAF_LAZY)
+
+
+@dataclass
+class Scenario:
+    name: str
+    machine: Machine
+    programs: list[Program]
+    feedback: Feedback = field(default_factory=Feedback)
+    description: str = ""
+    source: str = ""
+    seed: int = 1
+    max_time_s: float = 0.0  # 0 = derived: last arrival + 4 x total work
+    # expect[config] = {"sum_speedup": x, program name: x}: the original's numbers
+    expect: dict[str, dict[str, float]] = field(default_factory=dict)
+    expect_source: str = ""
+    path: str = ""
+
+    def horizon(self) -> float:
+        if self.max_time_s > 0:
+            return self.max_time_s
+        last = max((p.arrival_s for p in self.programs), default=0.0)
+        return last + 4.0 * sum(p.work_s for p in self.programs)
+
+    def team(self, p: Program) -> int:
+        return p.threads or self.machine.contexts
+
+
+def oversub_penalty(ratio: Any, k: Any) -> Any:
+    """Progress factor of threads time-sliced at `ratio` runnable threads per context.
+
+    1 at ratio <= 1, 1 / (1 + k (ratio - 1)) above: the cost of spinning
+    threads preempted at barriers and locks grows with the oversubscription.
+    """
+    import numpy as np
+
+    return 1.0 / (1.0 + np.asarray(k) * np.maximum(np.asarray(ratio, dtype=float) - 1.0, 0.0))
+
+
+def speedup_tables(sc: Scenario) -> np.ndarray:
+    """S_j(p) for p = 0..contexts (rows = programs), for interpolation at fractional shares."""
+    import numpy as np
+
+    n = sc.machine.contexts
+    ps = np.arange(n + 1, dtype=float)
+    return np.stack([pr.curve.speedup(ps) for pr in sc.programs]) if sc.programs else np.zeros((0, n + 1))
+
+
+def interp_rows(tab: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """tab[j] evaluated at fractional x[j], linear between integer columns."""
+    import numpy as np
+
+    n = tab.shape[1] - 1
+    x = np.clip(x, 0.0, float(n))
+    i = np.minimum(x.astype(np.int64), max(n - 1, 0))
+    frac = x - i
+    rows = np.arange(tab.shape[0])
+    if n == 0:
+        return tab[:, 0]
+    return tab[rows, i] * (1.0 - frac) + tab[rows, i + 1] * frac
+
+
+def fixed_rate(sc: Scenario, tab: np.ndarray, j: int, p: int) -> float:
+    """Progress rate of program j alone on p contexts with no other oversubscription."""
+    pr = sc.programs[j]
+    if p <= 0:
+        return 0.0
+    s = float(tab[j, min(p, sc.machine.contexts)])
+    team = sc.team(pr)
+    if not pr.malleable and team > p:
+        k = pr.oversub_slowdown if pr.oversub_slowdown is not None else sc.machine.oversub_slowdown
+        s /= 1.0 + k * (team / p - 1.0)
+    elif pr.malleable:
+        s = float(tab[j, min(p, team, sc.machine.contexts)])
+    return s

@@ -1,0 +1,1 @@
+"""Helpers the tests share that scaf itself does not need."""

@@ -1,0 +1,162 @@
+"""The rest of the daemon's wire format, for the tests: HELLO, WELCOME, REFUSE and the shared page (include/scaf/proto.h).
+
+scaf itself only asks for status (scaf.lib.proto); the tests also register as
+clients and read and write the page, so those parts live here. The names of
+scaf.lib.proto are re-exported, so that a test needs one module.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import socket
+import struct
+
+from scaf.lib.proto import (
+    HEADER,
+    MAGIC,
+    MSG_STATUS_REPLY,
+    MSG_STATUS_REQ,
+    STATUS_MAX,
+    VERSION,
+    DaemonUnavailable,
+    connect,
+    header,
+    recv_exact,
+    status,
+)
+
+__all__ = [
+    "HEADER", "MAGIC", "MSG_STATUS_REPLY", "MSG_STATUS_REQ", "STATUS_MAX", "VERSION", "DaemonUnavailable",
+    "connect", "header", "recv_exact", "status",
+]
+
+MSG_HELLO = 1
+MSG_WELCOME = 2
+MSG_REFUSE = 3
+
+REFUSE_VERSION = 1
+REFUSE_MALFORMED = 2
+REFUSE_FULL = 3
+REFUSE_INTERNAL = 4
+REFUSE_DUPLICATE = 5
+
+HELLO = struct.Struct("=IHHII II 16s 4I")
+WELCOME = struct.Struct("=IHHII IIII")
+REFUSE = struct.Struct("=IHHII II 120s")
+
+assert HELLO.size == 56 and WELCOME.size == 32 and REFUSE.size == 144
+
+
+def hello(max_threads: int, name: bytes = b"pytest", flags: int = 0, version: int = VERSION) -> bytes:
+    return HELLO.pack(MAGIC, version, MSG_HELLO, HELLO.size, 0, max_threads, flags, name, 0, 0, 0, 0)
+
+
+# ---- the shared page (struct scaf_page); offsets checked against offsetof() in
+# tests/integration/test_daemon_proto.py ----
+
+PAGE_SIZE = 4096
+PAGE_MAGIC = 0x45474150
+CONTROL_THREADS = 0
+CONTROL_CPUSET = 1
+CLIENT_NONMALLEABLE = 0x1
+CLIENT_LONG_REGION = 0x2
+HELLO_F_NONMALLEABLE = 0x1
+ESTIMATE_NONE, ESTIMATE_ASSUMED, ESTIMATE_MEASURED, ESTIMATE_COUNTERS = 0, 1, 2, 3
+CPUSET_WORDS = 16
+
+PAGE_OFFSETS = {
+    "magic": 0, "version": 4, "seq": 8, "threads": 12, "control": 16, "cpus": 20, "nclients": 24,
+    "cpuset": 32, "gang": 160, "client_flags": 224, "fixed_team": 228, "last_team": 232, "eff_threads": 236,
+    "efficiency_ppm": 240, "estimate": 244, "experiment_pid": 248, "client_seq": 252,
+    "regions": 256, "experiments": 264, "verdict": 272, "verdict_source": 276, "reason_seq": 280,
+    "reason": 288,
+}
+VERDICT_UNDECIDED, VERDICT_MALLEABLE, VERDICT_FIXED = 0, 1, 2
+GANG_OFF, GANG_RUN, GANG_WAIT = 0, 1, 2
+REASON_MAX = 200
+_U32 = struct.Struct("=I")
+_I32 = struct.Struct("=i")
+_U64 = struct.Struct("=Q")
+
+
+class Page:
+    """A client's view of its shared page: reads the daemon's half, writes the client's half."""
+
+    def __init__(self, buf: mmap.mmap) -> None:
+        self.buf = buf
+
+    def u32(self, field: str) -> int:
+        return _U32.unpack_from(self.buf, PAGE_OFFSETS[field])[0]
+
+    def set_u32(self, field: str, value: int) -> None:
+        _U32.pack_into(self.buf, PAGE_OFFSETS[field], value)
+
+    def set_i32(self, field: str, value: int) -> None:
+        _I32.pack_into(self.buf, PAGE_OFFSETS[field], value)
+
+    def set_u64(self, field: str, value: int) -> None:
+        _U64.pack_into(self.buf, PAGE_OFFSETS[field], value)
+
+    @property
+    def threads(self) -> int:
+        return self.u32("threads")
+
+    @property
+    def control(self) -> int:
+        return self.u32("control")
+
+    @property
+    def seq(self) -> int:
+        return self.u32("seq")
+
+    def cpuset(self) -> list[int]:
+        """The CPU list, read under the seqlock (retry while seq is odd or moved)."""
+        while True:
+            s1 = self.seq
+            words = struct.unpack_from(f"={CPUSET_WORDS}Q", self.buf, PAGE_OFFSETS["cpuset"])
+            if s1 % 2 == 0 and self.seq == s1:
+                return [w * 64 + b for w, word in enumerate(words) for b in range(64) if word >> b & 1]
+
+
+def register(
+    path: str, max_threads: int, name: bytes = b"pytest", flags: int = 0, timeout: float = 2.0
+) -> tuple[socket.socket, Page, int]:
+    """HELLO as a client would: returns (connection, mapped page, client id); raises Refused."""
+    sock = connect(path, timeout)
+    try:
+        sock.sendall(hello(max_threads, name, flags))
+        msg, fds, _, _ = socket.recv_fds(sock, WELCOME.size, 1)
+        if len(msg) >= HEADER.size and HEADER.unpack_from(msg)[2] == MSG_REFUSE:
+            msg += recv_exact(sock, REFUSE.size - len(msg))
+            raise Refused(*parse_refuse(msg))
+        if len(msg) != WELCOME.size or not fds:
+            raise DaemonUnavailable(f"bad WELCOME from {path}: {len(msg)} bytes, {len(fds)} fds")
+        client_id = WELCOME.unpack(msg)[5]
+        try:
+            buf = mmap.mmap(fds[0], PAGE_SIZE)
+        finally:
+            for fd in fds:
+                os.close(fd)
+    except BaseException:
+        sock.close()
+        raise
+    return sock, Page(buf), client_id
+
+
+class Refused(Exception):
+    """The daemon answered REFUSE: .reason (REFUSE_*), .daemon_version, .text."""
+
+    def __init__(self, reason: int, daemon_version: int, text: str) -> None:
+        super().__init__(f"refused ({reason}): {text}")
+        self.reason = reason
+        self.daemon_version = daemon_version
+        self.text = text
+
+
+def parse_refuse(msg: bytes) -> tuple[int, int, str]:
+    """(reason, daemon_version, text) of a complete REFUSE message."""
+    magic, _version, mtype, length, _, reason, dver, text = REFUSE.unpack(msg[: REFUSE.size])
+    if magic != MAGIC or mtype != MSG_REFUSE or length != REFUSE.size:
+        raise ValueError(f"not a REFUSE message: type {mtype}, length {length}")
+    return reason, dver, text.split(b"\0", 1)[0].decode(errors="replace")
