@@ -2,6 +2,7 @@
 #ifndef SCAF_POLICY_H
 #define SCAF_POLICY_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,8 +17,6 @@ struct scaf_policy_client {
     uint32_t prev;           /* this client's previous allocation; 0 = new client */
     uint32_t report_threads; /* p': allocation the efficiency was measured at; 0 = none */
     double efficiency;       /* E at p'; < 0 (or NaN) = unknown */
-    int32_t measured;        /* 1 measured, 0 assumed/unknown */
-    int32_t malleable;       /* 0 = team fixed (controlled by cpuset); counted the same */
     /*
      * The coef[] this client got from the previous decide() call, fed back by
      * the caller; 0 = none. The speedup policy uses it when p' = 1, where a
@@ -28,10 +27,15 @@ struct scaf_policy_client {
     double prev_coef;
 };
 
+/* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
+static_assert(sizeof(struct scaf_policy_client) == 32, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(offsetof(struct scaf_policy_client, efficiency) == 16, "ctypes mirror");
+static_assert(offsetof(struct scaf_policy_client, prev_coef) == 24, "ctypes mirror");
+
 struct scaf_policy_input {
-    uint32_t contexts;  /* N available to clients (after foreign load), >= 1 */
+    uint32_t available; /* contexts clients may use (cpus after foreign load), >= 1 */
     uint32_t chunk;     /* allocation granularity (SMT width), >= 1 */
-    uint32_t nclients;  /* may exceed contexts */
+    uint32_t nclients;  /* may exceed available */
     const struct scaf_policy_client *clients;
 };
 
@@ -39,8 +43,8 @@ struct scaf_policy_input {
  * A policy fills threads[i] (>= 1 for every client) and coef[i] (its model
  * coefficient, or 0 where the policy has none) for i < nclients.
  * Guarantees, tested in tests/unit: every client gets >= 1; when
- * nclients <= contexts the sum is <= contexts (exactly contexts unless caps by
- * max_threads leave some unused); when nclients > contexts every client gets 1.
+ * nclients <= available the sum is <= available (exactly available unless caps by
+ * max_threads leave some unused); when nclients > available every client gets 1.
  * Returns 0, or -1 with errno = EINVAL on an input it cannot use.
  */
 typedef int (*scaf_policy_fn)(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
@@ -61,7 +65,7 @@ size_t scaf_policy_count(void);
  * C-friendly entry point for ctypes: run policy `name` on arrays.
  * Returns 0, or -1 with errno set (ENOENT unknown name, EINVAL bad input).
  */
-int scaf_policy_run(const char *name, uint32_t contexts, uint32_t chunk, uint32_t nclients,
+int scaf_policy_run(const char *name, uint32_t available, uint32_t chunk, uint32_t nclients,
                     const struct scaf_policy_client *clients, uint32_t *threads, double *coef);
 
 /* sizeof(struct scaf_policy_client), so that ctypes mirrors can check their layout. */

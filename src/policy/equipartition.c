@@ -18,7 +18,7 @@ int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *thre
     uint32_t *cap = NULL;
     int ret = -1;
 
-    if (!in || in->contexts == 0 || in->chunk == 0 || (in->nclients > 0 && (!in->clients || !threads))) {
+    if (!in || in->available == 0 || in->chunk == 0 || (in->nclients > 0 && (!in->clients || !threads))) {
         errno = EINVAL;
         return -1;
     }
@@ -35,7 +35,7 @@ int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *thre
         ones[i] = 1.0;
         cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
     }
-    if (scaf_intpart_chunked(ones, k, in->contexts, in->chunk, cap, threads) < 0)
+    if (scaf_intpart_chunked(ones, k, in->available, in->chunk, cap, threads) < 0)
         goto out;
     if (coef)
         for (uint32_t i = 0; i < k; i++)

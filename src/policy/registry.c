@@ -29,11 +29,11 @@ const struct scaf_policy *scaf_policy_lookup(const char *name)
     return NULL;
 }
 
-int scaf_policy_run(const char *name, uint32_t contexts, uint32_t chunk, uint32_t nclients,
+int scaf_policy_run(const char *name, uint32_t available, uint32_t chunk, uint32_t nclients,
                     const struct scaf_policy_client *clients, uint32_t *threads, double *coef)
 {
     const struct scaf_policy *p = scaf_policy_lookup(name);
-    struct scaf_policy_input in = {contexts, chunk, nclients, clients};
+    struct scaf_policy_input in = {available, chunk, nclients, clients};
 
     if (!p)
         return -1;

@@ -31,7 +31,7 @@
 
 static int input_ok(const struct scaf_policy_input *in)
 {
-    return in && in->contexts > 0 && in->chunk > 0 && (in->nclients == 0 || in->clients);
+    return in && in->available > 0 && in->chunk > 0 && (in->nclients == 0 || in->clients);
 }
 
 int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, double *exact)
@@ -108,7 +108,7 @@ int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, 
     }
     /* Nobody gains from threads (every C <= 0): equal shares are the neutral choice. */
     for (uint32_t i = 0; exact && i < k; i++)
-        exact[i] = (equal || wsum <= 0.0) ? (double)in->contexts / k : in->contexts * (c[i] / wsum);
+        exact[i] = (equal || wsum <= 0.0) ? (double)in->available / k : in->available * (c[i] / wsum);
     ret = 0;
 out:
     free(c);
@@ -138,7 +138,7 @@ static int damp(const struct scaf_policy_input *in, const double *t, const uint3
         goto out;
     }
     for (uint32_t i = 0; i < k; i++) {
-        uint32_t prev = in->clients[i].prev, hi = cap[i] && cap[i] < in->contexts ? cap[i] : in->contexts;
+        uint32_t prev = in->clients[i].prev, hi = cap[i] && cap[i] < in->available ? cap[i] : in->available;
         uint32_t lo = unit < hi ? unit : hi;
         double thr = DAMP_UNITS * unit, diff = fabs(t[i] - (double)prev);
 
@@ -231,18 +231,18 @@ int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, d
         goto out;
     for (uint32_t i = 0; i < k; i++)
         cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
-    if (scaf_intpart_chunked(exact, k, in->contexts, in->chunk, cap, a) < 0)
+    if (scaf_intpart_chunked(exact, k, in->available, in->chunk, cap, a) < 0)
         goto out;
-    if (k > in->contexts) {
+    if (k > in->available) {
         /* Everyone gets 1: nothing to damp. */
         for (uint32_t i = 0; i < k; i++)
             threads[i] = a[i];
         ret = 0;
         goto out;
     }
-    if (scaf_intpart_targets(exact, k, in->contexts, in->chunk, cap, t) < 0)
+    if (scaf_intpart_targets(exact, k, in->available, in->chunk, cap, t) < 0)
         goto out;
-    unit = (uint64_t)k * in->chunk <= in->contexts ? in->chunk : 1;
+    unit = (uint64_t)k * in->chunk <= in->available ? in->chunk : 1;
     ret = damp(in, t, cap, unit, a, threads);
 out:
     free(exact);

@@ -130,16 +130,14 @@ def test_policy_batch_matches_policy_allocate() -> None:
             prev = np.array([rng.choice([0, rng.randint(1, contexts)]) for _ in range(n)])
             rep = np.array([rng.choice([0, 1, rng.randint(2, contexts)]) for _ in range(n)])
             eff = np.array([rng.choice([-1.0, rng.random()]) for _ in range(n)])
-            meas = (eff >= 0).astype(np.int32)
-            mall = np.array([rng.choice([1, 1, 0]) for _ in range(n)], dtype=np.int32)
             pc = np.array([rng.choice([0.0, rng.random() * 5]) for _ in range(n)])
             v = batch.clients[:n]
             v["max_threads"], v["prev"], v["report_threads"], v["efficiency"] = maxthr, prev, rep, eff
-            v["measured"], v["malleable"], v["prev_coef"] = meas, mall, pc
+            v["prev_coef"] = pc
             got_t, got_c = batch.run(n)
             clients = [policy.Client(report_threads=int(rep[i]), efficiency=float(eff[i]), prev=int(prev[i]),
-                                     max_threads=int(maxthr[i]), prev_coef=float(pc[i]), measured=bool(meas[i]),
-                                     malleable=bool(mall[i])) for i in range(n)]
+                                     max_threads=int(maxthr[i]), prev_coef=float(pc[i]))
+                       for i in range(n)]
             want_t, want_c = policy.allocate(name, contexts, clients, chunk)
             assert list(got_t) == want_t
             assert list(got_c) == want_c

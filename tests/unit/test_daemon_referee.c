@@ -51,7 +51,7 @@ static struct scaf_referee_client mk(uint32_t max_threads, int malleable, uint32
     struct scaf_referee_client c = {0};
     c.pol.max_threads = max_threads;
     c.pol.efficiency = -1;
-    c.pol.malleable = malleable;
+    c.malleable = malleable;
     c.fixed_team = fixed;
     c.long_region = long_region;
     return c;
@@ -256,17 +256,16 @@ static void collect(void)
         double efficiency;
         bool has_prev;
         uint32_t want_max, want_prev;
-        int want_malleable, want_measured;
+        int want_malleable;
     } cases[] = {
-        {"new malleable client", 8, SCAF_VERDICT_UNDECIDED, 8, SCAF_ESTIMATE_NONE, -1.0, false, 8, 0, 1, 0},
-        {"measured, with a previous share", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_MEASURED, 0.7, true, 8, 3, 1,
-         1},
-        {"counters count as measured", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_COUNTERS, 0.7, true, 8, 3, 1, 1},
-        {"assumed is not measured", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_ASSUMED, 0.7, true, 8, 3, 1, 0},
+        {"new malleable client", 8, SCAF_VERDICT_UNDECIDED, 8, SCAF_ESTIMATE_NONE, -1.0, false, 8, 0, 1},
+        {"measured, with a previous share", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_MEASURED, 0.7, true, 8, 3, 1},
+        {"a counters estimate passes through", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_COUNTERS, 0.7, true, 8, 3, 1},
+        {"an assumed estimate passes through", 8, SCAF_VERDICT_MALLEABLE, 8, SCAF_ESTIMATE_ASSUMED, 0.7, true, 8, 3, 1},
         {"fixed team smaller than the bound caps it", 8, SCAF_VERDICT_FIXED, 3, SCAF_ESTIMATE_NONE, -1.0, false, 3, 0,
-         0, 0},
+         0},
         {"fixed team larger than the bound does not raise it", 4, SCAF_VERDICT_FIXED, 16, SCAF_ESTIMATE_NONE, -1.0,
-         false, 4, 0, 0, 0},
+         false, 4, 0, 0},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_page_report rep;
@@ -285,8 +284,7 @@ static void collect(void)
         CHECK(out.pol.prev == cases[t].want_prev, "%s: prev %u", cases[t].name, out.pol.prev);
         CHECK(out.pol.prev_coef == (cases[t].has_prev ? 1.5 : 0.0), "%s: prev_coef %g", cases[t].name,
               out.pol.prev_coef);
-        CHECK(out.pol.malleable == cases[t].want_malleable, "%s: malleable %d", cases[t].name, out.pol.malleable);
-        CHECK(out.pol.measured == cases[t].want_measured, "%s: measured %d", cases[t].name, out.pol.measured);
+        CHECK(out.malleable == cases[t].want_malleable, "%s: malleable %d", cases[t].name, out.malleable);
         CHECK(out.pol.efficiency == cases[t].efficiency && out.pol.report_threads == 2, "%s: report", cases[t].name);
         CHECK(out.fixed_team == cases[t].fixed_team && out.long_region == (t == 1), "%s: team, long region",
               cases[t].name);

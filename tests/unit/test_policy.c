@@ -30,8 +30,6 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
             .prev = c[i].prev,
             .report_threads = c[i].p,
             .efficiency = c[i].e,
-            .measured = c[i].e >= 0,
-            .malleable = 1,
             .prev_coef = c[i].prev_coef,
         };
     }
@@ -40,7 +38,7 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
 struct tcase {
     const char *name;
     const char *policy;
-    uint32_t contexts, chunk, k;
+    uint32_t available, chunk, k;
     struct cl c[6];
     uint32_t want[6];
 };
@@ -92,14 +90,14 @@ static void run_table(void)
         char got[64], want[64], msg[200];
 
         to_clients(tc->c, tc->k, cl);
-        if (scaf_policy_run(tc->policy, tc->contexts, tc->chunk, tc->k, cl, out, coef) != 0) {
+        if (scaf_policy_run(tc->policy, tc->available, tc->chunk, tc->k, cl, out, coef) != 0) {
             fail(tc->name, strerror(errno));
             continue;
         }
         if (memcmp(out, tc->want, tc->k * sizeof(*out)) != 0) {
             fmt(got, sizeof(got), out, tc->k);
             fmt(want, sizeof(want), tc->want, tc->k);
-            snprintf(msg, sizeof(msg), "[%s N=%u chunk=%u] got {%s}, want {%s}", tc->policy, tc->contexts,
+            snprintf(msg, sizeof(msg), "[%s N=%u chunk=%u] got {%s}, want {%s}", tc->policy, tc->available,
                      tc->chunk, got, want);
             fail(tc->name, msg);
         }
@@ -245,8 +243,6 @@ static void run_properties(uint32_t rounds)
                 .prev = rnd(3) ? rnd(n + 1) : 0,
                 .report_threads = rnd(n + 2),
                 .efficiency = rnd(5) == 0 ? -1.0 : rnd(10) == 0 ? NAN : 1.3 * urand(),
-                .measured = 1,
-                .malleable = 1,
                 .prev_coef = rnd(3) == 0 ? 4 * urand() - 1 : 0,
             };
             sum_cap += cl[i].max_threads < n ? cl[i].max_threads : n;
@@ -326,7 +322,7 @@ static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped,
     double coef[MAXK], exact[MAXK];
 
     for (uint32_t i = 0; i < k; i++)
-        cl[i] = (struct scaf_policy_client){.max_threads = n, .efficiency = -1.0, .malleable = 1};
+        cl[i] = (struct scaf_policy_client){.max_threads = n, .efficiency = -1.0};
     for (uint32_t r = 0; r < rounds; r++) {
         uint64_t sum = 0;
         int rc;
@@ -389,8 +385,8 @@ static void run_damping(void)
     /* Damping must not hide a real change: one client's efficiency collapses. */
     {
         struct scaf_policy_client cl[2] = {
-            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.8, .malleable = 1},
-            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.25, .malleable = 1},
+            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.8},
+            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.25},
         };
         struct scaf_policy_input in = {16, 1, 2, cl};
         uint32_t out[2];

@@ -67,8 +67,6 @@ class Client:
     prev: int = 0
     max_threads: int = 0
     prev_coef: float = 0.0
-    measured: bool = True
-    malleable: bool = True
 
 
 class _CClient(ctypes.Structure):
@@ -79,8 +77,6 @@ class _CClient(ctypes.Structure):
         ("prev", ctypes.c_uint32),
         ("report_threads", ctypes.c_uint32),
         ("efficiency", ctypes.c_double),
-        ("measured", ctypes.c_int32),
-        ("malleable", ctypes.c_int32),
         ("prev_coef", ctypes.c_double),
     ]
 
@@ -138,7 +134,7 @@ class _CPolicy(ctypes.Structure):
 
 class _CInput(ctypes.Structure):
     _fields_ = [
-        ("contexts", ctypes.c_uint32),
+        ("available", ctypes.c_uint32),
         ("chunk", ctypes.c_uint32),
         ("nclients", ctypes.c_uint32),
         ("clients", ctypes.POINTER(_CClient)),
@@ -184,8 +180,6 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
             prev=_u32(c.prev, f"client {i}: prev"),
             report_threads=_u32(c.report_threads, f"client {i}: report_threads"),
             efficiency=float(e),
-            measured=1 if c.measured else 0,
-            malleable=1 if c.malleable else 0,
             prev_coef=pc if math.isfinite(pc) else 0.0,
         )
     return arr
@@ -274,7 +268,7 @@ class Batch:
     `capacity` struct scaf_policy_client (this module's own mirror, layout
     checked at load) and `clients`, a numpy structured view on the same
     memory with one field per struct member (max_threads, prev,
-    report_threads, efficiency (-1.0 = unknown), measured, malleable,
+    report_threads, efficiency (-1.0 = unknown),
     prev_coef): fill its first k entries, then run(k). The simulator does;
     tests/integration/test_sim.py checks that run() gives exactly what
     allocate() gives.

@@ -66,7 +66,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     }
     for (uint32_t i = 0; i < nclients; i++) {
         const struct scaf_referee_client *c = &snap->clients[i];
-        if (c->pol.malleable) {
+        if (c->malleable) {
             pc[nmall] = c->pol;
             if (pc[nmall].max_threads == 0)
                 pc[nmall].max_threads = 1;
@@ -103,7 +103,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         for (uint32_t i = 0; i < nclients; i++) {
             uint32_t g = 0;
             out[i].gang_slot = 0;
-            if (snap->clients[i].pol.malleable)
+            if (snap->clients[i].malleable)
                 continue;
             while (g < ngangs && load[g] + share[i] > cpus)
                 g++;
@@ -118,7 +118,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         if (nmall > 0 && ngangs < SCAF_MAX_CPUS) {
             ngangs++;
             for (uint32_t i = 0; i < nclients; i++)
-                if (snap->clients[i].pol.malleable)
+                if (snap->clients[i].malleable)
                     out[i].gang_slot = ngangs;
         }
         if (ngangs < 2)
@@ -133,10 +133,10 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         struct scaf_referee_alloc *a = &out[i];
 
         a->share = share[i];
-        a->malleable = c->pol.malleable != 0;
+        a->malleable = c->malleable != 0;
         a->coef = 0.0;
         memcpy(a->cpuset, sets[i], sizeof a->cpuset);
-        if (!c->pol.malleable) {
+        if (!c->malleable) {
             /* Its team size is fixed: placed on CPUs of its own, or left to the kernel. */
             a->threads = c->fixed_team ? c->fixed_team : 1;
             a->control = placed ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
@@ -172,8 +172,7 @@ void scaf_referee_collect(const struct scaf_page_report *report, uint32_t max_th
     out->pol.prev_coef = prev ? prev->coef : 0.0;
     out->pol.report_threads = report->eff_threads;
     out->pol.efficiency = report->efficiency;
-    out->pol.measured = report->estimate >= SCAF_ESTIMATE_MEASURED;
-    out->pol.malleable = !fixed;
+    out->malleable = !fixed;
     out->fixed_team = report->fixed_team;
     out->long_region = report->long_region;
 }

@@ -12,7 +12,8 @@
 /* One client as the decision sees it: everything decide() needs, nothing it could write. */
 struct scaf_referee_client {
     struct scaf_policy_client pol; /* what the policy gets */
-    uint32_t fixed_team;           /* team of a non-malleable client (>= 1 when !pol.malleable) */
+    bool malleable;                /* false: its team is fixed, so its CPU set is steered instead */
+    uint32_t fixed_team;           /* team of a non-malleable client (>= 1 when !malleable) */
     bool long_region;              /* a region ran past the threshold: affinity control */
 };
 

@@ -193,8 +193,6 @@ class Simulation:
         v["prev"] = self.prev[idx]
         v["report_threads"] = np.where(known, self.estimate_team, 0)[idx]
         v["efficiency"] = np.where(known, self.estimate, -1.0)[idx]
-        v["measured"] = known.astype(np.int32)[idx]
-        v["malleable"] = self.malleable.astype(np.int32)[idx]
         v["prev_coef"] = self.prev_coef[idx]
         return self.batch.run(k)
 
