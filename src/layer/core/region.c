@@ -33,13 +33,16 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
         scaf_page_wait_turn(p);
     scaf_page_count_region(p);
     r->live = 1;
-    if (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &in) == SCAF_TEAM_STEER) {
+    if (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &in) == SCAF_TEAM_STEER)
         in.page_threads = scaf_page_threads(p);
-        /* The estimator sees the steered team, asks for a mode, and team.c has the last word. */
-        in.est = scaf_estimate_begin(&r->est, fn, data, scaf_team_decide(&in).team, forkable);
-        r->est_on = 1;
-    }
     t = scaf_team_decide(&in);
+    if (in.mode == SCAF_TEAM_STEER) {
+        /* The estimator sees the steered team and may ask for a mode; team.c has the last word. */
+        in.est = scaf_estimate_begin(&r->est, fn, data, t.team, forkable);
+        r->est_on = 1;
+        if (in.est != SCAF_TEAM_EST_PLAIN)
+            t = scaf_team_decide(&in);
+    }
     r->team = t.team;
     scaf_page_set_last_team(p, t.team);
     return t.request;
