@@ -44,7 +44,7 @@ void scaf_client_init(int max_threads, const char *unusable)
 {
     scaf_settings_read();
     if (unusable) {
-        /* Without these nothing can be steered; the wrappers still pass through by name. */
+        /* Nothing can be steered; the wrappers still pass every call through by name. */
         scaf_layer_log("%s: inert", unusable);
         atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
     }

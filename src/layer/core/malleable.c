@@ -39,7 +39,7 @@
  *    the region. Fixed.
  *
  * After a query (or for code with thread-local storage), each region's
- * first instance runs at libgomp's own team while the evidence comes in, so
+ * first instance runs at the runtime's own team while the evidence comes in, so
  * that the first look never changes the result.
  */
 
@@ -76,7 +76,7 @@ static struct {
     int prepared;
 
     _Atomic unsigned cap;
-    _Atomic int cap_lowered;     /* the program saw a smaller team than libgomp would give */
+    _Atomic int cap_lowered;     /* the program saw a smaller team than the runtime would give */
     _Atomic unsigned seen_min;   /* smallest team read by omp_get_num_threads() alone, 0 = none */
     _Atomic unsigned fixed_team;
     _Atomic uint32_t verdict, source;

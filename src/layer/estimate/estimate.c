@@ -59,10 +59,10 @@ int scaf_estimate_long_region_check(uint64_t now)
 }
 
 /* A baseline is due: in place (one thread) or forked, whichever costs less; PLAIN when neither can start. */
-static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct scaf_site *s, unsigned threads,
+static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct scaf_site *s, unsigned team,
                          int forkable, uint64_t now)
 {
-    if (scaf_baseline_in_place(s, threads, cfg.inplace_ns, LD(E.exp.fork_ns_seen))) {
+    if (scaf_baseline_in_place(s, team, cfg.inplace_ns, LD(E.exp.fork_ns_seen))) {
         if (scaf_site_claim(s)) {
             r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
             return SCAF_TEAM_EST_INPLACE;
@@ -76,7 +76,7 @@ static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct sca
     return SCAF_TEAM_EST_PLAIN;
 }
 
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned threads, int forkable)
+int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned team, int forkable)
 {
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
     struct scaf_site *s;
@@ -86,7 +86,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
     r->data = data;
     r->site = NULL;
     r->t0_ns = 0;
-    r->threads = threads;
+    r->team = team;
     r->mode = SCAF_TEAM_EST_PLAIN;
     r->exp_pid = 0;
     r->cpu0_ns = 0;
@@ -102,7 +102,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
         uint64_t last = LD(E.last_end_ns);
 
         if (last && now > last)
-            scaf_filter_add_serial(&E.filter, now - last, threads);
+            scaf_filter_add_serial(&E.filter, now - last, team);
     }
     r->slot = scaf_watchdog_claim(&E.watch, now);
     if (scaf_schedule_live(&E.exp))
@@ -114,18 +114,18 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
     atomic_fetch_add_explicit(&s->instances, 1, memory_order_relaxed);
     par = LD(s->par_ns);
     if (scaf_baseline_due(s, scaf_page_nclients(pg), cfg.lazy, now, cfg.interval_ns)) {
-        r->mode = baseline_mode(r, pg, s, threads, forkable, now);
+        r->mode = baseline_mode(r, pg, s, team, forkable, now);
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }
     /* Off by default: CPU time cannot see threads that sleep on a lock (a critical
      * section looked more efficient than ep), which the wall formula does. */
-    if (cfg.cpu_view && threads >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
+    if (cfg.cpu_view && team >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
         (par >= CPU_SAMPLE_MIN_NS || LD(s->instances) % CPU_SAMPLE_EVERY == 0))
         r->cpu0_ns = scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     /* IPC of this thread against the experiment's, where counters exist and the region is long enough to pay
      * for three syscalls. */
-    if (threads >= 2 && LD(s->serial_ins) && par >= 1000000ull && scaf_perfctr_available()) {
+    if (team >= 2 && LD(s->serial_ins) && par >= 1000000ull && scaf_perfctr_available()) {
         if (!tl_pc_tried) {
             tl_pc_tried = 1;
             if (scaf_perfctr_open(&tl_pc) != 0)
@@ -136,7 +136,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
     return r->mode;
 }
 
-/* Efficiency of a plain instance: IPC ratio where counted, else serial baseline over threads x time. */
+/* Efficiency of a plain instance: IPC ratio where counted, else serial baseline over team x time. */
 static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, uint64_t el, int *counted)
 {
     uint64_t ins, cyc, sins = LD(s->serial_ins), scyc = LD(s->serial_cyc);
@@ -148,7 +148,7 @@ static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, ui
         *counted = 1;
         return e > 1.0 ? 1.0 : e;
     }
-    return scaf_region_efficiency(LD(s->serial_ns), r->threads, el);
+    return scaf_region_efficiency(LD(s->serial_ns), r->team, el);
 }
 
 /* A plain instance ended after `el` ns: remember its parallel time and add it to the window. */
@@ -158,9 +158,9 @@ static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el)
     uint64_t cpu = 0;
     double e;
 
-    if (r->threads >= 2) {
+    if (r->team >= 2) {
         ST(s->par_ns, el);
-        ST(s->par_threads, r->threads);
+        ST(s->par_threads, r->team);
     }
     e = instance_efficiency(r, s, el, &counted);
     if (r->cpu0_ns && !counted) {
@@ -168,7 +168,7 @@ static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el)
 
         cpu = c > r->cpu0_ns ? c - r->cpu0_ns : 0;
     }
-    scaf_filter_add_region(&E.filter, el, e, r->threads, LD(s->serial_ns), cpu, counted);
+    scaf_filter_add_region(&E.filter, el, e, r->team, LD(s->serial_ns), cpu, counted);
 }
 
 void scaf_estimate_end(struct scaf_region *r)

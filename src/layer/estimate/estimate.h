@@ -15,7 +15,7 @@ struct scaf_region {
     void *data;
     void *site;       /* estimator's per-call-site record */
     uint64_t t0_ns;   /* CLOCK_MONOTONIC at entry; 0 = not timed (scaf_estimate_end does nothing) */
-    unsigned threads; /* the steered team the estimator was shown (the allocation) */
+    unsigned team;    /* the steered team it was shown: the region's team when PLAIN */
     int mode;         /* enum scaf_team_est it requested */
     pid_t exp_pid;    /* experiment: child pid, else 0 */
     uint64_t cpu0_ns; /* in-place baseline: thread CPU time at entry; CPU view: process CPU time */
@@ -25,7 +25,7 @@ struct scaf_region {
 
 /*
  * Called for every steered outermost region with the team team.c chose
- * (`threads`). `forkable` is nonzero only where running fn(data) alone on one
+ * for it (`team`). `forkable` is nonzero only where running fn(data) alone on one
  * thread is a complete serial execution of the region (GOMP_parallel), so an
  * experiment is allowed. Returns the mode it requests (enum scaf_team_est):
  * PLAIN, INPLACE (the caller runs one thread) or EXPERIMENT (a child was
@@ -34,7 +34,7 @@ struct scaf_region {
  * not return here: the child runs the region, reports and _exits.
  * Must stay cheap: a clock read and a lookup.
  */
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned threads, int forkable);
+int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned team, int forkable);
 
 /* Called after the real runtime entry returned. */
 void scaf_estimate_end(struct scaf_region *r);
