@@ -58,6 +58,7 @@ int scaf_page_read_control(struct scaf_page *p, uint32_t *control, uint64_t word
         if (atomic_load_explicit(&p->seq, memory_order_relaxed) == s1)
             return 0;
     }
+    errno = EAGAIN;
     return -1;
 }
 

@@ -52,8 +52,8 @@ void scaf_page_wait_turn(struct scaf_page *p);
 
 /*
  * `control` and `cpuset` read consistently under the daemon's seqlock.
- * Returns 0, or -1 when the daemon kept the page mid-update too long (the
- * caller tries again later).
+ * Returns 0, or -1 with errno EAGAIN when the daemon kept the page
+ * mid-update too long (the caller tries again later).
  */
 int scaf_page_read_control(struct scaf_page *p, uint32_t *control, uint64_t words[SCAF_CPUSET_WORDS]);
 
