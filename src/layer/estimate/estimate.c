@@ -28,11 +28,12 @@ static struct scaf_estimator {
     struct scaf_watchdog watch;
 } E = {.filter = SCAF_FILTER_INIT, .exp = SCAF_SCHEDULE_INIT, .watch = SCAF_WATCHDOG_INIT};
 
+/* Settings are read once in the constructor and never change: a short name for them. */
+static const struct scaf_settings *const cfg = &scaf_settings;
+
 /* The master thread's counter group: per thread by nature, so thread-local, opened on first use. */
 static __thread struct scaf_perfctr tl_pc = {-1, -1};
 static __thread int tl_pc_tried;
-
-#define cfg scaf_settings
 
 /*
  * Which measured instances read the process CPU clock (two syscalls, ~1 us):
@@ -49,27 +50,27 @@ int scaf_estimate_long_region_check(uint64_t now)
 {
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
 
-    if (!pg || !cfg.estimate || scaf_experiment_in_child())
+    if (!pg || !cfg->estimate || scaf_experiment_in_child())
         return 0;
     if (now == 0)
         now = scaf_clock_ns(CLOCK_MONOTONIC);
     if (scaf_schedule_live(&E.exp))
-        scaf_schedule_collect(&E.exp, now, cfg.interval_ns);
-    return scaf_watchdog_update(&E.watch, pg, now, cfg.long_ns, 1, &E.filter, cfg.assumed);
+        scaf_schedule_collect(&E.exp, now, cfg->interval_ns);
+    return scaf_watchdog_update(&E.watch, pg, now, cfg->long_ns, 1, &E.filter, cfg->assumed);
 }
 
 /* A baseline is due: in place (one thread) or forked, whichever costs less; PLAIN when neither can start. */
 static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct scaf_site *s, unsigned team,
                          int forkable, uint64_t now)
 {
-    if (scaf_baseline_in_place(s, team, cfg.inplace_ns, LD(E.exp.fork_ns_seen))) {
+    if (scaf_baseline_in_place(s, team, cfg->inplace_ns, LD(E.exp.fork_ns_seen))) {
         if (scaf_site_claim(s)) {
             r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
             return SCAF_TEAM_EST_INPLACE;
         }
-    } else if (LD(s->par_ns) && forkable && cfg.experiments && !LD(E.exp.disabled) &&
+    } else if (LD(s->par_ns) && forkable && cfg->experiments && !LD(E.exp.disabled) &&
                !(LD(s->flags) & SCAF_SITE_NOFORK)) {
-        r->exp_pid = scaf_schedule_start(&E.exp, r->fn, r->data, pg, s, now, cfg.exp_max_ns, cfg.interval_ns);
+        r->exp_pid = scaf_schedule_start(&E.exp, r->fn, r->data, pg, s, now, cfg->exp_max_ns, cfg->interval_ns);
         if (r->exp_pid)
             return SCAF_TEAM_EST_EXPERIMENT;
     }
@@ -92,7 +93,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
     r->cpu0_ns = 0;
     r->slot = -1;
     r->pc_on = 0;
-    if (!pg || !cfg.estimate)
+    if (!pg || !cfg->estimate)
         return r->mode;
     if (scaf_experiment_in_child())
         return r->mode = SCAF_TEAM_EST_INPLACE;
@@ -106,21 +107,21 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
     }
     r->slot = scaf_watchdog_claim(&E.watch, now);
     if (scaf_schedule_live(&E.exp))
-        scaf_schedule_collect(&E.exp, now, cfg.interval_ns);
+        scaf_schedule_collect(&E.exp, now, cfg->interval_ns);
     s = scaf_site_lookup(fn);
     r->site = s;
     if (!s)
         return r->mode;
     atomic_fetch_add_explicit(&s->instances, 1, memory_order_relaxed);
     par = LD(s->par_ns);
-    if (scaf_baseline_due(s, scaf_page_nclients(pg), cfg.lazy, now, cfg.interval_ns)) {
+    if (scaf_baseline_due(s, scaf_page_nclients(pg), cfg->lazy, now, cfg->interval_ns)) {
         r->mode = baseline_mode(r, pg, s, team, forkable, now);
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }
     /* Off by default: CPU time cannot see threads that sleep on a lock (a critical
      * section looked more efficient than ep), which the wall formula does. */
-    if (cfg.cpu_view && team >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
+    if (cfg->cpu_view && team >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
         (par >= CPU_SAMPLE_MIN_NS || LD(s->instances) % CPU_SAMPLE_EVERY == 0))
         r->cpu0_ns = scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     /* IPC of this thread against the experiment's, where counters exist and the region is long enough to pay
@@ -196,7 +197,7 @@ void scaf_estimate_end(struct scaf_region *r)
         /* Counters need only the IPC over the same stretch: stop the child now. */
         if (scaf_perfctr_available())
             scaf_schedule_stop_early(&E.exp, r->exp_pid);
-        scaf_schedule_collect(&E.exp, now, cfg.interval_ns);
+        scaf_schedule_collect(&E.exp, now, cfg->interval_ns);
         break;
     default:
         if (s)
@@ -208,9 +209,9 @@ void scaf_estimate_end(struct scaf_region *r)
     pg = atomic_load_explicit(&E.page, memory_order_acquire);
     if (!pg)
         return;
-    scaf_filter_close(&E.filter, pg, now, cfg.window_ns, cfg.tau_s, &E.watch.flagged);
+    scaf_filter_close(&E.filter, pg, now, cfg->window_ns, cfg->tau_s, &E.watch.flagged);
     if (scaf_watchdog_flagged(&E.watch))
-        scaf_watchdog_update(&E.watch, pg, now, cfg.long_ns, 0, &E.filter, cfg.assumed);
+        scaf_watchdog_update(&E.watch, pg, now, cfg->long_ns, 0, &E.filter, cfg->assumed);
 }
 
 /* Once per process, at the first connect: only processes that run OpenMP say or detect anything. */
@@ -219,10 +220,10 @@ static void first_attach(void)
     int have;
 
     scaf_settings_complain();
-    if (cfg.counters == 0)
+    if (cfg->counters == 0)
         return;
-    have = scaf_perfctr_detect(cfg.counters);
-    if (!have && cfg.counters == 1)
+    have = scaf_perfctr_detect(cfg->counters);
+    if (!have && cfg->counters == 1)
         scaf_layer_log("SCAF_COUNTERS=1 but no hardware instruction/cycle counters here; timing estimator");
     else if (have)
         scaf_layer_log("hardware counters available: IPC estimator on");
@@ -240,7 +241,7 @@ void scaf_estimate_attach(struct scaf_page *page)
         if (LD(E.last_end_ns) == 0)
             ST(E.last_end_ns, now);
         scaf_filter_start(&E.filter, now);
-        scaf_watchdog_attach(&E.watch, page, &E.filter, cfg.assumed);
+        scaf_watchdog_attach(&E.watch, page, &E.filter, cfg->assumed);
     }
     atomic_store_explicit(&E.page, page, memory_order_release);
 }
