@@ -13,7 +13,7 @@ static cpu_set_t bound_affinity;
  * program code can call omp_set_num_threads. The adapter's real
  * omp_get_max_threads() then returns the initial nthreads-var: the first value
  * of OMP_NUM_THREADS, else the number of CPUs in the affinity mask. That is exactly what the program could see, so no
- * allocation may exceed it (programs size per-thread arrays from it).
+ * steered team may exceed it (programs size per-thread arrays from it).
  */
 void scaf_bound_init(int max_threads)
 {

@@ -25,7 +25,7 @@ void scaf_page_set(struct scaf_page *page);
 
 /* ---- the daemon's half: read here, written only by scafd ---- */
 
-/* The team size the daemon allocated (a single word: no seqlock needed), >= 1 unless the daemon misbehaves. */
+/* The page's `threads`: the team size the daemon gives (one word: no seqlock), >= 1 unless the daemon misbehaves. */
 static inline unsigned scaf_page_threads(const struct scaf_page *p)
 {
     return atomic_load_explicit(&((struct scaf_page *)p)->threads, memory_order_relaxed);

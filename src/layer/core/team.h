@@ -6,7 +6,7 @@
 enum scaf_team_mode {
     SCAF_TEAM_KEEP = 0,  /* fixed program or explicit clause: the runtime's own count, the daemon steers CPUs */
     SCAF_TEAM_WATCH = 1, /* first instance of a site under suspicion: the runtime's count, evidence recorded */
-    SCAF_TEAM_STEER = 2, /* the page's allocation, within the cap */
+    SCAF_TEAM_STEER = 2, /* the page's threads, within the cap */
     SCAF_TEAM_CHECK = 3, /* scaf check: a seeded pseudo-random team within the cap */
 };
 

@@ -21,11 +21,11 @@ void scaf_filter_start(struct scaf_filter *f, uint64_t now)
         atomic_store_explicit(&f->win_start_ns, now, memory_order_relaxed);
 }
 
-void scaf_filter_add_serial(struct scaf_filter *f, uint64_t ns, unsigned contexts)
+void scaf_filter_add_serial(struct scaf_filter *f, uint64_t ns, unsigned team)
 {
     if (!trylock(f))
         return;
-    scaf_mix_add_serial(&f->win, ns, contexts);
+    scaf_mix_add_serial(&f->win, ns, team);
     unlock(f);
 }
 

@@ -33,8 +33,8 @@ struct scaf_filter {
 /* Opens the first window at `now` (the first attach); later calls keep the open one. */
 void scaf_filter_start(struct scaf_filter *f, uint64_t now);
 
-/* A serial stretch between regions: `ns` with one thread busy on `contexts`. Dropped when the lock is taken. */
-void scaf_filter_add_serial(struct scaf_filter *f, uint64_t ns, unsigned contexts);
+/* A serial stretch between regions: `ns` with one thread busy of the `team` held. Dropped when the lock is taken. */
+void scaf_filter_add_serial(struct scaf_filter *f, uint64_t ns, unsigned team);
 
 /*
  * A measured region instance: wall `ns`, efficiency `eff` (< 0: no baseline),
