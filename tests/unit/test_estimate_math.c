@@ -1,5 +1,5 @@
 /* test_estimate_math.c — region efficiency, the window mix and the RC filter the layer's estimator uses. */
-#include "../../src/layer/estimate_math.h"
+#include "../../src/layer/estimate/estimate_math.h"
 #include "scaf/proto.h"
 
 #include <math.h>

@@ -1,45 +1,56 @@
-/* gomp.c — the interposed libgomp entry points: pick each outermost region's team size from the page. */
+/* gomp.c — the GNU OpenMP adapter: resolves libgomp's real entry points and wraps them around the core's region calls. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "estimate.h"
-#include "layer.h"
-#include "malleable.h"
+#include "../core/malleable.h"
+#include "../core/region.h"
+#include "../core/say.h"
 
-struct scaf_real scaf_real;
-_Atomic(struct scaf_page *) scaf_layer_page;
-int scaf_layer_verbose;
+typedef void (*scaf_fn_t)(void *);
 
-void scaf_layer_log(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    int n;
-
-    if (!scaf_layer_verbose)
-        return;
-    n = snprintf(buf, sizeof buf, "scaf[%d]: ", (int)getpid());
-    va_start(ap, fmt);
-    n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof buf - 2)
-        n = (int)sizeof buf - 2;
-    buf[n++] = '\n';
-    /* Errors writing diagnostics are not the program's problem. */
-    if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-        return;
-}
+/*
+ * The real libgomp entry points, resolved once. A NULL member means libgomp
+ * lacks that symbol (an older libgomp): the matching wrapper then reports it
+ * and aborts, since there is nothing to pass the call to.
+ */
+struct scaf_real {
+    void (*parallel)(scaf_fn_t, void *, unsigned, unsigned);
+    void (*parallel_start)(scaf_fn_t, void *, unsigned);
+    void (*parallel_end)(void);
+    void (*loop_static)(scaf_fn_t, void *, unsigned, long, long, long, long, unsigned);
+    void (*loop_dynamic)(scaf_fn_t, void *, unsigned, long, long, long, long, unsigned);
+    void (*loop_guided)(scaf_fn_t, void *, unsigned, long, long, long, long, unsigned);
+    void (*loop_nonmonotonic_dynamic)(scaf_fn_t, void *, unsigned, long, long, long, long, unsigned);
+    void (*loop_nonmonotonic_guided)(scaf_fn_t, void *, unsigned, long, long, long, long, unsigned);
+    void (*loop_runtime)(scaf_fn_t, void *, unsigned, long, long, long, unsigned);
+    void (*loop_nonmonotonic_runtime)(scaf_fn_t, void *, unsigned, long, long, long, unsigned);
+    void (*loop_maybe_nonmonotonic_runtime)(scaf_fn_t, void *, unsigned, long, long, long, unsigned);
+    void (*loop_static_start)(scaf_fn_t, void *, unsigned, long, long, long, long);
+    void (*loop_dynamic_start)(scaf_fn_t, void *, unsigned, long, long, long, long);
+    void (*loop_guided_start)(scaf_fn_t, void *, unsigned, long, long, long, long);
+    void (*loop_runtime_start)(scaf_fn_t, void *, unsigned, long, long, long);
+    void (*sections)(scaf_fn_t, void *, unsigned, unsigned, unsigned);
+    void (*sections_start)(scaf_fn_t, void *, unsigned, unsigned);
+    unsigned (*reductions)(scaf_fn_t, void *, unsigned, unsigned);
+    void (*set_num_threads)(int);
+    void (*set_num_threads_f)(const int *);
+    void (*set_num_threads_8_f)(const int64_t *);
+    int (*get_max_threads)(void);
+    int (*get_max_threads_f)(void);
+    int (*get_level)(void);
+    int (*get_thread_num)(void);
+    int (*get_thread_num_f)(void);
+    int (*get_num_threads)(void);
+    int (*get_num_threads_f)(void);
+};
+static struct scaf_real scaf_real;
 
 /* ---- resolving the real entry points ---- */
 
@@ -158,18 +169,15 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init(void)
 {
-    const char *v = getenv("SCAF_VERBOSE");
+    struct scaf_runtime rt = {0};
 
-    scaf_layer_verbose = v && *v && strcmp(v, "0") != 0;
     resolve_all();
-    if (!scaf_real.parallel || !scaf_real.get_level || !scaf_real.get_max_threads) {
-        /* Without these nothing can be steered; the wrappers still pass through by name. */
-        scaf_layer_log("libgomp entry points not found: inert");
-        atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
-    }
-    scaf_bound_init();
-    scaf_malleable_init();
-    scaf_conn_init();
+    rt.level = scaf_real.get_level;
+    /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. */
+    rt.max_threads = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
+    if (!scaf_real.parallel || !scaf_real.get_level || !scaf_real.get_max_threads)
+        rt.unusable = "libgomp entry points not found";
+    scaf_region_init(&rt);
 }
 
 /* Connecting is lazy (first outermost region), so the constructor only resolves and reads settings. */
@@ -250,189 +258,106 @@ SCAF_EXPORT int omp_get_max_threads_(void)
     return n;
 }
 
+/* The first call of a region instance counts only at the outermost level; later ones cost two loads. */
+static inline void note_tid(void)
+{
+    unsigned e;
+
+    if (scaf_malleable_tid_new(&e) && scaf_real.get_level && scaf_real.get_level() == 1)
+        scaf_malleable_saw_tid(e);
+}
+
+static inline void note_nth(void)
+{
+    unsigned e;
+
+    if (scaf_malleable_nth_new(&e) && scaf_real.get_level && scaf_real.get_level() == 1)
+        scaf_malleable_saw_nth(e);
+}
+
 /* Inside regions: two loads and a compare per call after the first of each region instance. */
 SCAF_EXPORT int omp_get_thread_num(void)
 {
-    scaf_malleable_tid_call();
+    note_tid();
     return REAL(get_thread_num, "omp_get_thread_num")();
 }
 
 SCAF_EXPORT int omp_get_thread_num_(void)
 {
-    scaf_malleable_tid_call();
+    note_tid();
     return REAL(get_thread_num_f, "omp_get_thread_num_")();
 }
 
 SCAF_EXPORT int omp_get_num_threads(void)
 {
-    scaf_malleable_nth_call();
+    note_nth();
     return REAL(get_num_threads, "omp_get_num_threads")();
 }
 
 SCAF_EXPORT int omp_get_num_threads_(void)
 {
-    scaf_malleable_nth_call();
+    note_nth();
     return REAL(get_num_threads_f, "omp_get_num_threads_")();
 }
 
-/* ---- team size at a region entry ---- */
+/* ---- team size at a region entry: the core decides ---- */
 
-/* One outermost region instance, from its wrapper's entry to its exit. */
-struct region_rec {
-    struct scaf_region est;     /* the estimator's record */
-    struct scaf_mall_region mall;
-    unsigned team;              /* the team it ran with (libgomp's own count when not ours) */
-    unsigned char live;         /* connected and outermost: region_end has work to do */
-    unsigned char est_on;       /* the estimator timed it */
-};
-
-/*
- * Another gang's turn (docs/daemon.md, "Fixed teams"): hold this region until
- * ours comes. The whole team is parked where it would be between regions, so
- * no thread is interrupted. Bounded: a daemon that died mid-turn costs at most
- * GANG_WAIT_MAX_MS per region until the helper reconnects.
- */
-#define GANG_WAIT_MAX_MS 1000
-__attribute__((noinline)) static void gang_wait(struct scaf_page *p)
+/* Not connected yet: the constructor may not have run (another library's constructor can open a region). */
+__attribute__((noinline)) static unsigned begin_slow(struct scaf_region_rec *r, scaf_fn_t fn, void *data,
+                                                     unsigned num_threads, int forkable)
 {
-    struct timespec slice = {0, 50 * 1000 * 1000};
-    int saved = errno;
-
-    for (int waited = 0; waited < GANG_WAIT_MAX_MS; waited += 50) {
-        if (atomic_load_explicit(&p->gang, memory_order_acquire) != SCAF_GANG_WAIT ||
-            atomic_load_explicit(&scaf_layer_page, memory_order_acquire) != p)
-            break;
-        /* Shared futex: the daemon, another process, wakes it. */
-        syscall(SYS_futex, &p->gang, FUTEX_WAIT, SCAF_GANG_WAIT, &slice, NULL, 0);
-    }
-    errno = saved;
-}
-
-/* Connected: the verdict says how the team is chosen; for a steered one, the page decides. */
-static inline unsigned begin_live(struct scaf_page *p, struct region_rec *r, scaf_fn_t fn,
-                                  void *data, unsigned num_threads, int forkable)
-{
-    unsigned t = 0;
-
-    if (__builtin_expect(scaf_estimate_in_child(), 0))
-        return 1;
-    if (REAL(get_level, "omp_get_level")() != 0)
-        return num_threads; /* nested: untouched */
-    if (__builtin_expect(atomic_load_explicit(&p->gang, memory_order_relaxed) == SCAF_GANG_WAIT, 0))
-        gang_wait(p);
-    atomic_fetch_add_explicit(&p->regions, 1, memory_order_relaxed);
-    r->live = 1;
-    switch (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &t)) {
-    case SCAF_TEAM_KEEP:
-        /* An explicit clause (an if(false) gives 1) or a fixed team: libgomp's count stands. */
-        r->team = num_threads ? num_threads : scaf_malleable_fixed_team();
-        atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
-        return num_threads ? num_threads : scaf_malleable_request(0);
-    case SCAF_TEAM_WATCH:
-        /* First look at a suspect site: the team the program has seen, libgomp's own count. */
-        r->team = scaf_malleable_watch_team();
-        atomic_store_explicit(&p->last_team, r->team, memory_order_relaxed);
-        return scaf_malleable_request(num_threads);
-    case SCAF_TEAM_CHECK:
-        r->team = t;
-        atomic_store_explicit(&p->last_team, t, memory_order_relaxed);
-        return t;
-    default:
-        break;
-    }
-    t = atomic_load_explicit(&p->threads, memory_order_relaxed);
-    if (t > scaf_malleable_cap())
-        t = scaf_malleable_cap();
-    if (t == 0)
-        t = 1;
-    t = scaf_estimate_begin(&r->est, fn, data, t, forkable);
-    if (t == 0)
-        t = 1;
-    r->est_on = 1;
-    r->team = t;
-    atomic_store_explicit(&p->last_team, t, memory_order_relaxed);
-    return t;
-}
-
-/* Not connected yet (or in a forked child): initialise, maybe connect, then decide. */
-__attribute__((noinline)) static unsigned begin_slow(struct region_rec *r, scaf_fn_t fn,
-                                                     void *data, unsigned num_threads, int forkable)
-{
-    struct scaf_page *p;
-    int saved = errno;
-
     pthread_once(&init_once, init);
-    if (scaf_estimate_in_child())
-        return 1;
-    p = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
-    if (!p && atomic_load(&scaf_conn_state) == SCAF_CONN_UNTRIED &&
-        REAL(get_level, "omp_get_level")() == 0)
-        p = scaf_conn_first();
-    errno = saved;
-    if (!p)
-        return num_threads;
-    return begin_live(p, r, fn, data, num_threads, forkable);
+    return scaf_region_begin_slow(r, fn, data, num_threads, forkable);
 }
 
 /*
  * Returns the num_threads argument for the real entry point. Inert: one load
  * and one branch, and the original argument goes straight through.
  */
-static inline unsigned region_begin(struct region_rec *r, scaf_fn_t fn, void *data,
+static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, void *data,
                                     unsigned num_threads, int forkable)
 {
-    struct scaf_page *p = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
+    struct scaf_page *p = scaf_page_get();
 
     r->live = 0;
     r->est_on = 0;
     if (__builtin_expect(p != NULL, 1))
-        return begin_live(p, r, fn, data, num_threads, forkable);
-    if (__builtin_expect(atomic_load_explicit(&scaf_conn_state, memory_order_relaxed) ==
-                             SCAF_CONN_INERT, 1))
+        return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
+    if (__builtin_expect(scaf_region_inert(), 1))
         return num_threads;
     return begin_slow(r, fn, data, num_threads, forkable);
-}
-
-/* After the real entry point returned: judge the evidence, then let the estimator time it. */
-static inline void region_end(struct region_rec *r)
-{
-    if (!r->live)
-        return;
-    scaf_malleable_region_end(&r->mall, r->team);
-    if (r->est_on)
-        scaf_estimate_end(&r->est);
 }
 
 /* ---- combined entry points (gcc >= 4.9 emits these) ---- */
 
 SCAF_EXPORT void GOMP_parallel(scaf_fn_t fn, void *data, unsigned num_threads, unsigned flags)
 {
-    struct region_rec r;
+    struct scaf_region_rec r;
     unsigned n = region_begin(&r, fn, data, num_threads, 1);
 
     REAL(parallel, "GOMP_parallel")(fn, data, n, flags);
-    region_end(&r);
+    scaf_region_end(&r);
 }
 
 SCAF_EXPORT unsigned GOMP_parallel_reductions(scaf_fn_t fn, void *data, unsigned num_threads,
                                               unsigned flags)
 {
-    struct region_rec r;
+    struct scaf_region_rec r;
     unsigned n = region_begin(&r, fn, data, num_threads, 0);
     unsigned ret = REAL(reductions, "GOMP_parallel_reductions")(fn, data, n, flags);
 
-    region_end(&r);
+    scaf_region_end(&r);
     return ret;
 }
 
 SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_threads,
                                         unsigned count, unsigned flags)
 {
-    struct region_rec r;
+    struct scaf_region_rec r;
     unsigned n = region_begin(&r, fn, data, num_threads, 0);
 
     REAL(sections, "GOMP_parallel_sections")(fn, data, n, count, flags);
-    region_end(&r);
+    scaf_region_end(&r);
 }
 
 #define LOOP_CHUNKED(suffix, member)                                                           \
@@ -440,10 +365,10 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                                  long start, long end, long incr, long chunk,  \
                                                  unsigned flags)                               \
     {                                                                                          \
-        struct region_rec r;                                                                   \
+        struct scaf_region_rec r;                                                                   \
         unsigned n = region_begin(&r, fn, data, num_threads, 0);                               \
         REAL(member, "GOMP_parallel_loop_" #suffix)(fn, data, n, start, end, incr, chunk, flags); \
-        region_end(&r);                                                                        \
+        scaf_region_end(&r);                                                                        \
     }
 
 #define LOOP_RUNTIME(suffix, member)                                                           \
@@ -451,10 +376,10 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                                  long start, long end, long incr,              \
                                                  unsigned flags)                               \
     {                                                                                          \
-        struct region_rec r;                                                                   \
+        struct scaf_region_rec r;                                                                   \
         unsigned n = region_begin(&r, fn, data, num_threads, 0);                               \
         REAL(member, "GOMP_parallel_loop_" #suffix)(fn, data, n, start, end, incr, flags);     \
-        region_end(&r);                                                                        \
+        scaf_region_end(&r);                                                                        \
     }
 
 LOOP_CHUNKED(static, loop_static)
@@ -474,7 +399,7 @@ LOOP_RUNTIME(maybe_nonmonotonic_runtime, loop_maybe_nonmonotonic_runtime)
  * through), so that only our own region's _end closes the record.
  */
 struct split_region {
-    struct region_rec r;
+    struct scaf_region_rec r;
     int active;
     unsigned depth;
 };
@@ -516,7 +441,7 @@ SCAF_EXPORT void GOMP_parallel_end(void)
         return;
     }
     s->active = 0;
-    region_end(&s->r);
+    scaf_region_end(&s->r);
 }
 
 SCAF_EXPORT void GOMP_parallel_sections_start(scaf_fn_t fn, void *data, unsigned num_threads,

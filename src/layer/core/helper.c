@@ -4,20 +4,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../estimate/estimate.h"
+#include "bound.h"
 #include "conn.h"
-#include "estimate.h"
-#include "layer.h"
+#include "page.h"
+#include "say.h"
 
 /* How often the helper looks at the socket (daemon death) when no wake comes. */
 #define TICK_MS 300
@@ -32,37 +31,6 @@ static void sleep_ms(unsigned ms)
 
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-}
-
-/* Shared (not private) futex: the daemon, another process, wakes it. */
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val, unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
-}
-
-/*
- * Reads control and cpuset consistently under the page's seqlock. Returns 0,
- * or -1 when the daemon kept the page mid-update for too long (try next tick).
- */
-static int read_control(struct scaf_page *p, uint32_t *control, uint64_t words[SCAF_CPUSET_WORDS])
-{
-    for (int tries = 0; tries < 1000; tries++) {
-        uint32_t s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
-
-        if (s1 & 1u) {
-            sched_yield();
-            continue;
-        }
-        *control = atomic_load_explicit(&p->control, memory_order_relaxed);
-        for (int i = 0; i < SCAF_CPUSET_WORDS; i++)
-            words[i] = atomic_load_explicit(&p->cpuset[i], memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&p->seq, memory_order_relaxed) == s1)
-            return 0;
-    }
-    return -1;
 }
 
 /* Applies `set` to every thread of this process. Returns how many threads took it. */
@@ -126,7 +94,7 @@ static void apply_control(struct scaf_page *p, int *applied)
     uint32_t control;
     cpu_set_t set;
 
-    if (read_control(p, &control, words) != 0)
+    if (scaf_page_read_control(p, &control, words) != 0)
         return;
     if (control == SCAF_CONTROL_CPUSET) {
         if (cpuset_from_page(words, &set) == 0) {
@@ -145,12 +113,12 @@ static void apply_control(struct scaf_page *p, int *applied)
 static void reconnect(void)
 {
     unsigned delay = BACKOFF_MIN_MS;
-    struct scaf_page *old = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
+    struct scaf_page *old = scaf_page_get();
 
     scaf_conn_drop();
     /* No daemon passes the turn any more: a team held for its gang's turn runs again. */
-    if (old && atomic_exchange(&old->gang, SCAF_GANG_OFF) != SCAF_GANG_OFF)
-        syscall(SYS_futex, &old->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    if (old)
+        scaf_page_gang_off(old);
     for (;;) {
         enum scaf_conn_result res = scaf_conn_reconnect();
 
@@ -181,16 +149,16 @@ static void *helper_main(void *arg)
 
     (void)arg;
     for (;;) {
-        struct scaf_page *p = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
+        struct scaf_page *p = scaf_page_get();
         uint32_t seq;
 
         if (!p) {
             sleep_ms(TICK_MS);
             continue;
         }
-        seq = atomic_load_explicit(&p->seq, memory_order_acquire);
+        seq = scaf_page_seq(p);
         apply_control(p, &applied);
-        futex_wait(&p->seq, seq, TICK_MS);
+        scaf_page_sleep(p, seq, TICK_MS);
         scaf_estimate_long_region_check(0);
         if (scaf_conn_lost())
             reconnect();

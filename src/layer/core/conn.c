@@ -14,10 +14,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "estimate.h"
-#include "helper.h"
-#include "layer.h"
+#include "../estimate/estimate.h"
+#include "bound.h"
 #include "malleable.h"
+#include "page.h"
+#include "say.h"
+#include "scaf/procfs.h"
 #include "scaf/sockpath.h"
 
 _Atomic int scaf_conn_state = SCAF_CONN_UNTRIED;
@@ -32,19 +34,14 @@ static int conn_fd = -1;
 static void program_name(char name[SCAF_NAME_MAX])
 {
     /* /proc/self/comm is the thread-group leader's name, whichever thread asks. */
-    int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-    ssize_t n = -1;
+    ssize_t n;
 
     memset(name, 0, SCAF_NAME_MAX);
-    if (fd >= 0) {
-        n = read(fd, name, SCAF_NAME_MAX - 1);
-        close(fd);
-    }
+    n = scaf_procfs_read_pid(0, "comm", name, SCAF_NAME_MAX);
     if (n <= 0) {
         snprintf(name, SCAF_NAME_MAX, "%s", program_invocation_short_name);
         return;
     }
-    name[n] = 0;
     char *nl = strchr(name, '\n');
     if (nl)
         *nl = 0;
@@ -228,7 +225,7 @@ out:
 /* Makes `page` the one the wrappers read. Caller holds conn_lock. */
 static void publish(struct scaf_page *page)
 {
-    atomic_store_explicit(&scaf_layer_page, page, memory_order_release);
+    scaf_page_set(page);
     /* After the pointer: a verdict change racing with us then writes to this page itself. */
     scaf_malleable_publish(page);
     scaf_estimate_attach(page);
@@ -242,7 +239,7 @@ struct scaf_page *scaf_conn_first(void)
     scaf_malleable_prepare(); /* rules files, before the HELLO that carries the verdict */
     pthread_mutex_lock(&conn_lock);
     if (atomic_load(&scaf_conn_state) != SCAF_CONN_UNTRIED) {
-        page = atomic_load_explicit(&scaf_layer_page, memory_order_acquire);
+        page = scaf_page_get();
         goto out;
     }
     enum scaf_conn_result res = handshake(&fd, &page);
@@ -255,9 +252,6 @@ struct scaf_page *scaf_conn_first(void)
     conn_fd = fd;
     publish(page);
     atomic_store(&scaf_conn_state, SCAF_CONN_LIVE);
-    if (scaf_helper_start() != 0)
-        scaf_layer_log("no helper thread (%s): no reconnect and no CPU-set control",
-                       strerror(errno));
 out:
     pthread_mutex_unlock(&conn_lock);
     return page;
@@ -310,48 +304,33 @@ enum scaf_conn_result scaf_conn_reconnect(void)
     return res;
 }
 
-static void atfork_prepare(void)
+void scaf_conn_lock(void)
 {
     pthread_mutex_lock(&conn_lock);
 }
 
-static void atfork_parent(void)
+void scaf_conn_unlock(void)
 {
     pthread_mutex_unlock(&conn_lock);
 }
 
-/*
- * A forked child is another process: it must not share its parent's client
- * slot (the daemon would count the parent alive while the child runs, and
- * the child's regions would be published as the parent's). It drops the
- * connection and connects anew at its own first region. An estimator
- * experiment child is the exception: it is part of the parent's measurement
- * and must not touch the daemon at all.
- */
-static void atfork_child(void)
+void scaf_conn_forget(void)
 {
-    pthread_mutex_unlock(&conn_lock);
-    if (scaf_estimate_in_child())
-        return;
     if (conn_fd >= 0)
         close(conn_fd);
     conn_fd = -1;
-    scaf_helper_forget();
     if (atomic_load(&scaf_conn_state) == SCAF_CONN_LIVE) {
         /* The parent's page stays mapped but unused: the estimator might still hold it briefly. */
-        atomic_store_explicit(&scaf_layer_page, NULL, memory_order_release);
+        scaf_page_set(NULL);
         scaf_estimate_attach(NULL);
         atomic_store(&scaf_conn_state, SCAF_CONN_UNTRIED);
     }
 }
 
-void scaf_conn_init(void)
+void scaf_conn_init(int disabled)
 {
-    const char *off = getenv("SCAF_DISABLE");
-
-    if (off && *off && strcmp(off, "0") != 0) {
+    if (disabled) {
         atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
         scaf_layer_log("SCAF_DISABLE=1: inert");
     }
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -1,5 +1,5 @@
 /* bound.c — the largest team a program could have seen, and its affinity mask at startup. */
-#include "layer.h"
+#include "bound.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -8,16 +8,16 @@ static unsigned bound_threads = 1;
 static cpu_set_t bound_affinity;
 
 /*
- * Runs in the layer's constructor, after libgomp's own constructor (libgomp is
- * our DT_NEEDED, so it is initialised first) and before any program code can
- * call omp_set_num_threads. The real omp_get_max_threads() then returns the
- * initial nthreads-var: the first value of OMP_NUM_THREADS, else the number of
- * CPUs in the affinity mask. That is exactly what the program could see, so no
- * allocation may exceed it (programs size per-thread arrays from it).
+ * Runs in the layer's constructor, after the OpenMP runtime's own constructor
+ * (the runtime is our DT_NEEDED, so it is initialised first) and before any
+ * program code can call omp_set_num_threads. The adapter's real
+ * omp_get_max_threads() then returns the initial nthreads-var: the first value
+ * of OMP_NUM_THREADS, else the number of CPUs in the affinity mask. That is exactly what the program could see, so no
+ * steered team may exceed it (programs size per-thread arrays from it).
  */
-void scaf_bound_init(void)
+void scaf_bound_init(int max_threads)
 {
-    int n = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
+    int n = max_threads;
 
     CPU_ZERO(&bound_affinity);
     if (sched_getaffinity(0, sizeof bound_affinity, &bound_affinity) != 0 ||

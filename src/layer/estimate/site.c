@@ -4,7 +4,6 @@
 #include <stddef.h>
 
 static struct scaf_site sites[SCAF_SITE_SLOTS];
-static _Atomic unsigned used;
 
 static unsigned slot_of(uintptr_t key)
 {
@@ -32,10 +31,8 @@ struct scaf_site *scaf_site_lookup(void (*fn)(void *))
 
             /* Entries are never removed, so a slot once taken stays the same site forever. */
             if (atomic_compare_exchange_strong_explicit(&sites[i].key, &expected, key, memory_order_acq_rel,
-                                                        memory_order_acquire)) {
-                atomic_fetch_add_explicit(&used, 1, memory_order_relaxed);
+                                                        memory_order_acquire))
                 return &sites[i];
-            }
             if (expected == key)
                 return &sites[i];
         }
@@ -54,9 +51,4 @@ int scaf_site_claim(struct scaf_site *s)
 void scaf_site_release(struct scaf_site *s)
 {
     atomic_store_explicit(&s->busy, 0, memory_order_release);
-}
-
-unsigned scaf_site_count(void)
-{
-    return atomic_load_explicit(&used, memory_order_relaxed);
 }

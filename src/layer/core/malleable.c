@@ -15,8 +15,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "estimate.h"
-#include "layer.h"
+#include "../estimate/experiment.h"
+#include "bound.h"
+#include "page.h"
+#include "say.h"
+#include "settings.h"
 
 /*
  * The rule (docs/layer.md, "Malleability"): a team that changes between
@@ -36,7 +39,7 @@
  *    the region. Fixed.
  *
  * After a query (or for code with thread-local storage), each region's
- * first instance runs at libgomp's own team while the evidence comes in, so
+ * first instance runs at the runtime's own team while the evidence comes in, so
  * that the first look never changes the result.
  */
 
@@ -69,11 +72,11 @@ static struct {
     int check;         /* SCAF_CHECK_SEED given */
     uint64_t check_seed;
     _Atomic uint64_t check_index;
-    char *report_path; /* SCAF_REPORT */
+    const char *report_path; /* SCAF_REPORT */
     int prepared;
 
     _Atomic unsigned cap;
-    _Atomic int cap_lowered;     /* the program saw a smaller team than libgomp would give */
+    _Atomic int cap_lowered;     /* the program saw a smaller team than the runtime would give */
     _Atomic unsigned seen_min;   /* smallest team read by omp_get_num_threads() alone, 0 = none */
     _Atomic unsigned fixed_team;
     _Atomic uint32_t verdict, source;
@@ -92,6 +95,9 @@ static struct {
     _Atomic uint64_t regions;
 } M = {.lock = PTHREAD_MUTEX_INITIALIZER, .verdict = SCAF_VERDICT_MALLEABLE,
        .source = SCAF_SOURCE_DEFAULT, .reason = "no team-size call outside a region yet"};
+
+static unsigned watch_team(void);
+static unsigned fixed_team(void);
 
 /* ---- describing code addresses for reasons ---- */
 
@@ -139,26 +145,13 @@ static void query_text(char *out, size_t len)
 
 /* ---- verdict changes ---- */
 
-/* Page writer for the verdict half; caller holds M.lock. */
+/* The verdict half of the page, through page.c; caller holds M.lock (the reason must not change meanwhile). */
 static void publish_locked(struct scaf_page *page)
 {
-    uint32_t s;
-
     if (!page)
         return;
-    s = atomic_load_explicit(&page->reason_seq, memory_order_relaxed);
-    s += s & 1;
-    atomic_store_explicit(&page->reason_seq, s + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    memcpy(page->reason, M.reason, sizeof page->reason);
-    atomic_store_explicit(&page->reason_seq, s + 2, memory_order_release);
-    atomic_store_explicit(&page->verdict_source, atomic_load(&M.source), memory_order_relaxed);
-    if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED) {
-        atomic_store(&page->fixed_team, atomic_load(&M.fixed_team));
-        atomic_fetch_or(&page->client_flags, SCAF_CLIENT_NONMALLEABLE);
-    }
-    /* Last: the daemon reads the verdict first and the reason only when it shows it. */
-    atomic_store_explicit(&page->verdict, atomic_load(&M.verdict), memory_order_release);
+    scaf_page_publish_verdict(page, atomic_load(&M.verdict), atomic_load(&M.source), M.reason,
+                              atomic_load(&M.fixed_team));
 }
 
 void scaf_malleable_publish(struct scaf_page *page)
@@ -174,7 +167,7 @@ static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *re
     if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED)
         return;
     if (verdict == SCAF_VERDICT_FIXED) {
-        atomic_store(&M.fixed_team, scaf_malleable_watch_team());
+        atomic_store(&M.fixed_team, watch_team());
         atomic_store(&scaf_mall_fixed, 1);
     }
     say_into(M.reason, sizeof M.reason, "%s", reason);
@@ -184,7 +177,7 @@ static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *re
                               : verdict == SCAF_VERDICT_MALLEABLE ? "malleable"
                                                                   : "undecided",
                    reason);
-    publish_locked(atomic_load_explicit(&scaf_layer_page, memory_order_acquire));
+    publish_locked(scaf_page_get());
 }
 
 static void set_verdict(uint32_t verdict, uint32_t source, const char *reason)
@@ -194,51 +187,22 @@ static void set_verdict(uint32_t verdict, uint32_t source, const char *reason)
     pthread_mutex_unlock(&M.lock);
 }
 
-/* ---- settings ---- */
-
-/* 1 yes, 0 no, -1 auto or unset, -2 not understood. */
-static int parse_tristate(const char *v)
-{
-    static const char *const yes[] = {"yes", "1", "true", "on", "malleable"};
-    static const char *const no[] = {"no", "0", "false", "off", "fixed"};
-
-    if (!v || !*v || strcasecmp(v, "auto") == 0)
-        return -1;
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        if (strcasecmp(v, yes[i]) == 0)
-            return 1;
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        if (strcasecmp(v, no[i]) == 0)
-            return 0;
-    return -2;
-}
+/* ---- the user's word ---- */
 
 void scaf_malleable_init(void)
 {
-    const char *v = getenv("SCAF_MALLEABLE");
-    const char *seed = getenv("SCAF_CHECK_SEED");
-    const char *report = getenv("SCAF_REPORT");
-    int m = parse_tristate(v);
+    int m = scaf_settings.malleable;
 
     atomic_store(&M.cap, scaf_bound_threads());
-    if (report && *report)
-        M.report_path = strdup(report);
-    if (seed && *seed) {
-        char *end;
-        errno = 0;
-        unsigned long long s = strtoull(seed, &end, 10);
-        if (errno == 0 && *end == 0) {
-            M.check = 1;
-            M.check_seed = s;
-            M.forced = 1;
-            set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_CHECK,
-                        "scaf check: SCAF_CHECK_SEED gives every region a seeded team");
-            return;
-        }
-        scaf_layer_log("SCAF_CHECK_SEED=%s is not an unsigned integer: ignored", seed);
+    M.report_path = scaf_settings.report;
+    if (scaf_settings.check) {
+        M.check = 1;
+        M.check_seed = scaf_settings.check_seed;
+        M.forced = 1;
+        set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_CHECK,
+                    "scaf check: SCAF_CHECK_SEED gives every region a seeded team");
+        return;
     }
-    if (m == -2)
-        scaf_layer_log("SCAF_MALLEABLE=%s not understood (yes, no or auto): auto", v);
     if (m >= 0) {
         M.forced = 1;
         set_verdict(m ? SCAF_VERDICT_MALLEABLE : SCAF_VERDICT_FIXED, SCAF_SOURCE_USER,
@@ -289,7 +253,7 @@ static int rules_match(const char *file, const char *exe, const char *base, uint
 void scaf_malleable_prepare(void)
 {
     char exe[PATH_MAX], files[8][PATH_MAX], where[PATH_MAX + 64];
-    const char *base, *list = getenv("SCAF_RULES");
+    const char *base, *list = scaf_settings.rules;
     uint32_t verdict;
     ssize_t n;
     int nfiles = 0;
@@ -345,7 +309,7 @@ void scaf_malleable_query(void *caller)
     char who[96], what[96], reason[SCAF_REASON_MAX];
     void *tid_fn;
 
-    if (scaf_estimate_in_child() || atomic_exchange(&M.query_seen, 1))
+    if (scaf_experiment_in_child() || atomic_exchange(&M.query_seen, 1))
         return;
     atomic_store(&M.query_caller, caller);
     if (M.forced)
@@ -369,7 +333,7 @@ void scaf_malleable_set(void *caller, int team)
 {
     char who[96], reason[SCAF_REASON_MAX];
 
-    if (scaf_estimate_in_child())
+    if (scaf_experiment_in_child())
         return;
     atomic_store(&M.cap, team < 1 ? 1u : (unsigned)team);
     if (M.forced) {
@@ -384,23 +348,21 @@ void scaf_malleable_set(void *caller, int team)
     if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED)
         atomic_store(&M.fixed_team, atomic_load(&M.cap)); /* it chose again */
     set_verdict_locked(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
-    publish_locked(atomic_load_explicit(&scaf_layer_page, memory_order_acquire));
+    publish_locked(scaf_page_get());
     pthread_mutex_unlock(&M.lock);
 }
 
 /* ---- evidence inside regions ---- */
 
-/* Called on the first omp_get_thread_num() of an epoch: count it only at the outermost level. */
+/* The adapter saw the first omp_get_thread_num() of an epoch at the outermost level. */
 void scaf_malleable_saw_tid(unsigned epoch)
 {
-    if (scaf_real.get_level && scaf_real.get_level() == 1)
-        atomic_store_explicit(&scaf_mall_tid_epoch, epoch, memory_order_relaxed);
+    atomic_store_explicit(&scaf_mall_tid_epoch, epoch, memory_order_relaxed);
 }
 
 void scaf_malleable_saw_nth(unsigned epoch)
 {
-    if (scaf_real.get_level && scaf_real.get_level() == 1)
-        atomic_store_explicit(&scaf_mall_nth_epoch, epoch, memory_order_relaxed);
+    atomic_store_explicit(&scaf_mall_nth_epoch, epoch, memory_order_relaxed);
 }
 
 struct obj_search {
@@ -489,8 +451,9 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count,
-                                unsigned *team)
+/* The verdict's part of a region's team: which enum scaf_team_mode, and the seeded team for scaf check. */
+static int region_mode(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count, unsigned cap,
+                       unsigned *check_team)
 {
     struct site *s;
 
@@ -502,9 +465,8 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), 
     if (explicit_count || atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed))
         return m->mode = SCAF_TEAM_KEEP;
     if (M.check) {
-        unsigned cap = scaf_malleable_cap();
         uint64_t i = atomic_fetch_add_explicit(&M.check_index, 1, memory_order_relaxed);
-        *team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % cap);
+        *check_team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % cap);
         return m->mode = SCAF_TEAM_CHECK;
     }
     if (M.forced)
@@ -517,6 +479,17 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), 
     if (atomic_load_explicit(&M.query_seen, memory_order_relaxed) || object_has_tls(fn))
         return m->mode = SCAF_TEAM_WATCH;
     return m->mode = SCAF_TEAM_STEER;
+}
+
+int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count,
+                                struct scaf_team_in *in)
+{
+    in->cap = scaf_malleable_cap();
+    in->watch_team = watch_team();
+    in->fixed_team = fixed_team();
+    in->cap_lowered = atomic_load_explicit(&M.cap_lowered, memory_order_relaxed);
+    in->mode = region_mode(m, fn, explicit_count, in->cap, &in->check_team);
+    return in->mode;
 }
 
 /*
@@ -634,24 +607,18 @@ unsigned scaf_malleable_cap(void)
     return c < 1 ? 1 : c;
 }
 
-unsigned scaf_malleable_watch_team(void)
+/* The team of a first look (or a fixed team): the cap, or less if a region read a smaller team. */
+static unsigned watch_team(void)
 {
     unsigned cap = scaf_malleable_cap(), seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
     return seen && seen < cap ? seen : cap;
 }
 
-unsigned scaf_malleable_request(unsigned num_threads)
-{
-    /* Passing 0 keeps libgomp's own semantics (nthreads-var, OMP_DYNAMIC); pass a count only
-     * when the program has seen a smaller team than that. */
-    return atomic_load_explicit(&M.cap_lowered, memory_order_relaxed) ? scaf_malleable_fixed_team()
-                                                                      : num_threads;
-}
-
-unsigned scaf_malleable_fixed_team(void)
+/* The team a fixed program runs at. */
+static unsigned fixed_team(void)
 {
     unsigned t = atomic_load_explicit(&M.fixed_team, memory_order_relaxed);
-    return t ? t : scaf_malleable_watch_team();
+    return t ? t : watch_team();
 }
 
 /* ---- SCAF_REPORT: one JSON line at exit, for scaf check ---- */
@@ -673,7 +640,7 @@ __attribute__((destructor)) static void report_at_exit(void)
     size_t k = 0;
     int n, fd, first = 1;
 
-    if (!M.report_path || atomic_load(&M.regions) == 0 || scaf_estimate_in_child())
+    if (!M.report_path || atomic_load(&M.regions) == 0 || scaf_experiment_in_child())
         return;
     pthread_mutex_lock(&M.lock);
     for (const char *p = M.reason; *p && k + 2 < sizeof esc; p++) {

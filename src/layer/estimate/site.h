@@ -38,7 +38,4 @@ struct scaf_site *scaf_site_lookup(void (*fn)(void *));
 int scaf_site_claim(struct scaf_site *s);
 void scaf_site_release(struct scaf_site *s);
 
-/* Sites in use (for diagnostics). */
-unsigned scaf_site_count(void);
-
 #endif

@@ -2,6 +2,7 @@
 #include "experiment.h"
 
 #include "perfctr.h"
+#include "scaf/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,14 +66,6 @@ const char *scaf_experiment_outcome_name(enum scaf_exp_outcome o)
     return "?";
 }
 
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------------ child */
 
 /* The child is single-threaded, so plain statics are its private state (the parent never reads them). */
@@ -87,8 +80,8 @@ static _Noreturn void child_report(int complete)
     memset(&m, 0, sizeof m);
     m.magic = EXP_MAGIC;
     m.complete = (uint32_t)complete;
-    m.cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - child_cpu0;
-    m.wall_ns = clock_ns(CLOCK_MONOTONIC) - child_wall0;
+    m.cpu_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID) - child_cpu0;
+    m.wall_ns = scaf_clock_ns(CLOCK_MONOTONIC) - child_wall0;
     {
         struct rusage ru;
 
@@ -391,7 +384,7 @@ static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wf
     setrlimit(RLIMIT_CORE, &no_core);
     prctl(PR_SET_DUMPABLE, 0);
 
-    bound = cfg->bound_ns + COW_ALLOWANCE * (clock_ns(CLOCK_MONOTONIC) - fork_t0);
+    bound = cfg->bound_ns + COW_ALLOWANCE * (scaf_clock_ns(CLOCK_MONOTONIC) - fork_t0);
     memset(&it, 0, sizeof it);
     it.it_value.tv_sec = (time_t)(bound / 1000000000ull);
     it.it_value.tv_usec = (suseconds_t)(bound % 1000000000ull / 1000);
@@ -412,8 +405,8 @@ static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wf
             child_ru0[1] = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
         }
     }
-    child_wall0 = clock_ns(CLOCK_MONOTONIC);
-    child_cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    child_wall0 = scaf_clock_ns(CLOCK_MONOTONIC);
+    child_cpu0 = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     if (child_pc.leader >= 0 && scaf_perfctr_start(&child_pc) != 0)
         child_pc.leader = -1; /* ioctl is blocked from here on; the open counter is simply unused */
     fn(data);
@@ -469,7 +462,7 @@ int scaf_experiment_start(struct scaf_experiment *e, void (*fn)(void *), void *d
     e->pid = pid;
     e->fd = p[0];
     e->start_ns = now_ns;
-    e->fork_ns = clock_ns(CLOCK_MONOTONIC) - now_ns;
+    e->fork_ns = scaf_clock_ns(CLOCK_MONOTONIC) - now_ns;
     /* The child's CPU-time bound should fire first; this wall-clock backstop is for a child that
      * blocks (a lock whose holder was not copied by fork) or is starved far beyond its share. */
     e->kill_ns = now_ns + 4 * (cfg->bound_ns + (COW_ALLOWANCE + 1) * e->fork_ns) + 1000000000ull;

@@ -23,11 +23,8 @@ enum scaf_conn_result {
     SCAF_CONN_BROKEN = 4,          /* protocol or mapping error */
 };
 
-/*
- * Called once from the layer's constructor: reads SCAF_DISABLE and registers
- * the fork handlers. The state starts UNTRIED (INERT when disabled).
- */
-void scaf_conn_init(void);
+/* Called once from the layer's constructor. The state starts UNTRIED, or INERT when `disabled` (SCAF_DISABLE). */
+void scaf_conn_init(int disabled);
 
 /*
  * The first connect, made lazily by the first outermost region or omp_* call
@@ -42,6 +39,21 @@ int scaf_conn_lost(void);
 
 /* Helper thread only. Closes the dead connection; the last page stays published. */
 void scaf_conn_drop(void);
+
+/*
+ * Around fork: the connection lock is held across it (lock in the prepare
+ * handler, unlock in both parent and child) so that a child never inherits a
+ * half-made connection.
+ */
+void scaf_conn_lock(void);
+void scaf_conn_unlock(void);
+
+/*
+ * In a forked child (not an experiment's): drops the inherited connection and
+ * page so that the child connects anew, as a client of its own, at its first
+ * region.
+ */
+void scaf_conn_forget(void);
 
 /*
  * Helper thread only. One reconnect attempt; on success publishes the new page

@@ -1,0 +1,81 @@
+/* malleable.h — the seam between the region core, the adapters' evidence and the malleability verdict (malleable.c). */
+#ifndef SCAF_LAYER_MALLEABLE_H
+#define SCAF_LAYER_MALLEABLE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "scaf/proto.h"
+#include "team.h"
+
+/*
+ * Takes SCAF_MALLEABLE, SCAF_CHECK_SEED and SCAF_REPORT from the settings
+ * (read first). Cheap and file-free: called from the layer's constructor. The
+ * rules files are read later, by scaf_malleable_prepare, only in processes
+ * that go on to connect.
+ */
+void scaf_malleable_init(void);
+
+/* Reads the rules files once (before the first HELLO, so that it can carry the verdict). */
+void scaf_malleable_prepare(void);
+
+/* Evidence from an adapter's omp_* wrappers, each called only outside any parallel region. */
+void scaf_malleable_query(void *caller);          /* omp_get_max_threads() */
+void scaf_malleable_set(void *caller, int team);  /* omp_set_num_threads(); team: the new nthreads-var */
+
+/*
+ * Evidence from inside regions: omp_get_thread_num() / omp_get_num_threads().
+ * Cheap when repeated: the adapter asks scaf_malleable_tid_new (two loads and
+ * a compare); only for the first call of a region instance does it check that
+ * the call is at the outermost level (the runtime's omp_get_level() == 1) and
+ * then records it with scaf_malleable_saw_tid.
+ */
+extern _Atomic unsigned scaf_mall_epoch, scaf_mall_tid_epoch, scaf_mall_nth_epoch;
+void scaf_malleable_saw_tid(unsigned epoch);
+void scaf_malleable_saw_nth(unsigned epoch);
+
+/* Nonzero when this region instance (*epoch) has no omp_get_thread_num() recorded yet. */
+static inline int scaf_malleable_tid_new(unsigned *epoch)
+{
+    *epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed);
+    return atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) != *epoch;
+}
+
+/* Nonzero when this region instance (*epoch) has no omp_get_num_threads() recorded yet. */
+static inline int scaf_malleable_nth_new(unsigned *epoch)
+{
+    *epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed);
+    return atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) != *epoch;
+}
+
+/* Per outermost region instance, kept by the wrapper between begin and end. */
+struct scaf_mall_region {
+    void (*fn)(void *);
+    void *site; /* the site's record, NULL when not looked up (or the table is full) */
+    unsigned epoch;
+    int mode; /* enum scaf_team_mode */
+};
+
+/*
+ * Decides how the region's team is chosen and opens its evidence window.
+ * `explicit_count`: the program passed num_threads (then the mode is KEEP and
+ * no evidence is judged). Fills the verdict's part of `in` for
+ * scaf_team_decide: mode, cap, fixed_team, watch_team, cap_lowered and, for
+ * SCAF_TEAM_CHECK, check_team. Returns the mode.
+ */
+int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count,
+                                struct scaf_team_in *in);
+
+/* Closes the window: judges what the region's threads called. `team`: the team it ran with. */
+void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team);
+
+/* Nonzero once the team is fixed for good (the fast path's only question). */
+extern _Atomic int scaf_mall_fixed;
+
+/* nthreads-var as the program last left it: the bound, or what omp_set_num_threads set. */
+unsigned scaf_malleable_cap(void);
+
+/* Writes verdict, source, reason (and the fixed team) into a page; called on every (re)connect. */
+void scaf_malleable_publish(struct scaf_page *page);
+
+#endif

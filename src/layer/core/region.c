@@ -1,0 +1,76 @@
+/* region.c — an outermost region's entry and exit, for any runtime: gang turn, counters, verdict, team, estimator. */
+#include "region.h"
+
+#include <errno.h>
+
+#include "client.h"
+#include "team.h"
+
+static int (*runtime_level)(void);
+
+void scaf_region_init(const struct scaf_runtime *rt)
+{
+    runtime_level = rt->level;
+    scaf_client_init(rt->max_threads, rt->unusable);
+}
+
+/* Connected: the verdict says how the team is chosen, the estimator what it needs, team.c the number. */
+unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, void (*fn)(void *),
+                                void *data, unsigned num_threads, int forkable)
+{
+    struct scaf_team_in in = {.live = 1, .num_threads = num_threads};
+    struct scaf_team t;
+
+    if (__builtin_expect(scaf_estimate_in_child(), 0)) {
+        in.in_child = 1;
+        return scaf_team_decide(&in).request;
+    }
+    if (runtime_level() != 0) {
+        in.nested = 1;
+        return scaf_team_decide(&in).request;
+    }
+    if (__builtin_expect(scaf_page_gang_waiting(p), 0))
+        scaf_page_wait_turn(p);
+    scaf_page_count_region(p);
+    r->live = 1;
+    if (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &in) == SCAF_TEAM_STEER)
+        in.page_threads = scaf_page_threads(p);
+    t = scaf_team_decide(&in);
+    if (in.mode == SCAF_TEAM_STEER) {
+        /* The estimator sees the steered team and may ask for a mode; team.c has the last word. */
+        in.est = scaf_estimate_begin(&r->est, fn, data, t.team, forkable);
+        r->est_on = 1;
+        if (in.est != SCAF_TEAM_EST_PLAIN)
+            t = scaf_team_decide(&in);
+    }
+    r->team = t.team;
+    scaf_page_set_last_team(p, t.team);
+    return t.request;
+}
+
+/* Not connected yet (or in a forked child): maybe connect, then decide. */
+unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
+                                unsigned num_threads, int forkable)
+{
+    struct scaf_page *p;
+    int saved = errno;
+
+    if (scaf_estimate_in_child()) {
+        struct scaf_team_in in = {.in_child = 1, .num_threads = num_threads};
+        return scaf_team_decide(&in).request;
+    }
+    p = scaf_page_get();
+    if (!p && atomic_load(&scaf_conn_state) == SCAF_CONN_UNTRIED && runtime_level() == 0)
+        p = scaf_client_connect();
+    errno = saved;
+    if (!p)
+        return num_threads;
+    return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
+}
+
+void scaf_region_end_live(struct scaf_region_rec *r)
+{
+    scaf_malleable_region_end(&r->mall, r->team);
+    if (r->est_on)
+        scaf_estimate_end(&r->est);
+}

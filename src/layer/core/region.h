@@ -1,0 +1,61 @@
+/* region.h — what a runtime adapter calls around each parallel region; the same for every OpenMP runtime. */
+#ifndef SCAF_LAYER_REGION_H
+#define SCAF_LAYER_REGION_H
+
+#include "../estimate/estimate.h"
+#include "conn.h"
+#include "malleable.h"
+#include "page.h"
+
+/* What the core needs from the OpenMP runtime an adapter wraps. */
+struct scaf_runtime {
+    int (*level)(void); /* the runtime's omp_get_level(); may be NULL only when `unusable` is set */
+    int max_threads;    /* its initial nthreads-var, read in the constructor (< 1: unknown) */
+    const char *unusable; /* NULL, or why the runtime cannot be steered: the layer then stays inert */
+};
+
+/* Once, from the adapter's constructor (before scaf_region_begin_slow can run). */
+void scaf_region_init(const struct scaf_runtime *rt);
+
+/* One outermost region instance, from its wrapper's entry to its exit (on the wrapper's stack). */
+struct scaf_region_rec {
+    struct scaf_region est;     /* the estimator's record */
+    struct scaf_mall_region mall;
+    unsigned team;              /* the team it ran with (the runtime's own count when not ours) */
+    unsigned char live;         /* connected and outermost: scaf_region_end has work to do */
+    unsigned char est_on;       /* the estimator timed it */
+};
+
+/*
+ * The region entry, in three steps so that an inert process pays one load and
+ * one branch (the adapter inlines them):
+ *
+ *     p = scaf_page_get(); r->live = r->est_on = 0;
+ *     if (p) n = scaf_region_begin_live(p, r, ...);
+ *     else if (scaf_region_inert()) n = num_threads;
+ *     else { run the adapter's init once; n = scaf_region_begin_slow(r, ...); }
+ *
+ * Each returns the num_threads to pass the runtime's real entry point.
+ * `forkable`: running fn(data) alone on one thread is a complete serial
+ * execution of the region (GOMP_parallel), so a forked experiment may run it.
+ */
+unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, void (*fn)(void *),
+                                void *data, unsigned num_threads, int forkable);
+unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
+                                unsigned num_threads, int forkable);
+
+static inline int scaf_region_inert(void)
+{
+    return atomic_load_explicit(&scaf_conn_state, memory_order_relaxed) == SCAF_CONN_INERT;
+}
+
+/* After the real entry point returned: judges the evidence, then lets the estimator time it. */
+void scaf_region_end_live(struct scaf_region_rec *r);
+
+static inline void scaf_region_end(struct scaf_region_rec *r)
+{
+    if (r->live)
+        scaf_region_end_live(r);
+}
+
+#endif
