@@ -16,7 +16,7 @@ help:
 	@echo "make demo     run two workloads unmodified and under scaf, print the table"
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
 	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
-	@echo "make lint     ruff over the Python code"
+	@echo "make lint     ruff over the Python code, and make cycles"
 	@echo "make cycles   fail when C files depend on each other in a circle (#include or linked symbol)"
 	@echo "make clean    remove build/ and build-asan/"
 
@@ -56,7 +56,7 @@ test-py: all asan
 test-corpus: all
 	$(VPY) -m pytest $(PYTEST_ARGS) tests/corpus
 
-lint: py
+lint: py cycles
 	$(VENV)/bin/ruff check python tests tools
 
 demo: all

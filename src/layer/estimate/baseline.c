@@ -11,7 +11,7 @@
 /*
  * What an experiment costs the program, in multiples of the fork time: after
  * the fork, every page the parent or the child writes is copied. Measured with
- * tests/progs/bigheap (bench/experiment_cost.py): a region writing all of a
+ * tests/progs/bigheap (tools/experiments/experiment_cost.py): a region writing all of a
  * 1 GiB heap ran ~20x slower in the parent, ~50 fork times.
  */
 #define EXP_COST_FORKS 16
