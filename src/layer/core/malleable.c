@@ -97,7 +97,6 @@ static struct {
        .source = SCAF_SOURCE_DEFAULT, .reason = "no team-size call outside a region yet"};
 
 static unsigned watch_team(void);
-static unsigned fixed_team(void);
 
 /* ---- describing code addresses for reasons ---- */
 
@@ -484,9 +483,14 @@ static int region_mode(struct scaf_mall_region *m, void (*fn)(void *), int expli
 int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count,
                                 struct scaf_team_in *in)
 {
+    /* watch_team() inlined over one reading of the cap, this runs at every region. A fixed program
+     * runs at the team it was fixed at, or else at the first-look team. */
+    unsigned seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
+    unsigned fixed = atomic_load_explicit(&M.fixed_team, memory_order_relaxed);
+
     in->cap = scaf_malleable_cap();
-    in->watch_team = watch_team();
-    in->fixed_team = fixed_team();
+    in->watch_team = seen && seen < in->cap ? seen : in->cap;
+    in->fixed_team = fixed ? fixed : in->watch_team;
     in->cap_lowered = atomic_load_explicit(&M.cap_lowered, memory_order_relaxed);
     in->mode = region_mode(m, fn, explicit_count, in->cap, &in->check_team);
     return in->mode;
@@ -614,12 +618,6 @@ static unsigned watch_team(void)
     return seen && seen < cap ? seen : cap;
 }
 
-/* The team a fixed program runs at. */
-static unsigned fixed_team(void)
-{
-    unsigned t = atomic_load_explicit(&M.fixed_team, memory_order_relaxed);
-    return t ? t : watch_team();
-}
 
 /* ---- SCAF_REPORT: one JSON line at exit, for scaf check ---- */
 
