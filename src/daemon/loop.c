@@ -171,6 +171,14 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
     }
 }
 
+void scaf_loop_signals(sigset_t *mask)
+{
+    sigemptyset(mask);
+    sigaddset(mask, SIGTERM);
+    sigaddset(mask, SIGINT);
+    sigaddset(mask, SIGUSR1);
+}
+
 int scaf_loop_run(struct scafd *d)
 {
     struct epoll_event ev, evs[64];
@@ -181,10 +189,7 @@ int scaf_loop_run(struct scafd *d)
     if (d->epfd < 0)
         goto fail;
     /* The signals are blocked (main) and read as events: no handler runs inside the loop's work. */
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGUSR1);
+    scaf_loop_signals(&mask);
     d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (d->sigfd < 0)
         goto fail;

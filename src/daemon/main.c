@@ -322,10 +322,7 @@ int main(int argc, char **argv)
     raise_nofile();
 
     /* Blocked before anything else exists: they are read through a signalfd in the loop. */
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGUSR1);
+    scaf_loop_signals(&mask);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
