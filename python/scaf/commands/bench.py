@@ -68,31 +68,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=no_kind)
 
 
-def positive_int(text: str) -> int:
+def _parsed(text: str, cast: type[int | float], what: str) -> float:
     try:
-        v = int(text)
+        return cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    v = int(_parsed(text, int, "an integer"))
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {v}")
     return v
 
 
 def nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    v = _parsed(text, float, "a number")
     if not 0 <= v <= 3600:
         raise argparse.ArgumentTypeError(f"must be between 0 and 3600, not {v}")
     return v
 
 
 def positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    v = _parsed(text, float, "a number")
     if not v > 0:
         raise argparse.ArgumentTypeError(f"must be positive, not {v}")
     return v

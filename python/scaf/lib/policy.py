@@ -240,24 +240,24 @@ def _intpart_args(
     return ex, cp
 
 
+def _partition(fn_name: str, ctype: type, exact: Sequence[float], total: int, chunk: int,
+               caps: Sequence[int] | None) -> list:
+    """Calls scaf_intpart_chunked or scaf_intpart_targets, which share their arguments."""
+    ex, cp = _intpart_args(exact, total, chunk, caps)
+    out = (ctype * max(len(exact), 1))()
+    if getattr(_load(), fn_name)(ex, len(exact), total, chunk, cp, out) != 0:
+        raise ValueError("intpart refused the input")
+    return [out[i] for i in range(len(exact))]
+
+
 def intpart(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[int] | None = None) -> list[int]:
     """Chunked integer partition of `total` closest to `exact` (caps: 0 = none)."""
-    lib = _load()
-    ex, cp = _intpart_args(exact, total, chunk, caps)
-    out = (ctypes.c_uint32 * max(len(exact), 1))()
-    if lib.scaf_intpart_chunked(ex, len(exact), total, chunk, cp, out) != 0:
-        raise ValueError("intpart refused the input")
-    return [int(out[i]) for i in range(len(exact))]
+    return [int(v) for v in _partition("scaf_intpart_chunked", ctypes.c_uint32, exact, total, chunk, caps)]
 
 
 def targets(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[int] | None = None) -> list[float]:
     """The real-valued targets intpart rounds (after caps and minimum chunks)."""
-    lib = _load()
-    ex, cp = _intpart_args(exact, total, chunk, caps)
-    out = (ctypes.c_double * max(len(exact), 1))()
-    if lib.scaf_intpart_targets(ex, len(exact), total, chunk, cp, out) != 0:
-        raise ValueError("intpart refused the input")
-    return [float(out[i]) for i in range(len(exact))]
+    return [float(v) for v in _partition("scaf_intpart_targets", ctypes.c_double, exact, total, chunk, caps)]
 
 
 
