@@ -6,9 +6,11 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 
 import psutil
+import pytest
 from conftest import SCAF
 
 MARKER = "SCAF_DEMO_DIR"
@@ -89,8 +91,21 @@ def test_demo_interrupted_leaves_nothing() -> None:
                                                       for q in demo_processes(d)):
             time.sleep(0.05)
         assert demo_processes(d), "the demo started nothing"
+        # Keep both pipes drained from here on: a demo blocked writing to a full pipe could not exit,
+        # and what it wrote is the evidence when it does not.
+        rest: list[str] = []
+        drains = [threading.Thread(target=lambda f=f: rest.append(f.read()), daemon=True) for f in (p.stdout, p.stderr)]
+        for t in drains:
+            t.start()
         p.send_signal(signal.SIGINT)
-        p.wait(timeout=30)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            for t in drains:
+                t.join(5)
+            pytest.fail("scaf demo did not exit within 30 s of SIGINT; it wrote:\n" + "\n".join(rest))
     finally:
         if p.poll() is None:
             p.kill()
