@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +17,12 @@ sys.path.insert(0, str(ROOT / "python"))
 from scaf.lib import daemon, paths
 
 SCAF = paths.build_dir() / "bin" / "scaf"
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup) inherits
+# SIGINT ignored, and exec passes that on to every program the tests start: Ctrl-C tests would
+# then test nothing. Python's own handler is reset to the default at exec, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def short_tmpdir() -> str:
