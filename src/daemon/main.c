@@ -54,7 +54,9 @@ static void help(void)
     for (size_t i = 0; i < scaf_policy_count(); i++)
         printf("                         %-14s %s\n", scaf_policy_at(i)->name, scaf_policy_at(i)->description);
     printf("    --cpus N           allocate as if N hardware contexts were available, instead of\n"
-           "                       the affinity mask limited by the cgroup's cpu.max quota\n"
+           "                       the affinity mask limited by the cgroup's CPU quota (v2 cpu.max,\n"
+           "                       or v1 cpu.cfs_quota_us / cpu.cfs_period_us; the smallest quota\n"
+           "                       of the cgroup and its ancestors)\n"
            "    --rate HZ          referee rate: reallocations per second (default 4)\n"
            "    -t, --scoreboard SECS\n"
            "                       print a PID NAME THREADS NLWP table, plus an `all` row, on\n"
@@ -298,6 +300,7 @@ int main(int argc, char **argv)
     struct scafd d = {0};
     sigset_t mask;
     int rc = EXIT_RUNTIME;
+    char quota[700] = "";
 
     d.sigfd = d.epfd = -1;
     d.listener.fd = d.listener.lockfd = -1;
@@ -313,7 +316,8 @@ int main(int argc, char **argv)
         return EXIT_RUNTIME;
     }
 
-    if (scaf_capacity_detect(&d.cap, d.opt.cpus) < 0) {
+    /* For tests only: read /proc/self/cgroup, mountinfo and the cgroup files under a fake root. */
+    if (scaf_capacity_detect(&d.cap, d.opt.cpus, getenv("SCAFD_TEST_CGROUP_ROOT")) < 0) {
         scaf_say("cannot read this process's CPU affinity: %s", strerror(errno));
         return EXIT_RUNTIME;
     }
@@ -338,9 +342,14 @@ int main(int argc, char **argv)
     d.listener.verbose = d.opt.verbose;
     if (scaf_listener_open(&d.listener) < 0)
         goto out;
+    if (d.cap.quota)
+        snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.cap.cgroup_version, d.cap.quota,
+                 d.cap.quota_file);
+    else if (d.cap.cgroup_version)
+        snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.cap.cgroup_version);
     scaf_say("serving %s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
-             d.policy->name, d.cap.cpus, d.cap.cpu_list_len, d.cap.quota ? ", cgroup quota" : "",
-             d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
+             d.policy->name, d.cap.cpus, d.cap.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk,
+             d.opt.lookout ? "on" : "off");
     rc = scaf_loop_run(&d);
 out:
     scaf_listener_close(&d.listener);

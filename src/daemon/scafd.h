@@ -70,6 +70,7 @@ struct scafd {
     bool welcomes_due;    /* a registered client waits for its WELCOME */
     bool status_due;      /* a status reply waits: the pages are decoded for it */
     bool stop;
+    uint64_t refused; /* connections refused since start (status: operators' alerting) */
 };
 
 /* The daemon-wide half of a status object, as of now. */
@@ -83,6 +84,12 @@ static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *
         .rate_hz = d->opt.rate_hz,
         .chunk = d->chunk,
         .time = scaf_clock_s(CLOCK_REALTIME),
+        .affinity = d->cap.cpu_list_len,
+        .cgroup_version = d->cap.cgroup_version,
+        .quota = d->cap.quota,
+        .quota_file = d->cap.quota_file,
+        .cpus_override = d->opt.cpus > 0,
+        .refused = d->refused,
     };
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -52,11 +53,12 @@ int main(int argc, char **argv)
 CLIENT_FIELDS = {
     "id": int, "pid": int, "name": str, "threads": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "coef": (int, float), "estimate": str,
-    "long_region": bool, "experiments": int,
+    "long_region": bool, "experiments": int, "uid": int,
 }
 TOP_FIELDS = {
     "version": int, "daemon_pid": int, "policy": str, "cpus": int, "available": int, "foreign": (int, float),
-    "rate_hz": (int, float), "chunk": int, "clients": list,
+    "rate_hz": (int, float), "chunk": int, "clients": list, "refused": int, "affinity": int, "limit": str,
+    "cgroup": dict,
 }
 
 
@@ -182,14 +184,18 @@ def test_status_of_a_real_client(scafd: Daemon, omp_client: Path) -> None:
         assert client["estimate"] in ("none", "assumed", "measured", "counters")
         assert client["name"] == omp_client.name
         assert 1 <= client["threads"] <= st["cpus"]
+        assert client["uid"] == os.getuid()
+        assert st["limit"] == "--cpus"
 
         human = scaf("status", "--socket", scafd.socket)
         assert human.returncode == 0, human.stderr
         assert "policy equipartition" in human.stdout and "cpus 4" in human.stdout
-        for col in ("PID", "NAME", "THREADS", "MALLEABLE", "CPUSET", "NLWP", "EFFICIENCY", "ESTIMATE"):
+        for col in ("PID", "NAME", "USER", "THREADS", "MALLEABLE", "CPUSET", "NLWP", "EFFICIENCY", "ESTIMATE"):
             assert col in human.stdout
+        assert "cpus 4 set by scafd --cpus" in human.stdout
         row = next(ln for ln in human.stdout.splitlines() if ln.split()[:2] == [str(pid), omp_client.name])
-        assert row.split()[2] == str(client["threads"])
+        assert row.split()[2] == pwd.getpwuid(os.getuid()).pw_name
+        assert row.split()[3] == str(client["threads"])
     finally:
         Path(stop).touch()
         out, err = run.communicate(timeout=30)

@@ -19,7 +19,7 @@ def test_quick_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "doc"
     res = run("--quick", "--out", str(out))
     assert res.returncode == 0, res.stdout + res.stderr
-    for what in ("CPU model:", "sockets x cores:", "cpu quota:", "hardware counters:", "scafd:",
+    for what in ("CPU model:", "sockets x cores:", "cpu quota:", "scafd hands out:", "hardware counters:", "scafd:",
                  "layer:", "workloads:", "daemon:", "advice:", "equi / unmod"):
         assert what in res.stdout, what
     data = json.loads((out / "results.json").read_text())

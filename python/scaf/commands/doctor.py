@@ -39,6 +39,24 @@ examples:
 """
 
 
+def scafd_capacity() -> str | None:
+    """What scafd itself finds (cgroup version, the quota of the cgroup and its ancestors, the bound that
+    applies), from a private daemon started for a moment; None when it cannot start."""
+    from scaf.commands.status import capacity_line
+    from scaf.lib import daemon, paths
+
+    if not paths.scafd().exists():
+        return None
+    d = daemon.PrivateDaemon(["--no-lookout"], timeout=5.0)
+    try:
+        st = d.start()
+    except (OSError, RuntimeError, daemon.DaemonExited, daemon.DaemonTimeout):
+        return None
+    finally:
+        d.cleanup()
+    return capacity_line(st)
+
+
 def environment_report(console) -> tuple[dict, list[str]]:
     """Prints machine, limits, counters, build and daemon state; returns the description and warnings."""
     from scaf.lib import autostart, paths
@@ -60,8 +78,12 @@ def environment_report(console) -> tuple[dict, list[str]]:
     console.rule("limits and counters")
     quota = cg.get("cpu_quota_cpus")
     console.print(f"cgroup:              v{cg.get('version') or '?'} {cg.get('path') or ''}", highlight=False)
+    files = "cpu.cfs_quota_us cpu.cfs_period_us" if cg.get("version") == 1 else "cpu.max"
     console.print(f"cpu quota:           {'none' if quota is None else f'{quota:g} CPUs'}"
-                  f" (cpu.max {cg.get('cpu_max', '?')})", highlight=False)
+                  f" ({files}: {cg.get('cpu_max', '?')})", highlight=False)
+    view = scafd_capacity()
+    if view:
+        console.print(f"scafd hands out:     {view}", highlight=False)
     console.print(f"cpuset:              {cg.get('cpuset') or '-'}", highlight=False)
     hc = m["hardware_counters"]
     console.print(f"hardware counters:   {'yes' if hc['available'] else 'no'} ({hc['detail']}; "

@@ -15,6 +15,8 @@ then one row per client program:
 
   PID         the client's process id (checked by the daemon with SO_PEERCRED)
   NAME        its command name
+  USER        whose program it is (the kernel's word, SO_PEERCRED): on a
+              shared daemon, each user's programs
   THREADS     the team size it runs now (its allocation; for a non-malleable
               client, its fixed team)
   SHARE       the hardware contexts the policy gave it (for a non-malleable
@@ -96,6 +98,35 @@ def verdict_of(c: dict) -> tuple[str, str]:
     return word, src if isinstance(src, str) and src else "-"
 
 
+def capacity_line(st: dict) -> str | None:
+    """Which bound sets `cpus`: the affinity mask, the cgroup CPU quota (and which cgroup version), or --cpus."""
+    if "limit" not in st:
+        return None  # an older daemon
+    cg = st.get("cgroup") or {}
+    version = cg.get("version")
+    quota = cg.get("quota")
+    where = f"cgroup v{version}" if version else "no cgroup cpu controller"
+    if quota:
+        where += f" quota {quota} (from {cg.get('quota_file')})"
+    elif version:
+        where += ", no CPU quota"
+    bound = {"affinity": "the affinity mask", "cgroup quota": "the cgroup quota", "--cpus": "scafd --cpus"}.get(
+        str(st.get("limit")), str(st.get("limit")))
+    return f"cpus {st.get('cpus', '?')} set by {bound}; affinity {st.get('affinity', '?')} CPUs; {where}"
+
+
+def user_name(uid: object) -> str:
+    """uid -> login name, or the number when the account is unknown here (another container's user)."""
+    if not isinstance(uid, int) or isinstance(uid, bool):
+        return "-"
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def render(st: dict, sock: str, verbose: bool = False) -> None:
     from rich import box
     from rich.console import Console
@@ -112,12 +143,17 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
         summary += f"   [bold]foreign[/] {st['foreign']:.1f}"
     summary += f"   [dim]daemon pid {st.get('daemon_pid', '?')} on {sock}[/]"
     console.print(summary, highlight=False)
+    cap = capacity_line(st)
+    if cap:
+        from rich.markup import escape
+
+        console.print(escape(cap), highlight=False, soft_wrap=True)
     clients = st.get("clients") or []
     if not clients:
         console.print("no clients")
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
+    for col in ("PID", "NAME", "USER", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
                 "ESTIMATE"):
         right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
@@ -129,6 +165,7 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
         table.add_row(
             str(c.get("pid", "?")),
             str(c.get("name", "?")),
+            user_name(c.get("uid")),
             str(c.get("threads", "?")),
             str(share),
             *verdict_of(c),
@@ -138,7 +175,7 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             str(c.get("estimate", "-")),
         )
     table.add_section()
-    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "")
+    table.add_row("all", f"{len(clients)} clients", "", "", str(total), "", "", "", "", "", "")
     console.print(table)
     if verbose:
         from rich.markup import escape

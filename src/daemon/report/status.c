@@ -11,7 +11,7 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     const struct scaf_page_report *r = &c->report;
     bool first = true;
 
-    scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"name\":", c->id, (int)c->pid);
+    scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"name\":", c->id, (int)c->pid, (unsigned)c->uid);
     scaf_buf_json_string(b, c->name);
     /* threads: the team the page tells the client; share: the contexts the policy gave it (the
      * size of its CPU set). They differ only for a fixed team steered by affinity. */
@@ -38,14 +38,41 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     scaf_buf_printf(b, "}");
 }
 
+/* Where `cpus` comes from: which bound applies, and the cgroup quota if any. Printed before "clients",
+ * which stays last. */
+static void cgroup_json(struct scaf_buf *b, const struct scaf_status_daemon *d)
+{
+    const char *limit = "affinity";
+
+    if (d->cpus_override)
+        limit = "--cpus";
+    else if (d->quota > 0 && d->quota < d->affinity)
+        limit = "cgroup quota";
+    scaf_buf_printf(b, "\"refused\":%llu,\"affinity\":%u,\"limit\":\"%s\",\"cgroup\":{\"version\":",
+                    (unsigned long long)d->refused, d->affinity, limit);
+    if (d->cgroup_version)
+        scaf_buf_printf(b, "%d", d->cgroup_version);
+    else
+        scaf_buf_printf(b, "null");
+    scaf_buf_printf(b, ",\"quota\":");
+    if (d->quota) {
+        scaf_buf_printf(b, "%u,\"quota_file\":", d->quota);
+        scaf_buf_json_string(b, d->quota_file ? d->quota_file : "");
+    } else {
+        scaf_buf_printf(b, "null,\"quota_file\":null");
+    }
+    scaf_buf_printf(b, "},");
+}
+
 int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_client *const *clients, uint32_t nclients,
                       struct scaf_buf *b)
 {
     scaf_buf_printf(b, "{\"version\":%u,\"daemon_pid\":%d,\"policy\":", SCAF_PROTO_VERSION, (int)getpid());
     scaf_buf_json_string(b, daemon->policy);
-    scaf_buf_printf(b, ",\"cpus\":%u,\"available\":%u,\"foreign\":%.3f,\"rate_hz\":%g,\"chunk\":%u,\"time\":%.6f,"
-                       "\"clients\":[",
+    scaf_buf_printf(b, ",\"cpus\":%u,\"available\":%u,\"foreign\":%.3f,\"rate_hz\":%g,\"chunk\":%u,\"time\":%.6f,",
                     daemon->cpus, daemon->available, daemon->foreign, daemon->rate_hz, daemon->chunk, daemon->time);
+    cgroup_json(b, daemon);
+    scaf_buf_printf(b, "\"clients\":[");
     for (uint32_t i = 0; i < nclients; i++) {
         if (i)
             scaf_buf_printf(b, ",");

@@ -4,6 +4,7 @@
 
 #include "jsonbuf.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct scaf_client;
@@ -17,6 +18,12 @@ struct scaf_status_daemon {
     double rate_hz;
     uint32_t chunk;
     double time; /* wall clock, seconds */
+    uint32_t affinity;      /* CPUs in the daemon's affinity mask */
+    int cgroup_version;     /* 1, 2, or 0: no cgroup cpu controller found */
+    uint32_t quota;         /* the cgroup CPU quota in contexts; 0 = none */
+    const char *quota_file; /* where it was read */
+    bool cpus_override;     /* --cpus set cpus */
+    uint64_t refused;       /* connections refused since start */
 };
 
 /* Appends the status object for these clients (in this order, each with its last report and allocation).

@@ -183,6 +183,7 @@ static void refuse(struct scafd *d, struct scafd_conn *c, const struct scaf_wire
 
     who(c, w, sizeof w);
     scaf_say("refused %s: %s", w, why->text);
+    d->refused++;
     scaf_wire_send_refuse(c->fd, why);
     drop(d, c, NULL);
 }
@@ -287,6 +288,7 @@ static void hello(struct scafd *d, struct scafd_conn *c)
     }
     memset(cl, 0, sizeof *cl);
     cl->pid = cred.pid;
+    cl->uid = cred.uid;
     memfd = scaf_page_create(d->cap.cpus, &cl->page);
     if (memfd < 0) {
         snprintf(text, sizeof text, "cannot create the shared page: %s", strerror(errno));
