@@ -16,6 +16,7 @@ from scaf.lib.bench import (
     runner,
     solo,
     store,
+    userprog,
 )
 from scaf.lib.bench import report as bench_report
 from scaf.lib.bench.common import SIZES, Unit
@@ -28,6 +29,12 @@ examples:
   scaf bench pairs --workloads ep,crit --configs unmodified,equipartition --size S --out /tmp/b
   scaf bench pairs --out /tmp/b ...                  the same --out again resumes an interrupted run
   scaf bench pairs --taskset 0-7 --daemon-arg=--no-lookout
+  scaf bench pairs --program gm="gm convert -size 512x4096 gradient: -blur 0x20 out.ppm" \
+                   --program im="convert -size 256x4096 gradient: -blur 0x6 out.ppm" \
+                   --output gm=out.ppm --output im=out.ppm --configs unmodified,speedup
+                                                     your own programs (here GraphicsMagick and
+                                                     ImageMagick, both OpenMP): timed by wall clock,
+                                                     judged by exit status, stdout and out.ppm
   scaf bench report /tmp/b                           tables, CSV and PNGs again from results.json
   scaf bench overhead --rounds 20                    plain libgomp vs layer+daemon, alternating
 
@@ -163,14 +170,47 @@ def register_solo(sub: argparse._SubParsersAction, epilog: str) -> None:
     p.set_defaults(func=cmd_solo)
 
 
+def user_programs(args: argparse.Namespace) -> dict[str, userprog.UserProgram]:
+    """--program/--output/--ignore -> the user's programs (BenchError when malformed)."""
+    if not args.program:
+        if args.output or args.ignore:
+            raise BenchError("--output and --ignore apply to --program commands; none is given")
+        return {}
+    return userprog.parse(args.program, args.output or [], args.ignore, common.available_workloads())
+
+
+def bench_workloads(args: argparse.Namespace, programs: dict) -> list[str]:
+    """The built workloads asked for (all by default, none when --program is given) and the programs."""
+    if programs and not args.workloads:
+        return list(programs)
+    return [*common.resolve_workloads(args.workloads), *programs]
+
+
+def add_programs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--program", action="append", metavar="NAME='CMD ARGS'",
+                   help="your own program instead of the built workloads (repeatable): it runs alone "
+                        "on one thread, then in pairs under each configuration; its time is the wall "
+                        "time; it is correct when it exits 0 and prints (and writes) the same as on "
+                        "one thread. Each run starts in a fresh empty folder: name inputs by absolute "
+                        "path. With --workloads too, both are paired")
+    p.add_argument("--output", action="append", metavar="NAME=FILE",
+                   help="a file program NAME writes (relative to its folder), compared across runs "
+                        "(repeatable)")
+    p.add_argument("--ignore", metavar="REGEX",
+                   help="stdout lines matching REGEX (Python re.search) are left out of the "
+                        "comparison, e.g. --ignore 'time|elapsed' for timing lines")
+
+
 def cmd_pairs(args: argparse.Namespace) -> int:
     try:
         wanted = configs.parse_configs(args.configs)
-        workloads = common.resolve_workloads(args.workloads)
+        programs = user_programs(args)
+        workloads = bench_workloads(args, programs)
         cpus = common.bench_cpus(args.cpus, args.taskset)
         common.check_built(any(configs.CONFIGS[c].policy for c in wanted))
         out = args.out or common.default_out("bench")
-        params = {"size": args.size, "stagger_s": args.stagger, "cpus": machine.format_cpulist(cpus)}
+        params = {"size": args.size, "stagger_s": args.stagger, "cpus": machine.format_cpulist(cpus),
+                  "programs": {n: p.text for n, p in programs.items()} or None}
         results = store.Results(out, params, machine.describe(), args.retry_failed)
     except (BenchError, store.ResultsError, ValueError) as e:
         print(f"scaf bench pairs: {e}", file=sys.stderr)
@@ -181,14 +221,14 @@ def cmd_pairs(args: argparse.Namespace) -> int:
     # Serial times first: speedup = serial time / time in the pair.
     for r in range(args.repeat):
         for w in workloads:
-            units.append(common.solo_unit(w, 1, r, args.size, cpus, tag, args.timeout))
+            units.append(common.solo_unit(w, 1, r, args.size, cpus, tag, args.timeout, programs))
     daemon_args = list(args.daemon_arg or [])
     for r in range(args.repeat):
         for a, b in pairs.pairs_of(workloads):
             # Configurations of one pair back to back: slow drift of the machine hits them alike.
             for c in wanted:
                 units.append(pairs.pair_unit(a, b, c, r, args.size, args.stagger, cpus, restricted,
-                                       results.dir, tag, args.timeout, daemon_args))
+                                       results.dir, tag, args.timeout, daemon_args, programs))
     print(f"scaf bench pairs: {len(pairs.pairs_of(workloads))} pairs x {len(wanted)} configurations x "
           f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size}, "
           f"stagger {args.stagger:g} s -> {results.dir}", file=sys.stderr)
@@ -210,7 +250,8 @@ def register_pairs(sub: argparse._SubParsersAction, epilog: str) -> None:
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_common(p, "workloads to pair (default: every built workload)")
+    add_common(p, "workloads to pair (default: every built workload; none with --program)")
+    add_programs(p)
     p.add_argument("--configs", default=",".join(configs.DEFAULT_CONFIGS), metavar="C,C,...",
                    help=f"configurations (default: {','.join(configs.DEFAULT_CONFIGS)}; also "
                         f"{','.join(c for c in configs.CONFIGS if c not in configs.DEFAULT_CONFIGS)}: "

@@ -15,14 +15,17 @@ from scaf.lib.advice import (
     advise,
     choose_pairs,
     fmt_factor,
+    how_to_apply,
+    spread,
 )
 
 EPILOG = f"""\
 what it does:
   1. reports the topology (from /sys), the cgroup CPU limits, whether hardware
      performance counters exist, what is built, and whether a daemon answers;
-  2. runs a few pairs of workloads (size W; --quick: one pair at size S) under
-     unmodified, equipartition and speedup, each with a private daemon;
+  2. runs a few pairs of workloads (size W; --quick: one pair at size S), or of
+     your --program commands, under unmodified, equipartition and speedup, each
+     with a private daemon;
   3. recommends a policy from the geometric mean, over the pairs, of
      F(policy) = Σspeedup(policy) / Σspeedup(unmodified):
        max(F) < {HELPS}                      -> "scaf does not help here"
@@ -32,10 +35,18 @@ what it does:
 
 exit status: 0 advice given, 1 a calibration run failed (listed), 2 usage error
 
+results: the raw runs go to --out, by default $XDG_STATE_HOME/scaf/doctor-YYYYmmdd-HHMMSS
+(~/.local/state/scaf/... when XDG_STATE_HOME is unset); `scaf bench report DIR` redraws them.
+
 examples:
   scaf doctor                   about 2-3 minutes on a 2-core machine
   scaf doctor --quick           a 15-second smoke check (size S: timings are noisy)
-  scaf doctor --out /tmp/doc    keep the raw runs; `scaf bench report /tmp/doc` redraws them
+  scaf doctor --repeat 3        each pair 3 times: medians, and a steadier advice
+  scaf doctor --out /tmp/doc    keep the raw runs there; `scaf bench report /tmp/doc` redraws them
+  scaf doctor --program gm="gm convert -size 512x4096 gradient: -blur 0x20 out.ppm" \\
+              --program im="convert -size 256x4096 gradient: -blur 0x6 out.ppm" --output gm=out.ppm
+                                advice from your own programs (here GraphicsMagick and
+                                ImageMagick) instead of the built workloads
 """
 
 
@@ -120,13 +131,15 @@ def environment_report(console) -> tuple[dict, list[str]]:
 
 
 def calibrate(console, out: Path, pairs: list[tuple[str, str]], size: str, stagger: float,
-              budget: float, started: float) -> tuple[dict | None, int]:
+              budget: float, started: float, repeat: int = 1,
+              programs: dict | None = None) -> tuple[dict | None, int]:
     """Runs serial times and the pairs under CONFIGS within the budget; returns (analysis, failures)."""
     from scaf.lib.bench import common, machine, report, store
     from scaf.lib.bench import pairs as bench_pairs
 
     cpus = sorted(os.sched_getaffinity(0))
-    params = {"size": size, "stagger_s": stagger, "cpus": machine.format_cpulist(cpus)}
+    params = {"size": size, "stagger_s": stagger, "cpus": machine.format_cpulist(cpus),
+              "programs": {n: p.text for n, p in (programs or {}).items()} or None}
     results = store.Results(out, params, machine.describe())
     tag = common.new_tag()
     done_pairs: list[tuple[str, str]] = []
@@ -137,18 +150,22 @@ def calibrate(console, out: Path, pairs: list[tuple[str, str]], size: str, stagg
         ta = serial[a].time if a in serial and serial[a].time else None
         tb = serial[b].time if b in serial and serial[b].time else None
         # Serial runs still to do, then two programs on min(2, N) CPUs: about their summed
-        # serial time spread over those, per configuration.
-        est = sum(guess for t in (ta, tb) if t is None)
-        est += len(CONFIGS) * (1.3 * ((ta or guess) + (tb or guess)) / min(2, len(cpus)) + stagger + 0.5)
+        # serial time spread over those, per configuration and repetition.
+        est = repeat * sum(guess for t in (ta, tb) if t is None)
+        est += repeat * len(CONFIGS) * (1.3 * ((ta or guess) + (tb or guess)) / min(2, len(cpus)) + stagger + 0.5)
         left = budget - (time.monotonic() - started)
         if i > 0 and est > left:
-            console.print(f"skipping {a}+{b} and later pairs: about {est:.0f} s needed, "
-                          f"{max(left, 0):.0f} s of the {budget:g} s budget left", highlight=False)
+            console.print(f"stopped after {i} pair(s): the next one needs about {est:.0f} s, "
+                          f"{max(left, 0):.0f} s of the {budget:g} s budget are left (--budget)", highlight=False)
             break
-        units = [common.solo_unit(w, 1, 0, size, cpus, tag, 600) for w in dict.fromkeys((a, b))]
-        units += [bench_pairs.pair_unit(a, b, c, 0, size, stagger, cpus, False, results.dir, tag, 600, [])
-                  for c in CONFIGS]
-        common.execute(results, units)
+        console.print(f"pair {i + 1}: {a}+{b}", highlight=False)
+        units = [common.solo_unit(w, 1, r, size, cpus, tag, 600, programs)
+                 for r in range(repeat) for w in dict.fromkeys((a, b))]
+        units += [bench_pairs.pair_unit(a, b, c, r, size, stagger, cpus, False, results.dir, tag, 600, [],
+                                        programs)
+                  for r in range(repeat) for c in CONFIGS]
+        # A program's serial runs serve every pair it is in: what is done is not announced as resumed.
+        common.execute(results, [u for u in units if not results.done(u.key)])
         done_pairs.append((a, b))
     runs = results.runs()
     serial = report.serial_times(runs)
@@ -161,6 +178,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from scaf.commands.bench import user_programs
     from scaf.lib.bench import common, report
     from scaf.lib.bench.runner import BenchError
     from scaf.lib.bench.store import ResultsError
@@ -172,12 +190,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.budget <= 0:
         print("scaf doctor: --budget must be positive", file=sys.stderr)
         return 2
+    if args.repeat < 1:
+        print("scaf doctor: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        programs = user_programs(args)
+    except BenchError as e:
+        print(f"scaf doctor: {e}", file=sys.stderr)
+        return 2
     _, _warnings = environment_report(console)
     cpus = len(os.sched_getaffinity(0))
     size = args.size or ("S" if args.quick else "W")
     # Size S programs end within a second: any stagger would keep them from overlapping.
     stagger = args.stagger if args.stagger is not None else (0.0 if size == "S" else 0.5)
-    pairs = choose_pairs(common.available_workloads(), args.quick)
+    pairs = choose_pairs(common.available_workloads(), args.quick, list(programs))
     console.rule("calibration")
     if cpus < 2:
         adv = advise({}, cpus)
@@ -191,11 +217,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except BenchError as e:
         console.print(f"[red]{e}[/]")
         return 1
-    out = args.out or common.default_out("doctor")
-    console.print(f"{len(pairs)} pair(s) at size {size} under {', '.join(CONFIGS)}, budget {args.budget:g} s; "
-                  f"raw runs in {out}", highlight=False)
+    out = args.out or common.results_home() / common.stamped("doctor")
+    what = "your programs" if programs else f"workloads at size {size}"
+    console.print(f"pairs of {what} under {', '.join(CONFIGS)}, {args.repeat} run(s) each, as many "
+                  f"pairs as fit in the {args.budget:g} s budget; raw runs in {out}", highlight=False)
     try:
-        analysis, nfail = calibrate(console, out, pairs, size, stagger, args.budget, started)
+        analysis, nfail = calibrate(console, out, pairs, size, stagger, args.budget, started, args.repeat,
+                                    programs)
     except KeyboardInterrupt:
         console.print(f"\ninterrupted; the runs so far are in {out}")
         return 130
@@ -204,8 +232,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return 1
     assert analysis is not None
     entries = analysis["entries"]
-    table = Table(title="Σspeedup per pair (serial time / time in the pair, summed)")
+    table = Table(title="Σspeedup per pair (serial time / time in the pair, summed; median of the runs)")
     table.add_column("pair")
+    table.add_column("runs", justify="right")
     for c in CONFIGS:
         table.add_column(c, justify="right")
     table.add_column("equi / unmod", justify="right")
@@ -214,23 +243,33 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         row = entries.get(pair, {})
         totals = [row[c].total if c in row else None for c in CONFIGS]
         ratios = [t / totals[0] if t and totals[0] else None for t in totals[1:]]
-        table.add_row(f"{pair[0]}+{pair[1]}", *[fmt_factor(t) if t else "FAILED" for t in totals],
+        runs = min((row[c].ok_runs for c in CONFIGS if c in row), default=0)
+        table.add_row(f"{pair[0]}+{pair[1]}", str(runs), *[fmt_factor(t) if t else "FAILED" for t in totals],
                       *[fmt_factor(r) for r in ratios])
     console.print(table)
-    factors = {c: report.geomean(list(report.improvement(entries, c, "unmodified").values()))
-               for c in ("equipartition", "speedup")}
+    per_pair = {c: list(report.improvement(entries, c, "unmodified").values()) for c in ("equipartition", "speedup")}
+    factors = {c: report.geomean(v) for c, v in per_pair.items()}
     adv = advise(factors, cpus)
-    console.print(f"mean improvement over unmodified (geometric): equipartition {fmt_factor(factors['equipartition'])}X, "
-                  f"speedup {fmt_factor(factors['speedup'])}X; thresholds: helps >= {HELPS}X, "
-                  f"equipartition preferred when > {PREFER_EQUI} x speedup", highlight=False)
-    if size == "S":
+    console.print(f"mean improvement over unmodified (geometric, {args.repeat} run(s) per pair and configuration): "
+                  f"equipartition {fmt_factor(factors['equipartition'])}X ({spread(per_pair['equipartition'])}), "
+                  f"speedup {fmt_factor(factors['speedup'])}X ({spread(per_pair['speedup'])}); thresholds: "
+                  f"helps >= {HELPS}X, equipartition preferred when > {PREFER_EQUI} x speedup", highlight=False)
+    if size == "S" and not programs:
         console.print("[yellow]size S programs run well under a second: treat these numbers as a "
                       "smoke check; run `scaf doctor` without --quick for advice[/]")
     if nfail:
         console.print(f"[red]{nfail} calibration run(s) failed; `scaf bench report {out}` lists them[/]")
     console.print(f"[bold]advice:[/] {adv.text}")
-    console.print(f"took {time.monotonic() - started:.0f} s", highlight=False)
+    console.print(f"[bold]to apply it:[/] {how_to_apply(adv.verdict)}", highlight=False)
+    console.print(f"took {time.monotonic() - started:.0f} s; raw runs in {out} (`scaf bench report {out}` "
+                  "redraws them)", highlight=False)
     return 1 if nfail else 0
+
+
+def add_programs(p: argparse.ArgumentParser) -> None:
+    from scaf.commands.bench import add_programs as bench_add_programs
+
+    bench_add_programs(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -249,6 +288,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop adding pairs past S seconds in all (default 150)")
     p.add_argument("--stagger", type=float, metavar="S",
                    help="seconds between the two programs' starts (default 0.5; 0 at size S)")
+    p.add_argument("--repeat", type=int, default=1, metavar="R",
+                   help="runs of each pair under each configuration (default 1); the table shows "
+                        "medians, the advice the spread over pairs")
     p.add_argument("--out", type=Path, metavar="DIR",
-                   help="where the raw runs go (default results/doctor-YYYYmmdd-HHMMSS)")
+                   help="where the raw runs go (default $XDG_STATE_HOME/scaf/doctor-YYYYmmdd-HHMMSS, "
+                        "that is ~/.local/state/scaf/... when XDG_STATE_HOME is unset)")
+    add_programs(p)
     p.set_defaults(func=cmd_doctor)

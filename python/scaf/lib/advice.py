@@ -41,12 +41,37 @@ def advise(factors: dict[str, float | None], cpus: int) -> Advice:
                              f"against {fmt_factor(fe)}X for equipartition", factors)
 
 
+def how_to_apply(verdict: str) -> str:
+    """The command that puts the advice to use."""
+    if verdict == "equipartition":
+        return ("start your daemon with it before running programs: `scaf daemon --policy equipartition` "
+                "(or add --policy equipartition to a system-wide scafd's command line); `scaf run -- PROGRAM` "
+                "then uses it")
+    if verdict == "speedup":
+        return "nothing to change: speedup is scafd's default policy; run programs with `scaf run -- PROGRAM`"
+    return "run your programs as they are, without `scaf run`"
+
+
+def spread(values: list[float]) -> str:
+    """'n pairs, range lo-hi': how far the pairs behind a mean are apart."""
+    if not values:
+        return "no pairs"
+    lo, hi = min(values), max(values)
+    return f"{len(values)} pair{'s' if len(values) != 1 else ''}, range {lo:.3f}-{hi:.3f}X"
+
+
 def fmt_factor(x: float | None) -> str:
     """A factor with 3 decimals, "-" when unknown."""
     return "-" if x is None else f"{x:.3f}"
 
 
-def choose_pairs(available: list[str], quick: bool) -> list[tuple[str, str]]:
+def choose_pairs(available: list[str], quick: bool, programs: list[str] | None = None) -> list[tuple[str, str]]:
+    """The calibration pairs: the user's programs (each with each other first, then each with itself),
+    else the chosen pairs of workloads that are built."""
+    if programs:
+        mixed = [(a, b) for i, a in enumerate(programs) for b in programs[i + 1:]]
+        pairs = mixed + [(a, a) for a in programs]
+        return pairs[:1] if quick else pairs
     have = set(available)
     pairs = [p for p in PAIRS if set(p) <= have]
     if not pairs and available:

@@ -9,10 +9,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaf.lib import paths
 from scaf.lib.bench import machine, runner, store
 from scaf.lib.bench.runner import BenchError
+
+if TYPE_CHECKING:
+    from scaf.lib.bench.userprog import UserProgram
 
 SIZES = ("S", "W", "A")
 
@@ -60,6 +64,17 @@ def resolve_workloads(text: str | None) -> list[str]:
 
 def default_out(prefix: str = "bench") -> Path:
     return Path("results") / f"{prefix}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def results_home() -> Path:
+    """Where `scaf doctor` keeps its runs when not told: $XDG_STATE_HOME/scaf (~/.local/state/scaf),
+    not the current folder, which may be anywhere (or not writable)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "scaf"
+
+
+def stamped(prefix: str) -> str:
+    return f"{prefix}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
 @dataclass
@@ -126,7 +141,8 @@ def describe_programs(run: dict) -> str:
         if p.get("error"):
             parts.append(f"{p['workload']} FAILED ({p['error']})")
         else:
-            parts.append(f"{p['workload']} {p['time_s']:.3f}s/{p['threads']}t")
+            threads = f"/{p['threads']}t" if p.get("threads") else ""
+            parts.append(f"{p['workload']} {p['time_s']:.3f}s{threads}")
     if run.get("error"):
         parts.append(f"FAILED: {run['error']}")
     return ", ".join(parts)
@@ -136,15 +152,22 @@ def workload_argv(name: str, size: str) -> list[str]:
     return [str(paths.workload(name)), "--size", size]
 
 
+def bench_program(name: str, size: str, env: dict[str, str], cpus: list[int] | None,
+                  settings: dict[str, str], programs: dict[str, UserProgram] | None) -> runner.Program:
+    """One of our workloads at `size`, or the user's program of that name (--program)."""
+    cmd = (programs or {}).get(name)
+    argv = list(cmd.argv) if cmd is not None else workload_argv(name, size)
+    return runner.Program(name, argv, env, cpus, settings, cmd)
+
+
 def solo_unit(name: str, threads: int, repeat: int, size: str, cpus: list[int], tag: str,
-              timeout: float) -> Unit:
+              timeout: float, programs: dict[str, UserProgram] | None = None) -> Unit:
     """One program alone with OMP_NUM_THREADS=threads on the bench's CPUs."""
 
     def run() -> dict:
         env = runner.base_env(tag)
         env["OMP_NUM_THREADS"] = str(threads)
-        prog = runner.Program(name, workload_argv(name, size), env, cpus,
-                              {"OMP_NUM_THREADS": str(threads)})
+        prog = bench_program(name, size, env, cpus, {"OMP_NUM_THREADS": str(threads)}, programs)
         progs = runner.run_together([prog], [0.0], timeout)
         return {"kind": "solo", "workload": name, "threads": threads, "repeat": repeat,
                 "size": size, "programs": progs, "error": None}

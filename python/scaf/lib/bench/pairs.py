@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaf.lib.bench import common, configs, runner
 from scaf.lib.bench.common import Unit
 from scaf.lib.bench.runner import BenchError
 
+if TYPE_CHECKING:
+    from scaf.lib.bench.userprog import UserProgram
+
 
 def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: float,
               cpus: list[int], restricted: bool, out: Path, tag: str, timeout: float,
-              daemon_args: list[str]) -> Unit:
+              daemon_args: list[str], programs: dict[str, UserProgram] | None = None) -> Unit:
     """Runs a, then b `stagger` seconds later, under `config`; a private scafd if it needs one."""
 
     def run() -> dict:
@@ -36,7 +40,7 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
                                                        daemon.socket if daemon else None)
                 env = runner.base_env(tag)
                 env.update(extra)
-                progs.append(runner.Program(name, common.workload_argv(name, size), env, mine, extra))
+                progs.append(common.bench_program(name, size, env, mine, extra, programs))
             record["programs"] = runner.run_together(progs, [0.0, stagger], timeout)
         except BenchError as e:
             record["error"] = str(e)

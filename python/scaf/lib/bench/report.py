@@ -65,6 +65,9 @@ def program_failure(p: dict, serial: dict[str, Serial]) -> str | None:
         return str(p["error"])
     ref = serial.get(p["workload"])
     if ref and ref.checksum and p.get("checksum") and p["checksum"] != ref.checksum:
+        if p.get("command") is not None:
+            return (f"output (stdout less --ignore lines, and --output files) differs from the 1-thread "
+                    f"run's: digest {p['checksum']}, not {ref.checksum}")
         return f"checksum {p['checksum']} differs from the 1-thread run's {ref.checksum}"
     return None
 

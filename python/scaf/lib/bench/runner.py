@@ -14,8 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaf.lib import daemon, paths
+
+if TYPE_CHECKING:
+    from scaf.lib.bench.userprog import UserProgram
 
 # Variables that would change what a configuration means; the bench sets them itself.
 STRIPPED_ENV = (
@@ -177,6 +181,47 @@ class Program:
     env: dict[str, str]
     cpus: list[int] | None = None
     settings: dict[str, str] = field(default_factory=dict)  # what the configuration changed
+    command: UserProgram | None = None  # the user's program (--program), judged by exit status and output
+
+
+def _judge_workload(rec: dict, workload: str, stdout: str) -> None:
+    """One of our workloads: its result line gives time, threads and verification."""
+    fields, checksum = parse_result(stdout)
+    rec["checksum"] = checksum
+    if fields:
+        try:
+            rec["time_s"] = float(fields["time_s"])
+            rec["threads"] = int(fields["threads"])
+        except ValueError:
+            fields = {}
+        rec["verified"] = fields.get("verified")
+        if fields and fields.get("name") != workload and rec["error"] is None:
+            rec["error"] = f"result line names {fields.get('name')!r}, not {workload!r}"
+    if rec["error"] is None:
+        if not fields:
+            rec["error"] = f"no result line (exit status {rec['returncode']})"
+        elif rec["verified"] != "yes":
+            rec["error"] = f"verification failed (verified={rec['verified']})"
+        elif rec["returncode"] != 0:
+            rec["error"] = f"exit status {rec['returncode']}"
+
+
+def _judge_command(rec: dict, prog: UserProgram, stdout: str, cwd: str) -> None:
+    """A user's program has no result line: its time is the wall time, its result the exit status
+    and the digest of its output (compared across runs by the report)."""
+    from scaf.lib.bench import userprog
+
+    rec["time_s"] = rec["wall_s"]
+    rec["command"] = prog.text
+    threads = rec["settings"].get("OMP_NUM_THREADS")
+    rec["threads"] = int(threads) if threads and threads.isdigit() else None
+    if rec["error"] is not None:
+        return
+    if rec["returncode"] != 0:
+        rec["error"] = f"exit status {rec['returncode']}"
+        return
+    rec["checksum"], rec["error"] = userprog.judge(prog, stdout, cwd)
+    rec["verified"] = "yes" if rec["error"] is None else "no"
 
 
 def _tail(data: bytes, n: int = 600) -> str:
@@ -268,24 +313,10 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
             "checksum": None,
             "error": records[i].get("error"),
         }
-        fields, checksum = parse_result(stdout)
-        rec["checksum"] = checksum
-        if fields:
-            try:
-                rec["time_s"] = float(fields["time_s"])
-                rec["threads"] = int(fields["threads"])
-            except ValueError:
-                fields = {}
-            rec["verified"] = fields.get("verified")
-            if fields and fields.get("name") != prog.workload and rec["error"] is None:
-                rec["error"] = f"result line names {fields.get('name')!r}, not {prog.workload!r}"
-        if rec["error"] is None:
-            if not fields:
-                rec["error"] = f"no result line (exit status {rec['returncode']})"
-            elif rec["verified"] != "yes":
-                rec["error"] = f"verification failed (verified={rec['verified']})"
-            elif rec["returncode"] != 0:
-                rec["error"] = f"exit status {rec['returncode']}"
+        if prog.command is not None:
+            _judge_command(rec, prog.command, stdout, cwds[i])
+        else:
+            _judge_workload(rec, prog.workload, stdout)
         if rec["error"] is not None:
             rec["stdout_tail"] = stdout[-600:]
             rec["stderr_tail"] = _tail(stderr)

@@ -64,7 +64,7 @@ class Results:
         self.retry_failed = retry_failed
         if self.path.exists():
             self.data = load(self.dir)
-            for key in ("size", "stagger_s"):
+            for key in ("size", "stagger_s", "programs"):
                 old = self.data.get("params", {}).get(key)
                 new = params.get(key)
                 if old is not None and new is not None and old != new:

@@ -1,0 +1,100 @@
+"""The user's own programs in a bench (--program NAME='CMD ARGS'): parsing, and judging a run by exit status and output."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scaf.lib.bench.runner import BenchError
+
+# Names become file names (logs/NAME+NAME...) and pair labels (NAME+NAME).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class UserProgram:
+    """A command the bench runs in place of a workload. Each run gets a fresh empty working folder;
+    outputs are files it writes there (or absolute paths), compared across runs with its stdout."""
+
+    name: str
+    argv: tuple[str, ...]
+    text: str  # the command as given, for results.json and messages
+    outputs: tuple[str, ...] = ()
+    ignore: re.Pattern[str] | None = field(default=None, compare=False)
+
+
+def parse(specs: list[str], outputs: list[str], ignore: str | None,
+          builtin: list[str] | None = None) -> dict[str, UserProgram]:
+    """--program NAME='CMD ARGS' (each), --output NAME=FILE, --ignore REGEX -> name -> program.
+
+    Raises BenchError with the option at fault. The command's first word is resolved now (a path
+    relative to the current folder, or through PATH), because the program runs in a folder of its own.
+    """
+    try:
+        pattern = re.compile(ignore) if ignore else None
+    except re.error as e:
+        raise BenchError(f"--ignore {ignore!r} is not a regular expression: {e}") from None
+    cmds: dict[str, tuple[tuple[str, ...], str]] = {}
+    for spec in specs:
+        name, sep, cmd = spec.partition("=")
+        name = name.strip()
+        if not sep or not _NAME.fullmatch(name):
+            raise BenchError(f"--program {spec!r}: expected NAME='COMMAND ARGS...' with NAME made of "
+                             "letters, digits, '_', '.', '-'")
+        if name in cmds:
+            raise BenchError(f"--program {name} is given twice")
+        if builtin and name in builtin:
+            raise BenchError(f"--program {name}: a built-in workload has that name; choose another")
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as e:
+            raise BenchError(f"--program {name}: {e}") from None
+        if not argv:
+            raise BenchError(f"--program {name}: no command after '='")
+        argv[0] = _resolve(name, argv[0])
+        cmds[name] = (tuple(argv), cmd.strip())
+    files: dict[str, list[str]] = {n: [] for n in cmds}
+    for spec in outputs:
+        name, sep, path = spec.partition("=")
+        if not sep or not path:
+            raise BenchError(f"--output {spec!r}: expected NAME=FILE")
+        if name not in cmds:
+            raise BenchError(f"--output {spec!r}: no --program named {name!r}")
+        files[name].append(path)
+    return {n: UserProgram(n, argv, text, tuple(files[n]), pattern) for n, (argv, text) in cmds.items()}
+
+
+def _resolve(name: str, word: str) -> str:
+    if "/" in word:
+        path = Path(word).expanduser().absolute()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise BenchError(f"--program {name}: {path} is not an executable file")
+        return str(path)
+    found = shutil.which(word)
+    if not found:
+        raise BenchError(f"--program {name}: {word!r} is not found in PATH")
+    return found
+
+
+def judge(prog: UserProgram, stdout: str, cwd: str) -> tuple[str | None, str | None]:
+    """(digest of what the program produced, error): stdout without the --ignore lines, then each
+    --output file. Runs of one program are compared by this digest (report.program_failure)."""
+    h = hashlib.sha256()
+    for line in stdout.splitlines():
+        if prog.ignore is not None and prog.ignore.search(line):
+            continue
+        h.update(line.encode(errors="replace") + b"\n")
+    for rel in prog.outputs:
+        path = Path(cwd) / rel  # an absolute rel stays itself
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            return None, f"did not write its --output {rel} ({e.strerror or e})"
+        h.update(f"\0{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()[:16], None
