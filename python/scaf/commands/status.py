@@ -38,6 +38,10 @@ then one row per client program:
 --verbose adds, under the table, the reason for each client's verdict: the
 call, function and object that decided it, or the rule's file and line.
 --json prints the daemon's reply as it is (fields: docs/cli.md).
+--prometheus prints it in the Prometheus text format (scaf_* metrics: cpus,
+available, foreign load, policy, clients, refused clients, and per client
+threads, share, efficiency), for node_exporter's textfile collector; when no
+daemon answers it still prints scaf_up 0 (and exits 1).
 """
 
 EPILOG = """\
@@ -50,6 +54,7 @@ examples:
   scaf status -v                                the table, then why each client is (not) malleable
   scaf status --json | jq '.clients[].threads'  the allocations, for scripts
   scaf status --socket /run/scaf/scafd.sock     ask a system-wide daemon
+  scaf status --prometheus > /tmp/scaf.prom     the metrics, for a textfile collector
   watch -n1 scaf status                         follow it live
 """
 
@@ -62,7 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--json", action="store_true", help="print the daemon's JSON status instead of a table")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the daemon's JSON status instead of a table")
+    fmt.add_argument("--prometheus", action="store_true",
+                     help="print the node's state as Prometheus text exposition instead of a table")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="after the table, the reason for each client's verdict")
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: $SCAF_SOCKET, "
@@ -193,11 +201,19 @@ def main(args: argparse.Namespace) -> int:
     sock = args.socket or paths.default_socket()
     problem = autostart.socket_problem(sock)
     if problem:
+        if args.prometheus:
+            from scaf.lib import prometheus
+
+            sys.stdout.write(prometheus.exposition(None, sock))
         print(f"scaf: {problem}", file=sys.stderr)
         return 1
     try:
         st = proto.status(sock)
     except proto.DaemonUnavailable as e:
+        if args.prometheus:
+            from scaf.lib import prometheus
+
+            sys.stdout.write(prometheus.exposition(None, sock))
         reason = getattr(e.__cause__, "strerror", None) or str(e)
         print(f"scaf: no daemon answers on {sock} ({reason}); start one with `scaf daemon` "
               "or run a program with `scaf run`", file=sys.stderr)
@@ -205,7 +221,11 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, UnicodeDecodeError) as e:
         print(f"scaf: the daemon on {sock} sent a status that is not JSON: {e}", file=sys.stderr)
         return 1
-    if args.json:
+    if args.prometheus:
+        from scaf.lib import prometheus
+
+        sys.stdout.write(prometheus.exposition(st, sock))
+    elif args.json:
         json.dump(st, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

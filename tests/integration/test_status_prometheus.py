@@ -1,0 +1,75 @@
+"""`scaf status --prometheus`: a real daemon's state, parsed with prometheus_client's own text parser."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+
+import pytest
+from conftest import SCAF, short_tmpdir
+from prometheus_client.parser import text_string_to_metric_families
+from support import wire
+
+
+def status(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCAF), "status", "--prometheus", *args], check=False, capture_output=True,
+                          text=True, timeout=60)
+
+
+def families(text: str) -> dict:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_metrics_of_a_daemon_with_a_client_and_a_refusal(scafd_factory) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--max-clients", "1")
+    conn, _page, _ = wire.register(d.socket, 4, name=b'odd "name"\\')
+    try:
+        with pytest.raises(wire.Refused):
+            wire.register(d.socket, 4, name=b"second")
+        d.wait_for(lambda s: len(s["clients"]) == 1 and s["refused"] == 1, what="one client, one refusal")
+        res = status("--socket", d.socket)
+        assert res.returncode == 0, res.stderr
+        fams = families(res.stdout)
+    finally:
+        conn.close()
+
+    def value(name: str, **labels: str) -> float:
+        samples = [s for f in fams.values() for s in f.samples
+                   if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+        assert len(samples) == 1, (name, labels, samples)
+        return samples[0].value
+
+    assert value("scaf_up", socket=d.socket) == 1
+    assert value("scaf_info", policy="equipartition", limit="--cpus") == 1
+    assert value("scaf_cpus") == 4
+    assert value("scaf_available_cpus") == 4
+    assert value("scaf_foreign_load_cpus") == 0
+    assert value("scaf_clients") == 1
+    assert fams["scaf_refused_clients"].type == "counter"
+    assert value("scaf_refused_clients_total") == 1
+    me = pwd.getpwuid(os.getuid()).pw_name
+    pid = str(os.getpid())
+    (sample,) = fams["scaf_client_threads"].samples
+    assert sample.labels["pid"] == pid and sample.labels["user"] == me
+    assert 1 <= sample.value <= 4
+    assert value("scaf_client_share_cpus", pid=pid) == sample.value
+    assert fams["scaf_client_regions"].type == "counter"
+    # Efficiency is absent while the daemon does not know it, never a made-up number.
+    assert "scaf_client_efficiency" not in fams or len(fams["scaf_client_efficiency"].samples) == 1
+
+
+def test_no_daemon_is_up_zero() -> None:
+    sock = os.path.join(short_tmpdir(), "none.sock")
+    res = status("--socket", sock)
+    assert res.returncode == 1 and "no daemon answers" in res.stderr
+    fams = families(res.stdout)
+    assert list(fams) == ["scaf_up"]
+    assert fams["scaf_up"].samples[0].value == 0
+
+
+def test_json_and_prometheus_exclude_each_other() -> None:
+    res = subprocess.run([str(SCAF), "status", "--json", "--prometheus"], check=False, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 2 and "not allowed with argument" in res.stderr
+    assert res.stderr.startswith("usage: scaf status")
