@@ -122,11 +122,22 @@ def test_demo_unknown_workload() -> None:
     assert "unknown workload 'nosuch'" in r.stderr and "built:" in r.stderr
 
 
-def test_demo_plot_writes_allocation_and_trace_pictures(tmp_path) -> None:
-    out = tmp_path / "pics"
-    r = subprocess.run([str(SCAF), "demo", "--size", "S", "--workloads", "ep,crit", "--plot", str(out)],
-                       capture_output=True, text=True, timeout=240, check=False)
+@pytest.mark.parametrize("given", [True, False], ids=["folder-given", "default-folder"])
+def test_demo_plot_writes_allocation_and_trace_pictures(tmp_path, given: bool) -> None:
+    """--plot DIR, or --plot alone: a new folder under $XDG_STATE_HOME/scaf, never the current folder."""
+    cwd, state = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    r = subprocess.run([str(SCAF), "demo", "--size", "S", "--workloads", "ep,crit", "--plot",
+                        *([str(tmp_path / "pics")] if given else [])],
+                       capture_output=True, text=True, timeout=240, check=False, cwd=cwd, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert list(cwd.iterdir()) == []
+    if given:
+        out = tmp_path / "pics"
+    else:
+        (out,) = (state / "scaf").iterdir()
+        assert out.name.startswith("demo-")
     for name in ("demo-alloc.png", "demo-trace-unmodified.png", "demo-trace-scaf.png"):
         png = out / name
         assert png.exists(), r.stderr

@@ -96,3 +96,79 @@ def test_help() -> None:
     for args in (("plot", "--help"), ("plot", "trace", "--help"), ("plot", "alloc", "--help")):
         res = scaf(*args)
         assert res.returncode == 0 and "examples:" in res.stdout
+
+
+def _alloc_log(path: Path, rows: list[tuple[float, int, list[tuple[int, int, str, int]]]]) -> Path:
+    import json
+
+    path.write_text("".join(json.dumps({"time": t, "cpus": 4, "available": available, "policy": "equipartition",
+                                        "clients": [{"id": i, "pid": pid, "name": name, "threads": th}
+                                                    for i, pid, name, th in clients]}) + "\n"
+                            for t, available, clients in rows))
+    return path
+
+
+def test_equal_allocations_stay_apart_and_available_is_drawn(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+    from scaf.lib.plot import alloc_figure
+
+    log = _alloc_log(tmp_path / "a.jsonl", [
+        (100.0, 4, [(1, 11, "ep", 2), (2, 12, "cg", 2)]),
+        (101.0, 4, [(1, 11, "ep", 2), (2, 12, "cg", 2)]),
+        (102.0, 3, [(1, 11, "ep", 2), (2, 12, "cg", 1)]),
+    ])
+    fig = alloc_figure(log)
+    try:
+        ax = fig.axes[0]
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        ep, cg = lines["ep (11)"], lines["cg (12)"]
+        # Equal allocations: neither line hides the other (different y and different dashes) ...
+        ep_y, cg_y = list(ep.get_ydata()), list(cg.get_ydata())
+        assert ep_y[0] != cg_y[0]
+        assert ep.get_linestyle() != cg.get_linestyle()
+        # ... and each stays within a tenth of a thread of its allocation.
+        assert all(abs(y - 2) < 0.1 for y in ep.get_ydata())
+        assert abs(cg_y[-1] - 1) < 0.1
+        # "available" is drawn, also where it equals cpus.
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "available" in labels and "cpus" in labels
+        assert any(c.get_label() == "available" for c in ax.collections)
+        assert "offset" in ax.get_ylabel()
+    finally:
+        plt.close(fig)
+
+
+def test_trace_strip_heights_are_labelled(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+    from scaf.lib.plot import trace_figure
+
+    fig = trace_figure(FIXTURES / "small.trace")
+    try:
+        ax = fig.axes[0]
+        assert "100%" in ax.get_ylabel()
+        right = ax.child_axes
+        ticks = [t.get_text() for a in right for t in a.get_yticklabels()]
+        assert ticks.count("0%") >= 1 and ticks.count("0%") == ticks.count("100%")
+    finally:
+        plt.close(fig)
+
+
+def test_trace_of_a_wrapper_is_named_after_the_program(tmp_path: Path) -> None:
+    """`scaf trace -- scaf run -- PROGRAM`: the tree's root is the scaf (python) wrapper, its name PROGRAM."""
+    import matplotlib.pyplot as plt
+    from scaf.lib import paths
+    from scaf.lib.plot import read_trace, trace_figure
+
+    trace = tmp_path / "w.trace"
+    ep = paths.workload("ep")
+    res = scaf("trace", "--period", "0.1", "-o", str(trace), "--", str(SCAF), "run", "--no-start", "--",
+               str(ep), "--size", "S")
+    assert res.returncode == 0, res.stderr
+    data = read_trace(trace)
+    assert list(data.names.values()) == ["ep"], data.names
+    fig = trace_figure(trace)
+    try:
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert labels and all(lb.startswith("ep (") for lb in labels), labels
+    finally:
+        plt.close(fig)

@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaf.lib import paths, proto
@@ -52,7 +53,9 @@ examples:
   scaf demo --size S                         a quick check (well under a minute)
   scaf demo --workloads spin,spin            two copies of the spin-lock pipeline
   scaf demo --keep                           keep outputs and the daemon's allocation log
-  scaf demo --plot out/                      also draw allocations and per-CPU traces
+  scaf demo --plot                           also draw allocations and per-CPU traces
+                                             (into $XDG_STATE_HOME/scaf/demo-YYYYmmdd-HHMMSS)
+  scaf demo --plot /tmp/pics                 the same pictures into /tmp/pics
 """
 
 
@@ -68,9 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"comma-separated workloads from build/workloads (default {DEFAULT_WORKLOADS})")
     p.add_argument("--size", choices=("S", "W", "A"), default="W",
                    help="problem size: S quick check, W a few seconds each (default), A longer")
-    p.add_argument("--plot", metavar="DIR", help="write pictures of the run into DIR: demo-alloc.png (threads per program over "
-                        "time, from the daemon's log) and demo-trace-unmodified.png / demo-trace-scaf.png "
-                        "(which program used each CPU over time)")
+    p.add_argument("--plot", metavar="DIR", nargs="?", const="",
+                   help="write pictures of the run into DIR (default $XDG_STATE_HOME/scaf/demo-YYYYmmdd-HHMMSS, "
+                        "that is ~/.local/state/scaf/... when XDG_STATE_HOME is unset): demo-alloc.png "
+                        "(threads per program over time, from the daemon's log) and demo-trace-unmodified.png / "
+                        "demo-trace-scaf.png (which program used each CPU over time)")
     p.add_argument("--keep", action="store_true",
                    help="keep the private directory (outputs, daemon log, allocation log) and say where")
     p.set_defaults(func=main)
@@ -124,6 +129,13 @@ def report(names: list[str], serial: list[Result], plain: list[Result], scaf: li
     ratio = sums[1] / sums[0] if sums[0] > 0 else None
     console.print(f"scaf / unmodified (sum of speedups): [bold]{_fmt(ratio, 'x')}[/]", highlight=False)
     return ratio
+
+
+def plot_home() -> Path:
+    """Where --plot without a folder puts the pictures: a new folder under the results home."""
+    from scaf.lib.bench import common
+
+    return common.results_home() / common.stamped("demo")
 
 
 def _plot(demo: Demo, labels: list[str], out_dir: str, err: Console) -> bool:
@@ -190,10 +202,11 @@ def main(args: argparse.Namespace) -> int:
         together = " and ".join(names)
         with err.status(f"unmodified: {together} at once, default threads, plain libgomp"):
             plain = demo.run_together("unmodified", names, args.size, scaf=False, serial=False,
-                                      trace=bool(args.plot))
+                                      trace=args.plot is not None)
         err.print("unmodified: " + ", ".join(f"{r.name} {r.time_s:.2f} s" for r in plain))
         with err.status(f"under scaf: {together} at once, sharing {cpus} CPUs through the private daemon"):
-            scaf = demo.run_together("scaf", names, args.size, scaf=True, serial=False, trace=bool(args.plot))
+            scaf = demo.run_together("scaf", names, args.size, scaf=True, serial=False,
+                                     trace=args.plot is not None)
         err.print("under scaf: " + ", ".join(f"{r.name} {r.time_s:.2f} s" for r in scaf))
         alloc = allocations(demo.alloc_log, {r.pid: r.name for r in scaf})
         for r in scaf:
@@ -201,8 +214,8 @@ def main(args: argparse.Namespace) -> int:
                 err.print(f"[yellow]scaf demo: {r.name} (pid {r.pid}) never appeared in the daemon's "
                           f"allocation log: did the layer connect? (see {demo.daemon_stderr})[/]")
         report(names, serial, plain, scaf, alloc, cpus, args.size)
-        if args.plot:
-            ok = _plot(demo, ["unmodified", "scaf"], args.plot, err)
+        if args.plot is not None:
+            ok = _plot(demo, ["unmodified", "scaf"], args.plot or str(plot_home()), err)
         if args.keep:
             err.print(f"kept outputs, the daemon's stderr and its allocation log in {demo.dir}")
         return 0 if ok else 1

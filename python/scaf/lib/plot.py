@@ -37,7 +37,7 @@ def read_trace(path: str | Path) -> TraceData:
                 rec = dict(zip(header, line.split(",")))
                 pid = int(rec["pid"])
                 if rec.get("name"):
-                    data.names.setdefault(pid, rec["name"])
+                    data.names[pid] = rec["name"]  # the last wins: a wrapper's tree is renamed
                 data.rows.append((float(rec["time"]), pid, int(rec["cpu"]), float(rec["usage"])))
             elif line.startswith("#"):
                 words = line[1:].split()
@@ -70,6 +70,16 @@ def _palette(n: int) -> list:
 
 def plot_trace(trace_file: str | Path, png: str | Path, title: str | None = None) -> Path:
     """Draws one strip per CPU over time, each filled by the trees' shares of it; returns png."""
+    import matplotlib.pyplot as plt
+
+    fig = trace_figure(trace_file, title)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return Path(png)
+
+
+def trace_figure(trace_file: str | Path, title: str | None = None):
+    """The figure of plot_trace, for saving or inspecting (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,14 +119,17 @@ def plot_trace(trace_file: str | Path, png: str | Path, title: str | None = None
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small",
               frameon=False)
     ax.set_yticks([c + height / 2 for c in range(ncpu)], [f"cpu{c}" for c in range(ncpu)])
+    # The scale of every strip: its full height is that whole CPU busy.
+    ax.set_ylabel("CPU (strip height: 0-100% of that CPU)")
+    right = ax.secondary_yaxis("right")
+    right.set_yticks([c + f * height for c in range(ncpu) for f in (0.0, 1.0)],
+                     ["0%", "100%"] * ncpu, fontsize="x-small")
     ax.set_ylim(-0.1, ncpu)
     ax.set_xlim(float(edges[0]), float(edges[-1]))
     ax.set_xlabel("time (s)")
     ax.set_title(title or f"CPU use per process tree ({Path(trace_file).name})")
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
-    return Path(png)
+    return fig
 
 
 def read_alloc_log(path: str | Path) -> tuple[list[dict], int]:
@@ -147,6 +160,16 @@ def read_alloc_log(path: str | Path) -> tuple[list[dict], int]:
 
 def plot_alloc_log(log_path: str | Path, png_path: str | Path, title: str | None = None) -> Path:
     """Draws each client's thread allocation over time from a daemon --log; returns png_path."""
+    import matplotlib.pyplot as plt
+
+    fig = alloc_figure(log_path, title)
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    return Path(png_path)
+
+
+def alloc_figure(log_path: str | Path, title: str | None = None):
+    """The figure of plot_alloc_log, for saving or inspecting (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,21 +191,25 @@ def plot_alloc_log(log_path: str | Path, png_path: str | Path, title: str | None
     fig, ax = plt.subplots(figsize=(10, 4))
     cpus = [float(r.get("cpus", float("nan"))) for r in records]
     available = [float(r.get("available", float("nan"))) for r in records]
+    # Available (cpus less foreign load) as a shaded area, so that it shows even where it equals cpus.
+    ax.fill_between(times, available, step="post", color="0.9", linewidth=0, label="available")
     ax.step(times, cpus, where="post", color="0.3", linestyle="--", linewidth=1, label="cpus")
-    if any(a != c for a, c in zip(available, cpus)):
-        ax.step(times, available, where="post", color="0.6", linestyle=":", linewidth=1, label="available")
     colors = _palette(len(series))
-    for (key, ys), color in zip(sorted(series.items()), colors):
-        ax.step(times, ys, where="post", color=color, linewidth=1.8, label=labels[key])
+    # Clients with equal allocations would draw one line over the other: each gets its own dash
+    # pattern and a small vertical offset (within a tenth of a thread, so the level still reads).
+    n = len(series)
+    styles = ("-", "--", "-.", ":")
+    for i, ((key, ys), color) in enumerate(zip(sorted(series.items()), colors)):
+        off = 0.0 if n < 2 else (i - (n - 1) / 2) * min(0.08, 0.2 / n)
+        ax.step(times, [y + off for y in ys], where="post", color=color, linewidth=1.8,
+                linestyle=styles[i % len(styles)], label=labels[key])
     policies = sorted({str(r.get("policy", "?")) for r in records})
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("threads allocated")
+    ax.set_ylabel("threads allocated\n(equal lines offset slightly)")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_title(title or f"scafd allocation per client (policy {', '.join(policies)})")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     fig.tight_layout()
-    fig.savefig(png_path, dpi=110)
-    plt.close(fig)
-    return Path(png_path)
+    return fig
 

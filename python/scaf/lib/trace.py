@@ -52,16 +52,28 @@ def proc_stat(pid: int) -> tuple[int, int, str] | None:
         return None
 
 
-def all_parents() -> dict[int, tuple[int, int]]:
-    """pid -> (ppid, starttime) of every live process (one /proc scan)."""
-    out: dict[int, tuple[int, int]] = {}
+def all_parents() -> dict[int, tuple[int, int, str]]:
+    """pid -> (ppid, starttime, comm) of every live process (one /proc scan)."""
+    out: dict[int, tuple[int, int, str]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         st = proc_stat(int(entry.name))
         if st:
-            out[int(entry.name)] = (st[0], st[1])
+            out[int(entry.name)] = st
     return out
+
+
+# Commands that start the program rather than being it: a tree rooted in one is named after the
+# first program below it (`scaf trace -- scaf run -- ./cg` is cg's tree, not scaf's or python's).
+WRAPPERS = frozenset({
+    "scaf", "sh", "bash", "dash", "zsh", "env", "nice", "ionice", "chrt", "taskset", "numactl", "timeout",
+    "time", "stdbuf", "setsid", "nohup", "sudo", "su", "runuser", "xargs", "srun", "perf", "strace", "ltrace",
+})
+
+
+def is_wrapper(name: str) -> bool:
+    return name in WRAPPERS or name.startswith("python")
 
 
 def thread_times(pid: int) -> Iterator[tuple[int, int, int]]:
@@ -129,7 +141,7 @@ class Sampler:
         """Adds new descendants to each tree; drops members that exited (or whose pid was reused)."""
         procs = all_parents()
         children: dict[int, list[int]] = {}
-        for pid, (ppid, _) in procs.items():
+        for pid, (ppid, _, _) in procs.items():
             children.setdefault(ppid, []).append(pid)
         for tree in self.trees:
             alive = {p: s for p, s in tree.members.items() if procs.get(p, (0, -1))[1] == s}
@@ -143,6 +155,12 @@ class Sampler:
                     alive[c] = procs[c][1]
                     todo.append(c)
             tree.members = alive
+            if is_wrapper(tree.name):
+                # The earliest-started member that is not a wrapper itself is the program.
+                named = sorted((procs[p][1], p) for p in alive if p != tree.root and p in procs
+                               and not is_wrapper(procs[p][2]))
+                if named:
+                    tree.name = procs[named[0][1]][2]
 
     def alive(self) -> bool:
         return any(t.members for t in self.trees)
@@ -186,13 +204,14 @@ class Writer:
                 f"# scaf-trace {FORMAT_VERSION} period={period:g} cpus={os.cpu_count()} "
                 f"start={start_unix:.3f} clock={clock}\n"
             )
-        self.named: set[int] = set()
+        self.named: dict[int, str] = {}
 
     def rows(self, t: float, result: list[tuple[Tree, dict[int, float]]]) -> None:
         for tree, per_cpu in result:
-            if not self.csv and tree.root not in self.named:
+            if not self.csv and self.named.get(tree.root) != tree.name:
+                # Again when a wrapper's tree is renamed after its program: the last line wins.
                 self.out.write(f"# tree {tree.root} {tree.name}\n")
-                self.named.add(tree.root)
+                self.named[tree.root] = tree.name
             for cpu in sorted(per_cpu):
                 use = per_cpu[cpu]
                 if round(use, 3) <= 0:
