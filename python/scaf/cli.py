@@ -47,6 +47,18 @@ examples:
 """
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser that rejects options it does not know itself, so that the error comes
+    with its own usage line (`usage: scaf bench pairs ...`), not the top-level one. argparse leaves a
+    subparser's leftovers to the top-level parser, whose usage says nothing about the subcommand."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
+
+
 def _broken(name: str, err: BaseException) -> Callable[[argparse.Namespace], int]:
     def run(_args: argparse.Namespace) -> int:
         print(f"scaf: the {name} command cannot load: {type(err).__name__}: {err}", file=sys.stderr)
@@ -63,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"scaf {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Nested subcommands (bench pairs, plot trace) inherit the class: add_subparsers defaults to it.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"scaf.commands.{name}")

@@ -178,6 +178,20 @@ def test_run_unknown_option_is_usage_error() -> None:
     assert r.returncode == 2
 
 
+@pytest.mark.parametrize("path", [
+    ["run"], ["status"], ["bench"], ["bench", "pairs"], ["bench", "solo"], ["bench", "report", "/tmp"],
+    ["bench", "overhead"], ["doctor"], ["demo"], ["trace"], ["check"], ["rules"], ["plot"],
+    ["plot", "trace", "x.trace"], ["sim"], ["sim", "run", "x.toml"], ["allocate", "--cpus", "2", "1:1"],
+], ids=lambda p: " ".join(p))
+def test_unknown_option_prints_the_subcommands_usage(path: list[str]) -> None:
+    r = scaf(*path, "--bogus")
+    assert r.returncode == 2, r.stdout + r.stderr
+    words = [w for w in path if not w.startswith(("-", "/")) and "." not in w and ":" not in w and not w.isdigit()]
+    assert r.stderr.startswith(f"usage: scaf {' '.join(words)} "), r.stderr
+    assert f"scaf {' '.join(words)}: error: unrecognized arguments: --bogus" in r.stderr
+    assert r.stdout == ""
+
+
 def test_run_passes_arguments_and_stdio_untouched(nosock: str) -> None:
     r = subprocess.run([str(SCAF), "run", "--no-start", "--", "sh", "-c", 'printf "%s|" "$@"; cat', "sh",
                         "a b", "--help", "", "-x"],

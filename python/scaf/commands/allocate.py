@@ -28,7 +28,7 @@ A client with an unknown E, or measured at p' = 1, is assumed average (the
 mean C of the others); a client slower than serial (E p' < 1) gets one chunk;
 E above 1 is read as 1. With --prev, a client keeps its previous allocation
 while its share is within max(one chunk, 10%) of it (damping). docs/policy.md
-explains every rule.
+in scaf's source tree explains every rule.
 
 Every client gets at least one thread (one chunk when N allows); with more
 clients than contexts everyone gets 1; otherwise the allocations sum to N

@@ -48,7 +48,7 @@ configurations (pairs):
 
 output folder (--out): results.json (every raw run and the machine), summary.csv,
 pairs.csv, improvement.csv, solo.csv, overhead.csv, report.md, and PNGs.
-Formulas, resume semantics and thresholds: docs/bench.md.
+Formulas, resume semantics and thresholds: docs/bench.md in scaf's source tree.
 """
 
 

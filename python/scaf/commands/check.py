@@ -89,7 +89,7 @@ exit status:
 
 output: a line per run (seed, the team sizes the layer gave it, exit status,
 same or different), then the verdict with its evidence and the layer's rule.
---json prints one JSON object instead (fields: docs/cli.md).
+--json prints one JSON object instead (fields: docs/cli.md in scaf's source tree).
 
 environment:
   OMP_NUM_THREADS   kept (and set by --threads): the largest team tried

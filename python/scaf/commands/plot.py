@@ -10,7 +10,7 @@ from scaf.lib.plot import PlotInputError, plot_alloc_log, plot_trace
 
 EPILOG = """\
 examples:
-  scaf trace -o run.trace -- scaf run -- ./build/workloads/cg --size W
+  scaf trace -o run.trace -- scaf run -- gm convert -size 3000x3000 plasma: -blur 0x9 /tmp/p.ppm
   scaf plot trace run.trace -o run.png       one strip per CPU, coloured by process tree
   scafd --log alloc.jsonl &  ...             (or scaf daemon --log alloc.jsonl)
   scaf plot alloc alloc.jsonl -o alloc.png   threads per client over time

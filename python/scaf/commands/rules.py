@@ -22,7 +22,7 @@ team at every region) or fixed (scaf keeps its team and steers it through its
 CPU affinity instead). The layer reads them when a program first connects.
 
 Without a rule, the layer decides from evidence: the program's own omp_* calls
-(docs/layer.md). A rule overrides that evidence; `scaf run --malleable` or
+(docs/layer.md in scaf's source tree). A rule overrides that evidence; `scaf run --malleable` or
 `--fixed` (SCAF_MALLEABLE=yes|no) overrides every rule.
 
 rules files, in the order they are read (the first matching rule wins):

@@ -48,7 +48,8 @@ malleable or fixed:
   scaf, and the daemon gives it its share of the cores through its CPU
   affinity instead (slower next to other programs, but the same team).
   By default the layer decides from evidence (the program's omp_* calls, see
-  docs/layer.md), unless a rules file names the program (`scaf rules`).
+  docs/layer.md in scaf's source tree), unless a rules file names the program
+  (`scaf rules`).
   You can decide instead, for this run, over any rule:
 
   --fixed      keep the team. Use it when the results must be bitwise
@@ -87,11 +88,12 @@ environment:
                     sleep, so a team waiting for its turn gives the CPUs back
   SCAF_VERBOSE=1    the layer reports on stderr what it does
   SCAF_DISABLE=1    the layer stays inert
-  (the layer's other settings: docs/settings.md)
+  (the layer's other settings: docs/settings.md in scaf's source tree)
 
 examples:
   scaf run -- ./my_omp_program input.dat       run one program under scaf
-  scaf run -- build/workloads/cg --size W & scaf run -- build/workloads/spin --size W
+  scaf run -- gm convert -size 4000x4000 plasma: -blur 0x9 /tmp/a.ppm &
+  scaf run -- gm convert -size 4000x4000 plasma: -charcoal 3 /tmp/b.ppm
                                                two programs share the machine
   scaf run --socket /run/scaf/scafd.sock -- make -j check
                                                use a system-wide daemon

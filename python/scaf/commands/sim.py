@@ -29,7 +29,7 @@ examples:
   scaf sim check my.toml
   scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1
 
-Scenario format and the model: docs/simulator.md.
+Scenario format and the model: docs/simulator.md in scaf's source tree.
 """
 
 

@@ -37,7 +37,8 @@ then one row per client program:
 
 --verbose adds, under the table, the reason for each client's verdict: the
 call, function and object that decided it, or the rule's file and line.
---json prints the daemon's reply as it is (fields: docs/cli.md).
+--json prints the daemon's reply as it is (fields: docs/cli.md in scaf's
+source tree).
 --prometheus prints it in the Prometheus text format (scaf_* metrics: cpus,
 available, foreign load, policy, clients, refused clients, and per client
 threads, share, efficiency), for node_exporter's textfile collector; when no

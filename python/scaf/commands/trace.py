@@ -29,7 +29,7 @@ output (text, the default; one row per tree and CPU with nonzero use in a period
 
 examples:
   scaf trace 4242 4243                       trace two running programs until they exit
-  scaf trace -o run.trace -- scaf run -- ./build/workloads/ep --size W
+  scaf trace -o run.trace -- scaf run -- gm convert -size 3000x3000 plasma: -blur 0x9 /tmp/p.ppm
   scaf trace --csv --period 0.5 -o t.csv 4242
   scaf plot trace run.trace -o run.png       draw it
 """
