@@ -194,8 +194,8 @@ def test_status_of_a_real_client(scafd: Daemon, omp_client: Path) -> None:
             assert col in human.stdout
         assert "cpus 4 set by scafd --cpus" in human.stdout
         row = next(ln for ln in human.stdout.splitlines() if ln.split()[:2] == [str(pid), omp_client.name])
-        assert row.split()[2] == pwd.getpwuid(os.getuid()).pw_name
-        assert row.split()[3] == str(client["threads"])
+        assert row.split()[2] == str(client["threads"])
+        assert row.split()[-1] == pwd.getpwuid(os.getuid()).pw_name
     finally:
         Path(stop).touch()
         out, err = run.communicate(timeout=30)

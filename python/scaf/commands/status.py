@@ -15,8 +15,6 @@ then one row per client program:
 
   PID         the client's process id (checked by the daemon with SO_PEERCRED)
   NAME        its command name
-  USER        whose program it is (the kernel's word, SO_PEERCRED): on a
-              shared daemon, each user's programs
   THREADS     the team size it runs now (its allocation; for a non-malleable
               client, its fixed team)
   SHARE       the hardware contexts the policy gave it (for a non-malleable
@@ -34,6 +32,8 @@ then one row per client program:
   NLWP        the threads the process has (from /proc)
   EFFICIENCY  its estimated parallel efficiency (- when not known yet)
   ESTIMATE    where that comes from: none, assumed, measured or counters
+  USER        whose program it is (the kernel's word, SO_PEERCRED): on a
+              shared daemon, each user's programs
 
 --verbose adds, under the table, the reason for each client's verdict: the
 call, function and object that decided it, or the rule's file and line.
@@ -162,8 +162,8 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
         console.print("no clients")
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("PID", "NAME", "USER", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
-                "ESTIMATE"):
+    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
+                "ESTIMATE", "USER"):
         right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     total = 0
@@ -174,7 +174,6 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
         table.add_row(
             str(c.get("pid", "?")),
             str(c.get("name", "?")),
-            user_name(c.get("uid")),
             str(c.get("threads", "?")),
             str(share),
             *verdict_of(c),
@@ -182,9 +181,10 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             str(c.get("nlwp", "-")),
             _fmt_eff(c.get("efficiency")),
             str(c.get("estimate", "-")),
+            user_name(c.get("uid")),
         )
     table.add_section()
-    table.add_row("all", f"{len(clients)} clients", "", "", str(total), "", "", "", "", "", "")
+    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "", "")
     console.print(table)
     if verbose:
         from rich.markup import escape
