@@ -73,3 +73,58 @@ def test_json_and_prometheus_exclude_each_other() -> None:
                          text=True, timeout=60)
     assert res.returncode == 2 and "not allowed with argument" in res.stderr
     assert res.stderr.startswith("usage: scaf status")
+
+
+def client_as(uid: int, gid: int, sock: str) -> tuple[int, int]:
+    """A forked child that drops to uid/gid, registers on sock and stays until the returned pipe closes:
+    (pid, write end to close)."""
+    ready_r, ready_w = os.pipe()
+    hold_r, hold_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(ready_r)
+            os.close(hold_w)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            conn, _page, _ = wire.register(sock, 2, name=b"guest")
+            os.write(ready_w, b"ok")
+            os.read(hold_r, 1)
+            conn.close()
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(ready_w)
+    os.close(hold_r)
+    ok = os.read(ready_r, 2)
+    os.close(ready_r)
+    assert ok == b"ok", "the other user's client did not register"
+    return pid, hold_w
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
+def test_shared_daemon_shows_each_clients_user(scafd_factory) -> None:
+    d = scafd_factory("--shared", "--cpus", "4", "--no-lookout")
+    os.chmod(os.path.dirname(d.socket), 0o755)  # the private test folder: let the other user reach the socket
+    nobody = pwd.getpwnam("nobody")
+    me = pwd.getpwuid(os.getuid()).pw_name
+    mine = wire.register(d.socket, 2, name=b"mine")[0]
+    other, hold = client_as(nobody.pw_uid, nobody.pw_gid, d.socket)
+    try:
+        st = d.wait_for(lambda s: len(s["clients"]) == 2, what="two clients")
+        assert sorted(c["uid"] for c in st["clients"]) == sorted([os.getuid(), nobody.pw_uid])
+        human = subprocess.run([str(SCAF), "status", "--socket", d.socket], check=False, capture_output=True,
+                               text=True, timeout=60)
+        assert human.returncode == 0, human.stderr
+        users = {ln.split()[0]: ln.split()[-1] for ln in human.stdout.splitlines()
+                 if ln.split() and ln.split()[0].isdigit()}
+        assert users == {str(os.getpid()): me, str(other): "nobody"}
+        fams = families(status("--socket", d.socket).stdout)
+        assert {s.labels["user"] for s in fams["scaf_client_threads"].samples} == {me, "nobody"}
+    finally:
+        mine.close()
+        os.close(hold)
+        _, code = os.waitpid(other, 0)
+    assert code == 0
