@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SCAF
+from conftest import SCAF, daemon_binaries
 
 V1_MOUNTINFO = (
     "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755\n"
@@ -51,13 +51,14 @@ def v2_tree(root: Path) -> Path:
     })
 
 
+@pytest.mark.parametrize("binary", daemon_binaries(), ids=lambda b: b.parent.parent.name)
 @pytest.mark.parametrize("version,make,quota_file", [
     (1, v1_tree, "sys/fs/cgroup/cpu,cpuacct/slurm/cpu.cfs_quota_us"),
     (2, v2_tree, "sys/fs/cgroup/kubepods/pod1/cpu.max"),
 ])
-def test_daemon_cpus_follow_nested_quota(scafd_factory, tmp_path: Path, version, make, quota_file) -> None:
+def test_daemon_cpus_follow_nested_quota(scafd_factory, tmp_path: Path, version, make, quota_file, binary) -> None:
     root = make(tmp_path)
-    d = scafd_factory("--no-lookout", env={"SCAFD_TEST_CGROUP_ROOT": str(root)})
+    d = scafd_factory("--no-lookout", binary=binary, env={"SCAFD_TEST_CGROUP_ROOT": str(root)})
     st = d.status()
     ncpu = len(os.sched_getaffinity(0))
     assert st["affinity"] == ncpu
