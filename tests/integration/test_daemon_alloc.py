@@ -174,9 +174,10 @@ def test_client_fields_reach_status(scafd: Daemon) -> None:
 TOP = {
     "version": int, "daemon_pid": int, "policy": str, "cpus": int, "available": int, "foreign": float,
     "rate_hz": (int, float), "chunk": int, "time": float, "clients": list,
+    "refused": int, "affinity": int, "limit": str, "cgroup": dict,
 }
 CLIENT = {
-    "id": int, "pid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
+    "id": int, "pid": int, "uid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
     "estimate": str, "long_region": bool, "experiments": int, "gang": int, "verdict": str, "verdict_source": str,
     "reason": str,
@@ -197,7 +198,8 @@ def test_status_json_fields(scafd: Daemon, procs: list[ClientProc]) -> None:
     assert set(c) == set(CLIENT)
     for k, t in CLIENT.items():
         assert isinstance(c[k], t) and not (t is int and isinstance(c[k], bool)), (k, c[k])
-    assert c["pid"] == procs[0].pid and c["id"] == procs[0].id
+    assert c["pid"] == procs[0].pid and c["id"] == procs[0].id and c["uid"] == os.getuid()
+    assert st["refused"] == 0 and st["limit"] == "--cpus" and set(st["cgroup"]) == {"version", "quota", "quota_file"}
     # The kernel's name for the process (control bytes shown as '?'), escaped into valid JSON.
     assert c["name"] == 'we"ird\\na?me'
     assert c["max_threads"] == 5 and c["threads"] == 4 and c["malleable"] is True
