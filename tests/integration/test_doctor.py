@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import SCAF
 from scaf.lib import advice, paths
+from test_cgroup import expected_real_version
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,6 +24,11 @@ def test_quick_end_to_end(tmp_path: Path) -> None:
     for what in ("CPU model:", "sockets x cores:", "cpu quota:", "scafd hands out:", "hardware counters:", "scafd:",
                  "layer:", "workloads:", "daemon:", "advice:", "equi / unmod"):
         assert what in res.stdout, what
+    # Which cgroup version and which bound apply, as scafd itself finds them.
+    (view,) = [ln for ln in res.stdout.splitlines() if ln.startswith("scafd hands out:")]
+    version = expected_real_version()
+    assert (f"cgroup v{version}" if version else "no cgroup cpu controller") in view
+    assert " set by " in view
     data = json.loads((out / "results.json").read_text())
     pairs = [r for r in data["runs"] if r["kind"] == "pair"]
     assert {r["config"] for r in pairs} == {"unmodified", "equipartition", "speedup"}
