@@ -38,6 +38,11 @@ def test_quick_end_to_end(tmp_path: Path) -> None:
     assert "1 run(s) per pair" in res.stdout and "1 pair, range" in res.stdout
     assert "to apply it:" in res.stdout
     assert all(p["error"] is None for r in data["runs"] for p in r["programs"])
+    # Run again on the same folder: now it is a resume, and nothing runs twice.
+    again = run("--quick", "--out", str(out))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"resuming {out}: {len(data['runs'])} runs are already there" in again.stdout.replace("\n", "")
+    assert len(json.loads((out / "results.json").read_text())["runs"]) == len(data["runs"])
     # The folder is a bench folder: the full report renders from it.
     rep = subprocess.run([str(SCAF), "bench", "report", str(out)], check=False, capture_output=True,
                          text=True, timeout=120)

@@ -141,6 +141,8 @@ def calibrate(console, out: Path, pairs: list[tuple[str, str]], size: str, stagg
     params = {"size": size, "stagger_s": stagger, "cpus": machine.format_cpulist(cpus),
               "programs": {n: p.text for n, p in (programs or {}).items()} or None}
     results = store.Results(out, params, machine.describe())
+    if results.runs():
+        console.print(f"resuming {out}: {len(results.runs())} runs are already there", highlight=False)
     tag = common.new_tag()
     done_pairs: list[tuple[str, str]] = []
     for i, (a, b) in enumerate(pairs):
