@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -127,6 +128,18 @@ def long_options(help_text: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", help_text)) - {"--"}
 
 
+def nested_commands(command: str) -> list[str]:
+    """The commands of a scaf command that has its own (argparse's view, not the help text's)."""
+    from scaf import cli
+
+    for action in cli.build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            for inner in action.choices[command]._actions:
+                if isinstance(inner, argparse._SubParsersAction):
+                    return list(inner.choices)
+    return []
+
+
 @pytest.mark.skipif(shutil.which("man") is None, reason="man-db is not installed")
 def test_each_installed_page_renders_and_names_its_options(dest: Path) -> None:
     p = prefix(dest)
@@ -146,6 +159,10 @@ def test_each_installed_page_renders_and_names_its_options(dest: Path) -> None:
         else:
             cmd = [str(p / "bin" / "scaf"), *([name.removeprefix("scaf-")] if name != "scaf" else []), "--help"]
         help_text = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
+        # A command's own commands (scaf bench pairs, ...) are on its page too.
+        for sub in nested_commands(name.removeprefix("scaf-")) if name.startswith("scaf-") else []:
+            help_text += subprocess.run([*cmd[:-1], sub, "--help"], capture_output=True, text=True,
+                                        timeout=60, check=True).stdout
         options = long_options(help_text)
         assert options, f"{cmd} --help names no options"
         missing = {o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text)}
