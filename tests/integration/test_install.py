@@ -188,3 +188,20 @@ def test_uninstall_removes_exactly_what_install_put_there(dest: Path) -> None:
     left = sorted(str(x.relative_to(dest)) for x in dest.rglob("*"))
     assert left == ["usr", "usr/local", "usr/local/share", "usr/local/share/man", "usr/local/share/man/man1",
                     "usr/local/share/man/man1/other.1"]
+
+
+def pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: {line} is not pinned with =="
+            out[name.lower()] = version
+    return out
+
+
+def test_runtime_requirements_are_the_same_pins_as_the_tests_use() -> None:
+    run, full = pins(ROOT / "requirements-run.txt"), pins(ROOT / "requirements.txt")
+    assert run, "requirements-run.txt is empty"
+    assert {name: v for name, v in run.items() if full.get(name) != v} == {}
