@@ -7,7 +7,25 @@ VPY     := $(VENV)/bin/python
 JOBS    ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help
+.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help man install uninstall
+
+# Where `make install` puts things (GNU directory variables; DESTDIR is prepended to each).
+PREFIX      ?= /usr/local
+prefix      ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+bindir      ?= $(exec_prefix)/bin
+sbindir     ?= $(exec_prefix)/sbin
+libdir      ?= $(exec_prefix)/lib
+pkglibdir   ?= $(libdir)/scaf
+datarootdir ?= $(prefix)/share
+mandir      ?= $(datarootdir)/man
+docdir      ?= $(datarootdir)/doc/scaf
+systemdsystemunitdir ?= $(libdir)/systemd/system
+systemduserunitdir   ?= $(libdir)/systemd/user
+INSTALL_VARS = DESTDIR='$(DESTDIR)' prefix='$(prefix)' bindir='$(bindir)' sbindir='$(sbindir)' \
+	libdir='$(libdir)' pkglibdir='$(pkglibdir)' mandir='$(mandir)' docdir='$(docdir)' \
+	systemdsystemunitdir='$(systemdsystemunitdir)' systemduserunitdir='$(systemduserunitdir)' \
+	BUILD='$(BUILD)' PYTHON='$(PYTHON)'
 
 all: c py
 
@@ -18,6 +36,9 @@ help:
 	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
 	@echo "make lint     ruff over the Python code, and make cycles"
 	@echo "make cycles   fail when C files depend on each other in a circle (#include or linked symbol)"
+	@echo "make man      the manual pages, from the --help texts, into build/man/"
+	@echo "make install  install under PREFIX (default /usr/local; DESTDIR honoured); docs/deploy.md"
+	@echo "make uninstall  remove exactly what make install put there"
 	@echo "make clean    remove build/ and build-asan/"
 
 c:
@@ -64,6 +85,17 @@ demo: all
 
 clean:
 	rm -rf $(BUILD) $(ASAN)
+
+man: all
+	BUILD='$(BUILD)' VPY='$(VPY)' tools/man/build.sh
+
+# scafd goes to sbin (a daemon: section 8; `scaf` finds it by its installed path), the layers,
+# workloads and a virtual environment of pinned runtime packages to $(libdir)/scaf (docs/deploy.md).
+install: all man
+	$(INSTALL_VARS) tools/install.sh install
+
+uninstall:
+	$(INSTALL_VARS) tools/install.sh uninstall
 
 # No C file may depend, by #include or by a linked symbol, on one that depends on it.
 cycles: c

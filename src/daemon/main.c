@@ -7,6 +7,7 @@
 #include "collect/lookout.h"
 #include "report/alloclog.h"
 #include "transport/conn.h"
+#include "transport/activation.h"
 #include "transport/listener.h"
 #include "scaf/sockpath.h"
 
@@ -87,6 +88,14 @@ static void help(void)
            "    SIGTERM, SIGINT    exit 0 and remove the socket; clients keep their last\n"
            "                       allocation and reconnect when a daemon returns\n"
            "\n"
+           "SOCKET ACTIVATION\n"
+           "    Started with LISTEN_PID set to its own pid and LISTEN_FDS=1 (by systemd's\n"
+           "    scafd.socket unit, or systemd-socket-activate), scafd serves the listening\n"
+           "    Unix socket passed as fd 3 and ignores --socket: it neither creates, locks\n"
+           "    nor removes that socket's path, which stays with whoever passed it. Units\n"
+           "    are installed for a system-wide daemon (/run/scaf/scafd.sock, --shared) and\n"
+           "    for systemctl --user ($XDG_RUNTIME_DIR/scaf/scafd.sock).\n"
+           "\n"
            "FILES\n"
            "    PATH.lock          next to the socket: held while scafd runs, so only one daemon\n"
            "                       serves a path; a socket left by a dead daemon is replaced\n"
@@ -104,6 +113,8 @@ static void help(void)
            "    sudo scafd --socket /run/scaf/scafd.sock --shared\n"
            "                                           system-wide daemon; clients then set\n"
            "                                           SCAF_SOCKET=/run/scaf/scafd.sock\n"
+           "    systemctl enable --now scafd.socket    the same through systemd, started at the\n"
+           "                                           first connection\n"
            "    kill -USR1 $(pidof scafd)              switch policy at run time\n"
            "\n"
            "SEE ALSO\n"
@@ -336,6 +347,15 @@ int main(int argc, char **argv)
     }
     if (scaf_alloclog_open(&d.log, d.opt.log_path) < 0)
         goto out;
+    switch (scaf_activation_take(&d.listener.fd, d.opt.socket, sizeof d.opt.socket)) {
+    case SCAF_ACTIVATION_NONE:
+        break;
+    case SCAF_ACTIVATION_OK:
+        d.listener.inherited = true;
+        break;
+    case SCAF_ACTIVATION_BAD:
+        goto out;
+    }
     d.listener.path = d.opt.socket;
     d.listener.path_is_default = d.opt.socket_is_default;
     d.listener.shared = d.opt.shared;
@@ -347,9 +367,9 @@ int main(int argc, char **argv)
                  d.cap.quota_file);
     else if (d.cap.cgroup_version)
         snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.cap.cgroup_version);
-    scaf_say("serving %s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
-             d.policy->name, d.cap.cpus, d.cap.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk,
-             d.opt.lookout ? "on" : "off");
+    scaf_say("serving %s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
+             d.listener.inherited ? " (passed by socket activation)" : "", d.policy->name, d.cap.cpus,
+             d.cap.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
     rc = scaf_loop_run(&d);
 out:
     scaf_listener_close(&d.listener);

@@ -1,9 +1,15 @@
-"""Where scaf's built artefacts and the daemon's socket are."""
+"""Where scaf's built artefacts and the daemon's socket are: the build tree, or where `make install` put them."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+try:
+    # Written by `make install` into the installed copy only (tools/install.sh); never in the source tree.
+    from scaf.lib import installed as _installed
+except ImportError:
+    _installed = None
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -14,24 +20,40 @@ def build_dir() -> Path:
     return Path(env) if env else ROOT / "build"
 
 
+def is_installed() -> bool:
+    """True when this is an installed copy and $SCAF_BUILD does not point it at a build tree."""
+    return _installed is not None and not os.environ.get("SCAF_BUILD")
+
+
 def scafd() -> Path:
+    if is_installed():
+        return Path(_installed.SBINDIR) / "scafd"
     return build_dir() / "bin" / "scafd"
 
 
+def lib_dir() -> Path:
+    """The layer libraries (libscaf_*.so): build/lib, or <libdir>/scaf when installed."""
+    if is_installed():
+        return Path(_installed.PKGLIBDIR)
+    return build_dir() / "lib"
+
+
 def layer() -> Path:
-    return build_dir() / "lib" / "libscaf_gomp.so"
+    return lib_dir() / "libscaf_gomp.so"
 
 
 def policy_lib() -> Path:
-    return build_dir() / "lib" / "libscaf_policy.so"
-
-
-def workload(name: str) -> Path:
-    return build_dir() / "workloads" / name
+    return lib_dir() / "libscaf_policy.so"
 
 
 def workloads_dir() -> Path:
+    if is_installed():
+        return Path(_installed.PKGLIBDIR) / "workloads"
     return build_dir() / "workloads"
+
+
+def workload(name: str) -> Path:
+    return workloads_dir() / name
 
 
 # libgomp's idle threads spin this many times before they sleep (its own default is 300000,

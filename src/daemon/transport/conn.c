@@ -282,8 +282,15 @@ static void hello(struct scafd *d, struct scafd_conn *c)
         return;
     }
     /* The kernel's word for who is calling, never the client's. */
-    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
+    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid < 0) {
         refuse_text(d, c, SCAF_REFUSE_INTERNAL, "cannot identify the peer (SO_PEERCRED)");
+        return;
+    }
+    /* The kernel says 0 for a process outside this daemon's PID namespace: without its pid the
+     * lookout would count its CPU time as foreign load, so it is refused rather than served blind. */
+    if (cred.pid == 0) {
+        refuse_text(d, c, SCAF_REFUSE_INTERNAL,
+                    "client is in a PID namespace this daemon cannot see: run scafd in the host's PID namespace or in yours");
         return;
     }
     memset(cl, 0, sizeof *cl);

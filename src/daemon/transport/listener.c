@@ -66,6 +66,9 @@ int scaf_listener_open(struct scaf_listener *l)
     struct stat st;
     int fd = -1;
 
+    /* Whoever passed the socket owns its path and its single instance (systemd's .socket unit). */
+    if (l->inherited)
+        return 0;
     if (ensure_parent(l) < 0)
         goto fail;
 
@@ -142,6 +145,12 @@ void scaf_listener_close(struct scaf_listener *l)
 
     if (l->fd < 0)
         return;
+    if (l->inherited) {
+        /* The path stays: the socket's owner listens on it still and starts us again. */
+        close(l->fd);
+        l->fd = -1;
+        return;
+    }
     /* Someone may have replaced the path since; only remove the socket we bound. */
     if (stat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
         unlink(l->path);

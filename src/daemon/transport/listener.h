@@ -13,13 +13,15 @@ struct scaf_listener {
     bool path_is_default; /* no --socket: the per-user search order gave it, so its directory must be ours */
     bool shared;          /* --shared: socket 0666, a created directory 0755 */
     int verbose;
+    bool inherited; /* fd was passed by socket activation: never bound, locked or removed here */
     int fd;     /* listening, non-blocking; -1 when closed */
     int lockfd; /* PATH.lock, flocked for the daemon's life */
     dev_t dev;  /* the socket this daemon bound, so close removes only that one */
     ino_t ino;
 };
 
-/* The options above set, fd and lockfd -1. Binds the socket (creating a missing parent directory,
+/* The options above set, fd and lockfd -1 (or fd the passed socket and inherited true: then
+ * open only keeps it). Binds the socket (creating a missing parent directory,
  * recovering a stale socket). Returns 0, or -1 after printing a clear message on stderr. */
 int scaf_listener_open(struct scaf_listener *l);
 /* Removes the socket only if it is still the one this daemon bound. */
