@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+struct scaf_foreign;
+
 struct scaf_client;
 
 /* The daemon-wide fields of the status object. */
@@ -17,6 +19,7 @@ struct scaf_status_daemon {
     double rate_hz;
     uint32_t chunk;
     double time; /* wall clock, seconds */
+    const struct scaf_foreign *procs; /* the busiest non-clients, or NULL */
 };
 
 /* Appends the status object for these clients (in this order, each with its last report and allocation).
