@@ -63,7 +63,7 @@ class Numpy:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        pytest.fail(f"{what}: output {self.text()[-2000:]}\nstderr: {self.stderr()[-2000:]}")
+        pytest.fail(f"{what}: exit {self.proc.poll()}, output {self.text()[-2000:]}\nstderr: {self.stderr()[-2000:]}")
 
     def stop(self) -> list[dict[str, str]]:
         with open(self.stop_file, "w"):
@@ -79,9 +79,14 @@ class Numpy:
         return self.lines()
 
     def kill(self) -> None:
+        """SIGTERM to `scaf run`, which passes it on to the program (SIGKILL would orphan it)."""
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
 @pytest.fixture
@@ -121,7 +126,7 @@ def client_of(st: dict, pid: int) -> dict | None:
 
 
 def probe_pid(p: Numpy) -> int:
-    """The python process: `scaf run` runs it as its child."""
+    """The python process that `scaf run` started (by its command line: scaf run may fork briefly too)."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -129,10 +134,17 @@ def probe_pid(p: Numpy) -> int:
                 kids = [int(x) for x in f.read().split()]
         except OSError:
             kids = []
-        if kids:
-            return kids[0]
+        for k in kids:
+            try:
+                # argv[1] is the probe: a passing fork of `scaf run` itself has "-m scaf run ..." there.
+                with open(f"/proc/{k}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+                if len(argv) > 1 and argv[1] == str(PROBE).encode():
+                    return k
+            except OSError:
+                pass
         time.sleep(0.05)
-    pytest.fail("scaf run started no child")
+    pytest.fail(f"scaf run started no blas_probe.py: {p.stderr()[-2000:]}")
 
 
 def same_as_plain(got: list[dict[str, str]], plain: Plain) -> None:
@@ -233,3 +245,24 @@ def test_a_program_that_sets_its_pool_is_left_alone(scafd_factory: Callable[...,
     assert set(after) == {"1"}, f"the program's limit was overridden: {after}"
     assert "by the program" in a.stderr()
     same_as_plain(got, plain_hashes)
+
+
+def test_scaf_blas_0_leaves_pools_alone(scafd_factory: Callable[..., Daemon], procs: list[Numpy],
+                                        plain_hashes: Plain) -> None:
+    """SCAF_BLAS=0 with a daemon and a client that shares the machine: the numpy process stays outside."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    other = Numpy(d.socket)
+    procs.append(other)
+    po = probe_pid(other)
+    a = Numpy(d.socket, env={"SCAF_BLAS": "0"}, iters="8")
+    procs.append(a)
+    pa = probe_pid(a)
+    d.wait_for(lambda st: client_of(st, po) is not None, timeout=30, what="the other process as a client")
+    a.wait_lines(lambda ls: len(ls) >= 8, "products")
+    for _ in range(3):
+        assert client_of(d.status(), pa) is None, "SCAF_BLAS=0 and still a client"
+        time.sleep(0.3)
+    got = a.stop()
+    assert {ln["threads"] for ln in got} == {"2"}
+    same_as_plain(got, plain_hashes)
+    other.stop()

@@ -55,6 +55,8 @@ static void start_pool_watch(void)
     char path[108];
     struct stat st;
 
+    if (!scaf_settings.blas)
+        scaf_pool_set_scanner(NULL); /* SCAF_BLAS=0: pools are never looked for, so never touched */
     if (!scaf_pool_watching() || atomic_load(&scaf_conn_state) == SCAF_CONN_INERT)
         return;
     if (scaf_sockpath_default(path, sizeof path) != 0 || stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
