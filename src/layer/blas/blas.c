@@ -142,21 +142,47 @@ static int seen_before(ElfW(Addr) base, const char *name)
     return 0;
 }
 
-/* Runs inside dl_iterate_phdr, as gomp.c's lookup does: RTLD_NOLOAD only takes a reference, it never maps. */
-static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+/* One object to look at, copied out of dl_iterate_phdr's list (helper thread only). */
+#define BATCH 64
+struct batch {
+    unsigned n;
+    int full;
+    char names[BATCH][512]; /* "" is the main program */
+};
+static struct batch batch;
+
+/*
+ * Only copies names: no dlopen or dlsym in here. dl_iterate_phdr holds the
+ * loader's write lock and dlopen takes the load lock, while a dlopen in the
+ * program's thread (an import) holds the load lock and then takes the write
+ * lock: the two orders would deadlock.
+ */
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    const char *name = info->dlpi_name;
-    unsigned before = scaf_pool_count();
-    void *h;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    struct batch *b = arg;
 
     (void)size;
-    (void)arg;
     if (seen_before(info->dlpi_addr, name))
         return 0;
-    /* The main program is the object with an empty name. */
-    h = dlopen(name && *name ? name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (strlen(name) >= sizeof b->names[0])
+        return 0; /* not a path dlopen could take back anyway */
+    memcpy(b->names[b->n], name, strlen(name) + 1);
+    if (++b->n == BATCH) {
+        b->full = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void look_at(const char *name)
+{
+    unsigned before = scaf_pool_count();
+    /* The main program is the object with an empty name. RTLD_NOLOAD only takes a reference, it never maps. */
+    void *h = dlopen(*name ? name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+
     if (!h)
-        return 0;
+        return; /* unloaded meanwhile */
     try_openblas(h);
     try_mkl(h);
     try_blis(h);
@@ -168,7 +194,6 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
      */
     if (scaf_pool_count() == before)
         dlclose(h);
-    return 0;
 }
 
 static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
@@ -188,7 +213,13 @@ static void scan(void)
     if (subs != last_subs)
         nseen = 0;
     last_subs = subs;
-    dl_iterate_phdr(scan_one, NULL);
+    do {
+        batch.n = 0;
+        batch.full = 0;
+        dl_iterate_phdr(collect, &batch);
+        for (unsigned i = 0; i < batch.n; i++)
+            look_at(batch.names[i]);
+    } while (batch.full);
 }
 
 /* Before the adapters' constructors that run scaf_client_init (default priority), which starts the helper. */
