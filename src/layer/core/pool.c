@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -16,6 +17,41 @@
 static struct scaf_pool pools[POOL_MAX];
 static _Atomic unsigned npools;
 static void (*_Atomic scanner)(void);
+
+/*
+ * Held across fork, so that a child is never forked while the helper is
+ * inside the loader's locks (a rescan) or inside a library's setter: the
+ * child would inherit them held. Two locks, each with its own fork handlers,
+ * because of when each pair is registered: fork runs prepare handlers in the
+ * reverse order of registration. The apply pair is registered once a pool is
+ * found, after the library registered its own (OpenBLAS shuts its server down
+ * in its prepare handler, and its setter restarts a server it finds down), so
+ * ours runs first and no setter call can fall between the library's handler
+ * and the fork. The helper never holds both at once.
+ */
+static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+static int apply_registered; /* helper thread only */
+
+static void scan_prepare(void)
+{
+    pthread_mutex_lock(&scan_lock);
+}
+
+static void scan_release(void)
+{
+    pthread_mutex_unlock(&scan_lock);
+}
+
+static void apply_prepare(void)
+{
+    pthread_mutex_lock(&apply_lock);
+}
+
+static void apply_release(void)
+{
+    pthread_mutex_unlock(&apply_lock);
+}
 
 /* The loader's counters of objects ever added and removed: they change exactly when dlopen/dlclose did. */
 struct objcount {
@@ -38,6 +74,11 @@ static int read_counts(struct dl_phdr_info *info, size_t size, void *arg)
 
 void scaf_pool_set_scanner(void (*scan)(void))
 {
+    static _Atomic int registered;
+
+    /* From a constructor: no lock of ours is held (fork holds glibc's atfork lock while it runs them). */
+    if (scan && !atomic_exchange(&registered, 1))
+        pthread_atfork(scan_prepare, scan_release, scan_release);
     atomic_store(&scanner, scan);
 }
 
@@ -117,18 +158,26 @@ unsigned scaf_pool_poll(struct scaf_page *page)
     unsigned n;
 
     if (scan) {
+        pthread_mutex_lock(&scan_lock);
         dl_iterate_phdr(read_counts, &c);
         if (!seen_valid || c.adds != seen.adds || c.subs != seen.subs) {
             seen = c;
             seen_valid = 1;
             scan();
         }
+        pthread_mutex_unlock(&scan_lock);
     }
     n = scaf_pool_count();
+    /* With no lock held: fork holds glibc's atfork lock while it runs the prepare handlers. */
+    if (n > 0 && !apply_registered) {
+        pthread_atfork(apply_prepare, apply_release, apply_release);
+        apply_registered = 1;
+    }
     if (page && n > 0) {
         unsigned threads = scaf_page_threads(page);
         unsigned last = 0;
 
+        pthread_mutex_lock(&apply_lock);
         for (unsigned i = 0; i < n; i++) {
             apply_one(&pools[i], threads);
             last = pools[i].fixed ? pools[i].get(&pools[i]) : pools[i].applied;
@@ -136,6 +185,7 @@ unsigned scaf_pool_poll(struct scaf_page *page)
         /* A process that runs no region still shows the team its pools run with. */
         if (last && scaf_page_last_team(page) != last && atomic_load(&page->regions) == 0)
             scaf_page_set_last_team(page, last);
+        pthread_mutex_unlock(&apply_lock);
     }
     return n;
 }
