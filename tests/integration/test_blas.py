@@ -266,3 +266,28 @@ def test_scaf_blas_0_leaves_pools_alone(scafd_factory: Callable[..., Daemon], pr
     assert {ln["threads"] for ln in got} == {"2"}
     same_as_plain(got, plain_hashes)
     other.stop()
+
+
+def test_numpy_forking_while_the_allocation_changes(scafd_factory: Callable[..., Daemon], procs: list[Numpy],
+                                                    plain_hashes: Plain) -> None:
+    """os.fork at every product while the pool is being resized: no child hangs or fails, the parent goes on."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    a = Numpy(d.socket, ["--fork"])
+    procs.append(a)
+    pa = probe_pid(a)
+    d.wait_for(lambda st: client_of(st, pa) is not None, timeout=30, what="the forking process as a client")
+    for _ in range(2):
+        b = Numpy(d.socket)
+        procs.append(b)
+        pb = probe_pid(b)
+        d.wait_for(lambda st, pb=pb: (c := client_of(st, pa)) is not None and c["threads"] == 1
+                   and client_of(st, pb) is not None, timeout=30, what="the allocation lowered")
+        b.wait_lines(lambda ls: len(ls) >= 3, "the second process's products")
+        b.stop()
+        d.wait_for(lambda st: (c := client_of(st, pa)) is not None and c["threads"] == 2, timeout=30,
+                   what="the allocation raised again")
+    mark = len(a.lines())
+    a.wait_lines(lambda ls: len(ls) >= mark + 5, "products after the changes")
+    got = a.stop()
+    assert all(ln.get("forked") == "ok" for ln in got), [ln.get("forked") for ln in got]
+    same_as_plain(got, plain_hashes)

@@ -1,6 +1,6 @@
 """A numpy program for the BLAS-pool tests: deterministic matmuls, one line per product.
 
-    blas_probe.py N ITERS [--stop FILE] [--limit K [--limit-at I]]
+    blas_probe.py N ITERS [--stop FILE] [--limit K [--limit-at I]] [--fork]
 
 Each iteration multiplies two deterministic N x N float64 matrices (they depend on the
 iteration number only) and prints `it=I threads=T after=U sha=HEX`: T and U are what the
@@ -10,7 +10,9 @@ so when T == U the product ran with T threads.
 With --stop it runs until FILE exists (ITERS is then a minimum); with --limit it sets the
 pool to K threads itself (threadpoolctl) before iteration I (default 0), as a program that
 manages its own pool does, and prints `limited` then.
-The last line is `done iters=I`.
+With --fork each iteration also forks a child that computes the same product and exits
+0 when its values equal the parent's (os.fork: the child inherits the pool and the layer's
+state mid-flight); the parent prints `forked=ok` on that line. The last line is `done iters=I`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,23 @@ def pool_size(blas: object) -> int:
     return int(info[0]["num_threads"]) if info else 0
 
 
+def fork_check(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> str:
+    """A forked child computes a @ b again: "ok" when it finishes with c's values.
+
+    Values, not bits: the child may run at another pool size, whose last bits differ.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            d = a @ b
+            code = 0 if d.shape == c.shape and np.allclose(d, c, rtol=1e-12, atol=1e-9) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return "ok" if os.waitstatus_to_exitcode(status) == 0 else f"exit{os.waitstatus_to_exitcode(status)}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("n", type=int)
@@ -44,6 +63,7 @@ def main() -> int:
     ap.add_argument("--stop")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--limit-at", type=int, default=0)
+    ap.add_argument("--fork", action="store_true")
     args = ap.parse_args()
 
     ctl = ThreadpoolController()
@@ -57,8 +77,11 @@ def main() -> int:
         threads = pool_size(blas)
         c = a @ b
         after = pool_size(blas)
-        print(f"it={it} threads={threads} after={after} sha={hashlib.sha256(c.tobytes()).hexdigest()[:16]}",
-              flush=True)
+        sha = hashlib.sha256(c.tobytes()).hexdigest()[:16]
+        forked = ""
+        if args.fork:
+            forked = f" forked={fork_check(a, b, c)}"
+        print(f"it={it} threads={threads} after={after} sha={sha}{forked}", flush=True)
         it += 1
     print(f"done iters={it}", flush=True)
     return 0
