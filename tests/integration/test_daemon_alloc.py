@@ -173,7 +173,7 @@ def test_client_fields_reach_status(scafd: Daemon) -> None:
 
 TOP = {
     "version": int, "daemon_pid": int, "policy": str, "cpus": int, "available": int, "foreign": float,
-    "rate_hz": (int, float), "chunk": int, "time": float, "clients": list,
+    "rate_hz": (int, float), "chunk": int, "time": float, "clients": list, "foreign_procs": list,
 }
 CLIENT = {
     "id": int, "pid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
