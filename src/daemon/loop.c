@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -97,6 +98,26 @@ static void on_signal(struct scafd *d)
     }
 }
 
+/* Who is behind the foreign load: every process but the clients and their experiment children. */
+static void name_foreign(struct scafd *d)
+{
+    pid_t *known;
+    size_t n = 0;
+
+    if (!d->foreign.on)
+        return;
+    known = malloc((2 * (size_t)d->nclients + 1) * sizeof *known);
+    if (!known)
+        return; /* the list keeps its last state */
+    for (uint32_t i = 0; i < d->nclients; i++) {
+        known[n++] = d->clients[i]->pid;
+        if (d->clients[i]->report.experiment_pid > 0)
+            known[n++] = d->clients[i]->report.experiment_pid;
+    }
+    scaf_foreign_sample(&d->foreign, known, n);
+    free(known);
+}
+
 /* Once a second: what each client burned (experiment children from its last decoded report), then /proc/stat. */
 static void on_lookout(struct scafd *d)
 {
@@ -107,6 +128,7 @@ static void on_lookout(struct scafd *d)
         dclients += scaf_lookout_client_sample(&c->lookout, c->pid, c->report.experiment_pid);
     }
     scaf_lookout_sample(&d->lookout, &d->cap, dclients, d->opt.verbose > 0);
+    name_foreign(d);
 }
 
 /*

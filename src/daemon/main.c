@@ -334,6 +334,8 @@ int main(int argc, char **argv)
     }
     d.chunk = d.opt.chunk ? d.opt.chunk : d.cap.smt;
     scaf_lookout_init(&d.lookout, d.opt.lookout, d.cap.cpus);
+    if (scaf_foreign_init(&d.foreign, d.opt.lookout, d.opt.socket) < 0)
+        scaf_say("out of memory for the list of foreign processes: foreign load is counted, not named");
     raise_nofile();
 
     /* Blocked before anything else exists: they are read through a signalfd in the loop. */
@@ -377,6 +379,7 @@ out:
     scaf_pipeline_free(&d);
     scaf_alloclog_close(&d.log);
     scaf_lookout_free(&d.lookout);
+    scaf_foreign_free(&d.foreign);
     {
         int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)

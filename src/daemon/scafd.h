@@ -3,6 +3,7 @@
 #define SCAFD_SCAFD_H
 
 #include "collect/capacity.h"
+#include "collect/foreign.h"
 #include "collect/lookout.h"
 #include "report/alloclog.h"
 #include "report/status.h"
@@ -55,6 +56,7 @@ struct scafd {
     uint32_t nclients;
 
     struct scaf_lookout lookout;
+    struct scaf_foreign foreign; /* the non-clients behind the foreign load, named */
 
     /* the pipeline's scratch, max_clients entries each, and the gangs' turns */
     struct scaf_referee_client *rclients;
@@ -81,6 +83,7 @@ static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *
         .cpus = d->cap.cpus,
         .available = d->lookout.available,
         .foreign = d->lookout.foreign,
+        .procs = &d->foreign,
         .rate_hz = d->opt.rate_hz,
         .chunk = d->chunk,
         .time = scaf_clock_s(CLOCK_REALTIME),

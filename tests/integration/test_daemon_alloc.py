@@ -175,6 +175,7 @@ TOP = {
     "version": int, "daemon_pid": int, "policy": str, "cpus": int, "available": int, "foreign": float,
     "rate_hz": (int, float), "chunk": int, "time": float, "clients": list,
     "refused": int, "affinity": int, "limit": str, "cgroup": dict,
+    "foreign_procs": list,
 }
 CLIENT = {
     "id": int, "pid": int, "uid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,

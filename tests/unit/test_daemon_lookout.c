@@ -1,10 +1,14 @@
 /* test_daemon_lookout.c — /proc/stat and /proc/PID/stat parsing from fixture text, and the foreign-load math. */
+#include "../../src/daemon/collect/foreign.h"
 #include "../../src/daemon/collect/lookout.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -92,10 +96,188 @@ static void foreign(void)
     CHECK(scaf_lookout_foreign(10, 0, 100, 0) == 0.0, "no cpus");
 }
 
+/* Which runtimes and layers a process's maps show: each row a maps excerpt and the mask it must give. */
+static void maps_mask(void)
+{
+    static const struct {
+        const char *maps;
+        unsigned mask;
+    } ROWS[] = {
+        {"", 0},
+        {"7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n", 0},
+        {"7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n", SCAF_RT_GOMP},
+        /* a wheel's renamed copies */
+        {"7f00-7f01 r-xp 0 08:01 1 /v/site-packages/scikit_learn.libs/libgomp-a34b3233.so.1.0.0\n", SCAF_RT_GOMP},
+        {"7f00-7f01 r-xp 0 08:01 1 /v/numpy.libs/libscipy_openblas64_-32a4b2a6.so\n", SCAF_RT_OPENBLAS},
+        {"7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0\n", SCAF_RT_OPENBLAS},
+        {"7f00-7f01 r-xp 0 08:01 1 /usr/lib/llvm-14/lib/libomp.so.5\n", SCAF_RT_LLVM_OMP},
+        {"7f00-7f01 r-xp 0 08:01 1 /opt/intel/lib/libiomp5.so\n", SCAF_RT_INTEL_OMP},
+        {"7f00-7f01 r-xp 0 08:01 1 /usr/lib/libtbb.so.12.8\n", SCAF_RT_TBB},
+        {"7f00-7f01 r-xp 0 08:01 1 /opt/intel/lib/libmkl_core.so.2\n", SCAF_RT_MKL},
+        {"7f00-7f01 r-xp 0 08:01 1 /usr/lib/libblis.so.4\n", SCAF_RT_BLIS},
+        {"7f00-7f01 r-xp 0 08:01 1 /w/build/lib/libscaf_gomp.so\n"
+         "7f02-7f03 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libgomp.so.1\n",
+         SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP},
+        {"7f00-7f01 r-xp 0 08:01 1 /w/build/lib/libscaf_omp.so\n", SCAF_RT_LAYER_OMP},
+        /* a directory named like a runtime is not the runtime; anonymous mappings and [heap] have no path */
+        {"7f00-7f01 r-xp 0 08:01 1 /home/libgomp/prog\n7f02-7f03 rw-p 0 00:00 0 [heap]\n7f04-7f05 rw-p 0 00:00 0\n",
+         0},
+        /* no final newline */
+        {"7f00-7f01 r-xp 0 08:01 1 /usr/lib/libomp.so", SCAF_RT_LLVM_OMP},
+    };
+
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
+        unsigned got = scaf_foreign_maps_mask(ROWS[i].maps);
+        CHECK(got == ROWS[i].mask, "maps row %zu: mask %#x, want %#x", i, got, ROWS[i].mask);
+    }
+    CHECK(scaf_foreign_maps_mask(NULL) == 0, "NULL maps");
+}
+
+/* The reason for each combination of facts: each row the facts and the sentence. */
+static void reasons(void)
+{
+    static const char OURS[] = "/run/user/0/scaf/scafd.sock";
+    static const struct {
+        struct scaf_foreign_facts f;
+        const char *want;
+    } ROWS[] = {
+        {{.maps_known = false}, "not a client (its /proc details are not readable by the daemon)"},
+        {{.maps_known = true}, "not started under scaf run (no parallel runtime)"},
+        {{.maps_known = true, .mask = SCAF_RT_GOMP}, "not started under scaf run (uses libgomp)"},
+        {{.maps_known = true, .mask = SCAF_RT_OPENBLAS}, "not started under scaf run (uses openblas)"},
+        {{.maps_known = true, .mask = SCAF_RT_TBB | SCAF_RT_GOMP}, "parallel runtime libtbb that scaf cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_BLIS}, "parallel runtime blis that scaf cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP, .env_known = true, .disabled = true},
+         "layer inert: SCAF_DISABLE=1"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP, .env_known = true,
+          .socket = "/tmp/other.sock", .our_socket = OURS},
+         "layer inert: SCAF_SOCKET names another daemon (/tmp/other.sock)"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP, .env_known = true, .socket = OURS,
+          .our_socket = OURS},
+         "layer loaded, not a client: no daemon when it tried, refused, or no region yet"},
+        /* the environment of another user's process is not readable: no word on it */
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP, .env_known = false, .disabled = true},
+         "layer loaded, not a client: no daemon when it tried, refused, or no region yet"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_LLVM_OMP, .env_known = true},
+         "layer inert: parallel runtime libomp that this layer cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_OMP | SCAF_RT_LLVM_OMP, .env_known = true},
+         "layer loaded, not a client: no daemon when it tried, refused, or no region yet"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_OPENBLAS | SCAF_RT_TBB},
+         "layer inert: parallel runtime libtbb that this layer cannot steer"},
+    };
+    char out[112], tiny[8];
+
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
+        scaf_foreign_reason(&ROWS[i].f, out, sizeof out);
+        CHECK(strcmp(out, ROWS[i].want) == 0, "reason row %zu: \"%s\", want \"%s\"", i, out, ROWS[i].want);
+    }
+    scaf_foreign_reason(&ROWS[1].f, tiny, sizeof tiny);
+    CHECK(strlen(tiny) == sizeof tiny - 1, "truncated to the buffer");
+}
+
+/* The command shown: argv[0]'s basename, and the script for interpreters. */
+static void commands(void)
+{
+    static const struct {
+        const char *cmdline;
+        size_t n;
+        const char *want;
+    } ROWS[] = {
+        {"", 0, ""},
+        {"/usr/bin/spin\0--size\0A\0", 20, "spin"},
+        {"/usr/bin/python3\0/home/u/train.py\0--epochs\0", 43, "python3 train.py"},
+        {"python3\0-c\0print(1)\0", 20, "python3"},
+        {"bash\0./run.sh\0", 15, "bash run.sh"},
+        /* not NUL-terminated at the end (a process that rewrote its argv) */
+        {"/bin/prog", 9, "prog"},
+        {"./a.out\0x", 9, "a.out"},
+    };
+    char out[64];
+
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
+        scaf_foreign_cmd(ROWS[i].cmdline, ROWS[i].n, out, sizeof out);
+        CHECK(strcmp(out, ROWS[i].want) == 0, "cmd row %zu: \"%s\", want \"%s\"", i, out, ROWS[i].want);
+    }
+}
+
+static void foreign_stat(void)
+{
+    struct scaf_foreign_stat st;
+    static const char S[] = "4242 (my (odd) prog) R 17 4242 4242 0 -1 4194304 1234 0 0 0 "
+                            "250 40 9 3 20 0 5 0 9999 12345678 1000 18446744073709551615";
+
+    CHECK(scaf_foreign_stat_parse(S, &st) == 0, "parse");
+    CHECK(strcmp(st.comm, "my (odd) prog") == 0, "comm %s", st.comm);
+    CHECK(st.ppid == 17 && st.ticks == 290 && st.starttime == 9999, "ppid %d ticks %llu start %llu", (int)st.ppid,
+          (unsigned long long)st.ticks, (unsigned long long)st.starttime);
+    CHECK(scaf_foreign_stat_parse("1 (a very long command name here) S 0 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 7",
+                                  &st) == 0 &&
+              strlen(st.comm) == 15,
+          "long comm cut to 15: %s", st.comm);
+    CHECK(scaf_foreign_stat_parse("12 (x) R 1 2", &st) == -1, "truncated");
+    CHECK(scaf_foreign_stat_parse(NULL, &st) == -1, "NULL");
+}
+
+/* The real thing: a busy child of this test shows in the list, named, with a reason; a known pid does not. */
+static void foreign_live(void)
+{
+    struct scaf_foreign f;
+    const struct scaf_foreign_proc *top[SCAF_FOREIGN_SHOW];
+    pid_t child = fork();
+    int found = 0, hidden = 1;
+
+    if (child == 0) {
+        for (volatile unsigned long i = 0;; i++)
+            ;
+    }
+    CHECK(child > 0, "fork");
+    if (child <= 0)
+        return;
+    CHECK(scaf_foreign_init(&f, true, "/nowhere.sock") == 0, "init");
+    for (int s = 0; s < 6 && !found; s++) {
+        struct timespec ts = {0, 400 * 1000 * 1000};
+        size_t n;
+
+        scaf_foreign_sample(&f, NULL, 0);
+        n = scaf_foreign_top(&f, top, SCAF_FOREIGN_SHOW);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(i == 0 || top[i - 1]->cpu >= top[i]->cpu, "busiest first");
+            if (top[i]->pid == child) {
+                found = 1;
+                CHECK(strcmp(top[i]->comm, "test_daemon_loo") == 0, "comm %s", top[i]->comm);
+                CHECK(strncmp(top[i]->reason, "not started under scaf run", 26) == 0, "reason %s", top[i]->reason);
+                CHECK(top[i]->uid == (uint32_t)getuid(), "uid %u", top[i]->uid);
+            }
+        }
+        nanosleep(&ts, NULL);
+    }
+    CHECK(found, "the busy child was never listed");
+    /* Its pid among the known (a client's): not followed at all. */
+    for (int s = 0; s < 3; s++) {
+        size_t n;
+
+        scaf_foreign_sample(&f, &child, 1);
+        n = scaf_foreign_top(&f, top, SCAF_FOREIGN_SHOW);
+        for (size_t i = 0; i < n; i++)
+            if (top[i]->pid == child)
+                hidden = 0;
+    }
+    CHECK(hidden, "a known pid was listed");
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    scaf_foreign_free(&f);
+    CHECK(scaf_foreign_top(&f, top, SCAF_FOREIGN_SHOW) == 0, "off after free");
+}
+
 int main(void)
 {
     procstat();
     pidstat();
     foreign();
+    maps_mask();
+    reasons();
+    commands();
+    foreign_stat();
+    foreign_live();
     return check_exit("test_daemon_lookout");
 }

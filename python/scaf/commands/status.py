@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from scaf.lib import autostart, paths, proto
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 DESCRIPTION = """\
 Ask the scaf daemon for its state and print it: the policy, how many hardware
@@ -34,6 +38,13 @@ then one row per client program:
   ESTIMATE    where that comes from: none, assumed, measured or counters
   USER        whose program it is (the kernel's word, SO_PEERCRED): on a
               shared daemon, each user's programs
+
+Under the clients, the processes that are not clients but keep CPUs busy
+(the foreign load, at least 0.2 of a context), busiest first, each with its
+owner, CPU use and why scaf does not steer it: not started under scaf run,
+a parallel runtime scaf cannot steer, or its layer inert (SCAF_DISABLE=1,
+another daemon's socket, ...). They need the daemon's lookout (not with
+--no-lookout).
 
 --verbose adds, under the table, the reason for each client's verdict: the
 call, function and object that decided it, or the rule's file and line.
@@ -160,6 +171,7 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
     clients = st.get("clients") or []
     if not clients:
         console.print("no clients")
+        render_foreign(console, st)
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
@@ -196,6 +208,37 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             reason = c.get("reason") if isinstance(c.get("reason"), str) and c.get("reason") else "(not given)"
             console.print(f"  {c.get('pid', '?')} {escape(str(c.get('name', '?')))}: {word} "
                           f"(by {src}): {escape(reason)}", highlight=False, soft_wrap=True)
+    render_foreign(console, st)
+
+
+def user_name(uid: object) -> str:
+    """The login name of a uid, or the number when the system does not know it."""
+    import pwd
+
+    if not isinstance(uid, int):
+        return "?"
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def render_foreign(console: Console, st: dict) -> None:
+    """The busy processes that are not clients, and why (nothing when there are none)."""
+    from rich import box
+    from rich.table import Table
+
+    procs = [p for p in st.get("foreign_procs") or [] if isinstance(p, dict)]
+    if not procs:
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="not steered (foreign load)", title_justify="left")
+    for col in ("PID", "NAME", "USER", "CPU", "WHY"):
+        table.add_column(col, justify="right" if col in ("PID", "CPU") else "left", no_wrap=col != "WHY")
+    for p in procs:
+        cpu = p.get("cpu")
+        table.add_row(str(p.get("pid", "?")), str(p.get("cmd") or p.get("name") or "?"), user_name(p.get("uid")),
+                      f"{cpu:.1f}" if isinstance(cpu, (int, float)) else "-", str(p.get("reason", "")))
+    console.print(table)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 /* status.c — the daemon's state as JSON: the STATUS_REPLY body and each --log line. */
 #include "status.h"
 #include "../client.h"
+#include "../collect/foreign.h"
 
 #include <errno.h>
 #include <math.h>
@@ -62,6 +63,23 @@ static void cgroup_json(struct scaf_buf *b, const struct scaf_status_daemon *d)
         scaf_buf_printf(b, "null,\"quota_file\":null");
     }
     scaf_buf_printf(b, "},");
+/* The busiest processes that are not clients, each with why (docs/daemon.md, "Foreign processes"). */
+static void foreign_json(struct scaf_buf *b, const struct scaf_foreign *f)
+{
+    const struct scaf_foreign_proc *top[SCAF_FOREIGN_SHOW];
+    size_t n = f ? scaf_foreign_top(f, top, SCAF_FOREIGN_SHOW) : 0;
+
+    scaf_buf_printf(b, ",\"foreign_procs\":[");
+    for (size_t i = 0; i < n; i++) {
+        scaf_buf_printf(b, "%s{\"pid\":%d,\"name\":", i ? "," : "", (int)top[i]->pid);
+        scaf_buf_json_string(b, top[i]->comm);
+        scaf_buf_printf(b, ",\"cmd\":");
+        scaf_buf_json_string(b, top[i]->cmd);
+        scaf_buf_printf(b, ",\"uid\":%u,\"cpu\":%.3f,\"reason\":", top[i]->uid, top[i]->cpu);
+        scaf_buf_json_string(b, top[i]->reason);
+        scaf_buf_printf(b, "}");
+    }
+    scaf_buf_printf(b, "]");
 }
 
 int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_client *const *clients, uint32_t nclients,
@@ -78,7 +96,9 @@ int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_clien
             scaf_buf_printf(b, ",");
         client_json(b, clients[i]);
     }
-    scaf_buf_printf(b, "]}");
+    scaf_buf_printf(b, "]");
+    foreign_json(b, daemon->procs);
+    scaf_buf_printf(b, "}");
     if (b->failed) {
         errno = ENOMEM;
         return -1;

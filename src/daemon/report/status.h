@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct scaf_foreign;
+
 struct scaf_client;
 
 /* The daemon-wide fields of the status object. */
@@ -24,6 +26,7 @@ struct scaf_status_daemon {
     const char *quota_file; /* where it was read */
     bool cpus_override;     /* --cpus set cpus */
     uint64_t refused;       /* connections refused since start */
+    const struct scaf_foreign *procs; /* the busiest non-clients, or NULL */
 };
 
 /* Appends the status object for these clients (in this order, each with its last report and allocation).

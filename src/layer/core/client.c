@@ -4,14 +4,17 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../estimate/estimate.h"
 #include "bound.h"
 #include "conn.h"
 #include "helper.h"
 #include "malleable.h"
+#include "pool.h"
 #include "say.h"
 #include "settings.h"
+#include "scaf/sockpath.h"
 
 static void atfork_prepare(void)
 {
@@ -40,6 +43,28 @@ static void atfork_child(void)
     scaf_conn_forget();
 }
 
+/*
+ * A process may never run a region and still own a thread pool (numpy's
+ * OpenBLAS, loaded by an import long after start): when an adapter watches
+ * for pools, the helper starts now and connects at the first pool it finds.
+ * Only when a daemon's socket exists, so that a process with no daemon
+ * around gains no thread at all.
+ */
+static void start_pool_watch(void)
+{
+    char path[108];
+    struct stat st;
+
+    if (!scaf_settings.blas)
+        scaf_pool_set_scanner(NULL); /* SCAF_BLAS=0: pools are never looked for, so never touched */
+    if (!scaf_pool_watching() || atomic_load(&scaf_conn_state) == SCAF_CONN_INERT)
+        return;
+    if (scaf_sockpath_default(path, sizeof path) != 0 || stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return;
+    if (scaf_helper_start() != 0)
+        scaf_layer_log("no helper thread (%s): thread pools not watched", strerror(errno));
+}
+
 void scaf_client_init(int max_threads, const char *unusable)
 {
     scaf_settings_read();
@@ -52,6 +77,7 @@ void scaf_client_init(int max_threads, const char *unusable)
     scaf_malleable_init();
     scaf_conn_init(scaf_settings.disable);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    start_pool_watch();
 }
 
 struct scaf_page *scaf_client_connect(void)

@@ -18,6 +18,7 @@
 #include "bound.h"
 #include "malleable.h"
 #include "page.h"
+#include "pool.h"
 #include "say.h"
 #include "scaf/procfs.h"
 #include "scaf/sockpath.h"
@@ -140,6 +141,11 @@ static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out)
     struct scaf_page *page = NULL;
     int fd = -1, memfd = -1;
     unsigned bound = scaf_bound_threads();
+
+    /* A thread pool larger than the OpenMP bound (OPENBLAS_NUM_THREADS) may be given up to its own size;
+     * regions stay capped by their own bound in team.c. */
+    if (scaf_pool_max_bound() > bound)
+        bound = scaf_pool_max_bound();
 
     if (scaf_sockpath_default(addr.sun_path, sizeof addr.sun_path) != 0) {
         res = SCAF_CONN_ABSENT;

@@ -16,6 +16,7 @@
 #include "bound.h"
 #include "conn.h"
 #include "page.h"
+#include "pool.h"
 #include "say.h"
 
 /* How often the helper looks at the socket (daemon death) when no wake comes. */
@@ -153,11 +154,26 @@ static void *helper_main(void *arg)
         uint32_t seq;
 
         if (!p) {
-            sleep_ms(TICK_MS);
+            /*
+             * Not connected yet: started early because an adapter watches for
+             * thread pools (a BLAS library that Python loads long after start).
+             * The first pool found makes the process a client, as the first
+             * region does for an OpenMP program.
+             */
+            int state = atomic_load(&scaf_conn_state);
+
+            if (state == SCAF_CONN_INERT)
+                return NULL; /* no daemon, refused or disabled: nothing left to do */
+            if (scaf_pool_poll(NULL) > 0 && state == SCAF_CONN_UNTRIED)
+                scaf_conn_first();
+            else
+                sleep_ms(TICK_MS);
             continue;
         }
         seq = scaf_page_seq(p);
         apply_control(p, &applied);
+        /* Pools take the allocation here, between their calls: docs/layer.md says why that is safe. */
+        scaf_pool_poll(p);
         scaf_page_sleep(p, seq, TICK_MS);
         scaf_estimate_long_region_check(0);
         if (scaf_conn_lost())

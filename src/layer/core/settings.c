@@ -13,6 +13,7 @@
 
 struct scaf_settings scaf_settings = {
     .malleable = -1,
+    .blas = 1,
     .estimate = 1,
     .lazy = 1,
     .experiments = 1,
@@ -57,6 +58,7 @@ struct entry {
 static const struct entry table[] = {
     {"SCAF_VERBOSE", SWITCH, AT(verbose), 0, 0, 0, 0, NULL},
     {"SCAF_DISABLE", SWITCH, AT(disable), 0, 0, 0, 0, NULL},
+    {"SCAF_BLAS", SWITCH, AT(blas), 0, 0, 0, 0, NULL},
     {"SCAF_CHECK_SEED", SEED, AT(check_seed), AT(check), 0, 0, 0, "an unsigned integer"},
     {"SCAF_MALLEABLE", WORDS, AT(malleable), 0, 0, 0, 0, "yes, no or auto"},
     {"SCAF_REPORT", PATH, AT(report), 0, 0, 0, 0, NULL},

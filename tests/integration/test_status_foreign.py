@@ -1,0 +1,101 @@
+"""`scaf status` names the busy processes that are not clients, and says why (real daemon, real /proc).
+
+The daemon's lookout must be on here. Other busy processes of the machine may be listed too;
+the checks look only at the processes each test started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from conftest import SCAF, Daemon, layer_env
+from scaf.lib import paths
+
+# Long enough never to end during a test: each test kills what it started.
+SPIN = [str(paths.workload("spin")), "--size", "A"]
+QUIET = {"OMP_NUM_THREADS": "2"}
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen]]:
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def foreign_of(st: dict, pid: int) -> dict | None:
+    return next((p for p in st.get("foreign_procs", []) if p.get("pid") == pid), None)
+
+
+def test_unmodified_openmp_program_is_named_with_reason(scafd_factory: Callable[..., Daemon],
+                                                        started: list[subprocess.Popen]) -> None:
+    """A plain libgomp program (no scaf run) and one whose layer is switched off, side by side."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2")
+    plain = subprocess.Popen(SPIN, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=dict(os.environ, **QUIET))
+    started.append(plain)
+    off = subprocess.Popen(SPIN, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=layer_env(d.socket, {**QUIET, "SCAF_DISABLE": "1"}))
+    started.append(off)
+    st = d.wait_for(lambda st: foreign_of(st, plain.pid) is not None and foreign_of(st, off.pid) is not None,
+                    timeout=30, what="both programs listed as foreign")
+    assert not st["clients"], "neither may be a client"
+    p = foreign_of(st, plain.pid)
+    assert p is not None
+    assert p["name"] == "spin" and p["cmd"] == "spin"
+    assert p["uid"] == os.getuid()
+    assert p["cpu"] >= 0.2
+    assert p["reason"] == "not started under scaf run (uses libgomp)"
+    o = foreign_of(st, off.pid)
+    assert o is not None and o["reason"] == "layer inert: SCAF_DISABLE=1"
+
+    # The human table: a section of its own, with the name, the user and the reason. The machine is
+    # shared, so the program may dip below the threshold for a moment: ask again until it shows.
+    deadline = time.monotonic() + 30
+    row = None
+    while row is None and time.monotonic() < deadline:
+        r = subprocess.run([str(SCAF), "status", "--socket", d.socket], capture_output=True, text=True,
+                           timeout=30, check=False)
+        assert r.returncode == 0, r.stderr
+        row = next((ln for ln in r.stdout.splitlines() if ln.split()[:1] == [str(plain.pid)]), None)
+        if row is None:
+            time.sleep(0.3)
+    assert row is not None, r.stdout
+    assert "not steered (foreign load)" in r.stdout
+    assert "spin" in row and "not started under scaf run (uses libgomp)" in row
+
+    # A program that becomes a client leaves the list.
+    plain.kill()
+    plain.wait()
+    client = subprocess.Popen(SPIN, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=layer_env(d.socket, QUIET))
+    started.append(client)
+    st = d.wait_for(lambda st: any(c["pid"] == client.pid for c in st["clients"]), timeout=30,
+                    what="the program under the layer as a client")
+    d.wait_for(lambda st: foreign_of(st, plain.pid) is None, timeout=10, what="the killed program gone from the list")
+    for _ in range(3):
+        st = d.status()
+        assert foreign_of(st, client.pid) is None, "a client listed as foreign"
+        time.sleep(0.5)
+
+
+def test_no_lookout_no_list(scafd_factory: Callable[..., Daemon], started: list[subprocess.Popen]) -> None:
+    """--no-lookout: no /proc walk at all; the field is there and empty."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    plain = subprocess.Popen(SPIN, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=dict(os.environ, **QUIET))
+    started.append(plain)
+    for _ in range(3):
+        st = d.wait_for(lambda st: st["time"] > 0, what="status")
+        assert st["foreign_procs"] == []
+    r = subprocess.run([str(SCAF), "status", "--json", "--socket", d.socket], capture_output=True, text=True,
+                       timeout=30, check=False)
+    assert r.returncode == 0 and json.loads(r.stdout)["foreign_procs"] == []
