@@ -63,6 +63,8 @@ static void cgroup_json(struct scaf_buf *b, const struct scaf_status_daemon *d)
         scaf_buf_printf(b, "null,\"quota_file\":null");
     }
     scaf_buf_printf(b, "},");
+}
+
 /* The busiest processes that are not clients, each with why (docs/daemon.md, "Foreign processes"). */
 static void foreign_json(struct scaf_buf *b, const struct scaf_foreign *f)
 {
