@@ -5,9 +5,12 @@ PYTHON  ?= python3
 VENV    := $(BUILD)/venv
 VPY     := $(VENV)/bin/python
 JOBS    ?= 2
+FUZZ    := $(CURDIR)/build-fuzz
+FUZZ_S  ?= 600
+SOAK_S  ?= 600
 PYTEST_ARGS ?=
 
-.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help
+.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help fuzz soak
 
 all: c py
 
@@ -18,7 +21,9 @@ help:
 	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
 	@echo "make lint     ruff over the Python code, and make cycles"
 	@echo "make cycles   fail when C files depend on each other in a circle (#include or linked symbol)"
-	@echo "make clean    remove build/ and build-asan/"
+	@echo "make fuzz     libFuzzer over the daemon's message and page decoding for FUZZ_S seconds (default 600)"
+	@echo "make soak     1,000 short-lived clients in SIGKILLed waves against the ASan daemon for SOAK_S seconds (default 600)"
+	@echo "make clean    remove build/ and build-asan/ and build-fuzz/"
 
 c:
 	cmake -S . -B $(BUILD)/cmake -DSCAF_OUT=$(BUILD) >/dev/null
@@ -63,8 +68,27 @@ demo: all
 	$(BUILD)/bin/scaf demo
 
 clean:
-	rm -rf $(BUILD) $(ASAN)
+	rm -rf $(BUILD) $(ASAN) $(FUZZ)
 
 # No C file may depend, by #include or by a linked symbol, on one that depends on it.
 cycles: c
 	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake
+
+# Coverage-guided fuzzing of what scafd decodes from clients (docs/testing.md). Not part of `make test`:
+# it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
+FUZZ_CC ?= clang-14
+$(FUZZ)/fuzz_decode: tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c \
+		src/daemon/transport/wire.h src/daemon/collect/page.h include/scaf/proto.h
+	mkdir -p $(FUZZ)
+	$(FUZZ_CC) -std=c11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $@
+
+fuzz: $(FUZZ)/fuzz_decode
+	mkdir -p $(FUZZ)/corpus $(FUZZ)/crashes
+	$(FUZZ)/fuzz_decode -max_total_time=$(FUZZ_S) -max_len=600 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ)/crashes/ $(FUZZ)/corpus tests/fuzz/corpus
+
+# Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
+soak: all asan
+	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S)
