@@ -73,6 +73,30 @@ static void idle_update(struct scafd *d)
     timerfd_settime(d->idle_tfd, 0, &it, NULL);
 }
 
+/* Out of descriptors: the listener leaves epoll, so a backlog that cannot be accepted cannot spin the loop. */
+static void listen_pause(struct scafd *d)
+{
+    struct epoll_event ev = {.events = 0, .data.u64 = TAG_LISTEN};
+
+    if (d->listen_paused)
+        return;
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listener.fd, &ev);
+    d->listen_paused = true;
+    d->paused_at = scaf_conn_count(d);
+}
+
+/* Back in epoll once a connection has ended, or at the next lookout tick (another process may have
+ * freed descriptors, for ENFILE); if there is still no room, the next accept pauses it again. */
+static void listen_resume(struct scafd *d, bool tick)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+
+    if (!d->listen_paused || (!tick && scaf_conn_count(d) >= d->paused_at))
+        return;
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listener.fd, &ev);
+    d->listen_paused = false;
+}
+
 static void drain(int fd)
 {
     uint64_t x;
@@ -135,7 +159,8 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
 {
     switch (ev->data.u64) {
     case TAG_LISTEN:
-        scaf_conn_accept(d);
+        if (scaf_conn_accept(d) == SCAF_CONN_ACCEPT_NO_FDS)
+            listen_pause(d);
         break;
     case TAG_SIGNAL:
         on_signal(d);
@@ -149,6 +174,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         drain(d->lookout_tfd);
         on_lookout(d);
         scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
+        listen_resume(d, true);
         break;
     case TAG_SCOREBOARD:
         drain(d->score_tfd);
@@ -222,6 +248,7 @@ int scaf_loop_run(struct scafd *d)
             dispatch(d, &evs[i]);
         if (!d->stop)
             step(d);
+        listen_resume(d, false);
     }
     rc = 0;
 fail:

@@ -41,17 +41,28 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
 int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_client *const *clients, uint32_t nclients,
                       struct scaf_buf *b)
 {
+    uint32_t shown = 0, others = 0, other_threads = 0;
+
     scaf_buf_printf(b, "{\"version\":%u,\"daemon_pid\":%d,\"policy\":", SCAF_PROTO_VERSION, (int)getpid());
     scaf_buf_json_string(b, daemon->policy);
     scaf_buf_printf(b, ",\"cpus\":%u,\"available\":%u,\"foreign\":%.3f,\"rate_hz\":%g,\"chunk\":%u,\"time\":%.6f,"
                        "\"clients\":[",
                     daemon->cpus, daemon->available, daemon->foreign, daemon->rate_hz, daemon->chunk, daemon->time);
     for (uint32_t i = 0; i < nclients; i++) {
-        if (i)
+        /* Everything about a client (pid, name, user, efficiency, ...) is its user's business. */
+        if (daemon->private_view && clients[i]->uid != daemon->viewer) {
+            others++;
+            other_threads += clients[i]->alloc.threads;
+            continue;
+        }
+        if (shown++)
             scaf_buf_printf(b, ",");
         client_json(b, clients[i]);
     }
-    scaf_buf_printf(b, "]}");
+    scaf_buf_printf(b, "]");
+    if (daemon->private_view)
+        scaf_buf_printf(b, ",\"other_clients\":%u,\"other_threads\":%u", others, other_threads);
+    scaf_buf_printf(b, "}");
     if (b->failed) {
         errno = ENOMEM;
         return -1;

@@ -4,7 +4,9 @@
 
 #include "jsonbuf.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct scaf_client;
 
@@ -17,6 +19,11 @@ struct scaf_status_daemon {
     double rate_hz;
     uint32_t chunk;
     double time; /* wall clock, seconds */
+    /* A shared daemon answering a user who is neither root nor its own: only `viewer`'s clients are
+     * listed, with every field; the others appear only in the counts other_clients and other_threads.
+     * Zero (the default) lists everyone, as the --log file and a per-user daemon do. */
+    bool private_view;
+    uid_t viewer;
 };
 
 /* Appends the status object for these clients (in this order, each with its last report and allocation).
