@@ -48,7 +48,9 @@ static void close_window(struct scaf_refusals *r, double now)
         if (!b.failed)
             scaf_say("%s", b.p);
         scaf_buf_free(&b);
-        r->dropped_seen = scaf_say_dropped();
+        /* Reported only once a summary got out: one that was dropped itself leaves the count for the next. */
+        if (scaf_say_dropped() == dropped)
+            r->dropped_seen = dropped;
     }
     memset(r->count, 0, sizeof r->count);
     r->full = 0;
