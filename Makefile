@@ -8,6 +8,7 @@ JOBS    ?= 2
 FUZZ    := $(CURDIR)/build-fuzz
 FUZZ_S  ?= 600
 SOAK_S  ?= 600
+SOAK_WAVE ?= 1000
 PYTEST_ARGS ?=
 
 .PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help fuzz soak
@@ -22,7 +23,7 @@ help:
 	@echo "make lint     ruff over the Python code, and make cycles"
 	@echo "make cycles   fail when C files depend on each other in a circle (#include or linked symbol)"
 	@echo "make fuzz     libFuzzer over the daemon's message and page decoding for FUZZ_S seconds (default 600)"
-	@echo "make soak     1,000 short-lived clients in SIGKILLed waves against the ASan daemon for SOAK_S seconds (default 600)"
+	@echo "make soak     waves of SOAK_WAVE (1000) real clients, SIGKILLed, against the ASan daemon for SOAK_S seconds (600)"
 	@echo "make clean    remove build/ and build-asan/ and build-fuzz/"
 
 c:
@@ -91,4 +92,4 @@ fuzz: $(FUZZ)/fuzz_decode
 
 # Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
 soak: all asan
-	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S)
+	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S) --wave $(SOAK_WAVE)

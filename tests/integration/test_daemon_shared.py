@@ -292,13 +292,36 @@ def test_status_shows_other_users_clients_only_as_counts(
     st = mine.next()
     assert [c["id"] for c in st["clients"]] == ids_b, st
     assert st["other_clients"] == 2 and st["other_threads"] >= 2, st
-    text = json.dumps(st)
-    assert '"flood"' not in text and str(a.pid) not in text, "nothing of the other user's clients but counts"
+    assert {c["pid"] for c in st["clients"]} == {b.pid}, "nothing of the other user's clients but counts"
 
     # Root (and the daemon's own user, root here) sees everyone, as before.
     full = d.status()
     assert sorted(c["id"] for c in full["clients"]) == sorted(ids_a + ids_b)
     assert "other_clients" not in full
+
+    # `scaf status`'s table, as root sees it and as the other user does (rendered in the child, which is
+    # that user; everything it imports is imported here first, since that user cannot read this Python).
+    import io
+
+    from scaf.commands import status as status_cmd
+
+    def render_status() -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status_cmd.render(wire.status(d.socket), d.socket)
+        return out.getvalue()
+
+    as_root = render_status()
+    assert "other users" not in as_root and str(a.pid) in as_root and str(b.pid) in as_root, as_root
+
+    def render(report: Callable[[Any], None]) -> None:
+        report(render_status())
+
+    shown = AsUser(u2, render)
+    children.append(shown)
+    text = shown.next()
+    assert "2 clients of other users" in text and str(b.pid) in text, text
+    assert str(a.pid) not in text, text
 
 
 def sample_threads(d: Daemon, pids: dict[str, int], seconds: float = 3.0) -> dict[str, float]:
