@@ -11,7 +11,7 @@ SOAK_S  ?= 600
 SOAK_WAVE ?= 1000
 PYTEST_ARGS ?=
 
-.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help fuzz soak
+.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help fuzz fuzz-cov soak
 
 all: c py
 
@@ -89,6 +89,18 @@ fuzz: $(FUZZ)/fuzz_decode
 	mkdir -p $(FUZZ)/corpus $(FUZZ)/crashes
 	$(FUZZ)/fuzz_decode -max_total_time=$(FUZZ_S) -max_len=600 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ)/crashes/ $(FUZZ)/corpus tests/fuzz/corpus
+	$(MAKE) --no-print-directory fuzz-cov
+
+# Line and branch coverage of the decoders by the corpus so far (seeds and what fuzzing found).
+fuzz-cov:
+	mkdir -p $(FUZZ)/corpus $(FUZZ)/cov
+	$(FUZZ_CC) -std=c11 -g -O0 -D_GNU_SOURCE -Iinclude -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping \
+		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $(FUZZ)/cov/fuzz_decode
+	LLVM_PROFILE_FILE=$(FUZZ)/cov/run.profraw $(FUZZ)/cov/fuzz_decode -runs=0 $(FUZZ)/corpus tests/fuzz/corpus \
+		>/dev/null 2>&1
+	llvm-profdata-14 merge -sparse $(FUZZ)/cov/run.profraw -o $(FUZZ)/cov/run.profdata
+	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
+		src/daemon/transport/wire.c src/daemon/collect/page.c
 
 # Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
 soak: all asan
