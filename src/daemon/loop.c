@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -155,6 +157,21 @@ static void step(struct scafd *d)
     } while (d->members_changed);
 }
 
+/* The -t table, built in memory and written without waiting: a stdout nobody reads must not stop the loop. */
+static void scoreboard(struct scafd *d)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (!f)
+        return;
+    scaf_scoreboard_print(d->clients, d->nclients, f);
+    if (fclose(f) == 0 && len > 0)
+        (void)scaf_say_stdout(buf, len);
+    free(buf);
+}
+
 static void dispatch(struct scafd *d, const struct epoll_event *ev)
 {
     switch (ev->data.u64) {
@@ -178,7 +195,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         break;
     case TAG_SCOREBOARD:
         drain(d->score_tfd);
-        scaf_scoreboard_print(d->clients, d->nclients, stdout);
+        scoreboard(d);
         break;
     case TAG_GANG:
         drain(d->gang_tfd);

@@ -1,4 +1,4 @@
-/* say.c — scafd's stderr lines: one write per line, never waiting for a reader that does not drain. */
+/* say.c — scafd's stderr lines and stdout tables: one write each, never waiting for a reader that does not drain. */
 #include "say.h"
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /*
- * How lines leave. A log nobody reads must never stop the daemon serving, so
+ * How lines leave (stdout's tables the same way). A log nobody reads must never stop the daemon serving, so
  * a line that does not fit now is dropped and counted. O_NONBLOCK on fd 2
  * itself would change the open file description scafd shares with whoever
  * started it (a shell's terminal), so a pipe or terminal is reopened through
@@ -21,44 +21,56 @@
  */
 enum say_mode { SAY_UNSET = 0, SAY_PLAIN, SAY_SOCKET, SAY_POLL };
 
-static enum say_mode mode;
-static int out_fd = STDERR_FILENO;
-static unsigned long long dropped;
+struct say_stream {
+    int std_fd; /* STDOUT_FILENO or STDERR_FILENO */
+    enum say_mode mode;
+    int fd;     /* where writes go: std_fd, or a non-blocking reopening of it */
+    unsigned long long dropped;
+};
 
-static void setup(void)
+static struct say_stream err_stream = {STDERR_FILENO, SAY_UNSET, STDERR_FILENO, 0};
+static struct say_stream out_stream = {STDOUT_FILENO, SAY_UNSET, STDOUT_FILENO, 0};
+
+static void setup(struct say_stream *st)
 {
-    struct stat st;
+    struct stat sb;
+    char path[32];
 
-    mode = SAY_PLAIN;
-    if (fstat(STDERR_FILENO, &st) < 0)
+    st->mode = SAY_PLAIN;
+    if (fstat(st->std_fd, &sb) < 0)
         return;
-    if (S_ISSOCK(st.st_mode)) {
-        mode = SAY_SOCKET;
-    } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
-        int fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (S_ISSOCK(sb.st_mode)) {
+        st->mode = SAY_SOCKET;
+    } else if (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode)) {
+        int fd;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", st->std_fd);
+        fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0)
-            out_fd = fd;
+            st->fd = fd;
         else
-            mode = SAY_POLL; /* no /proc, or a pipe already without a reader: ask before each write */
+            st->mode = SAY_POLL; /* no /proc, or a pipe already without a reader: ask before each write */
     }
 }
 
-static void emit(const char *buf, size_t len)
+/* Whole, or dropped and counted (a pipe takes up to PIPE_BUF bytes whole or not at all; a longer
+ * block may go out in part). Returns 0 when all of it went out. */
+static int emit(struct say_stream *st, const char *buf, size_t len)
 {
-    struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
+    struct pollfd p = {.fd = st->std_fd, .events = POLLOUT};
     ssize_t n;
 
-    if (mode == SAY_UNSET)
-        setup();
-    /* Lines are below PIPE_BUF, so a pipe takes each whole or not at all. */
-    if (mode == SAY_SOCKET)
-        n = send(out_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    else if (mode == SAY_POLL && (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)))
+    if (st->mode == SAY_UNSET)
+        setup(st);
+    if (st->mode == SAY_SOCKET)
+        n = send(st->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    else if (st->mode == SAY_POLL && (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)))
         n = -1;
     else
-        n = write(out_fd, buf, len);
-    if (n != (ssize_t)len)
-        dropped++;
+        n = write(st->fd, buf, len);
+    if (n == (ssize_t)len)
+        return 0;
+    st->dropped++;
+    return -1;
 }
 
 void scaf_say(const char *fmt, ...)
@@ -78,10 +90,15 @@ void scaf_say(const char *fmt, ...)
         n = (int)sizeof line - 2;
     line[n++] = '\n';
     /* One write per line, so lines from a busy daemon never interleave mid-way. */
-    emit(line, (size_t)n);
+    (void)emit(&err_stream, line, (size_t)n);
 }
 
 unsigned long long scaf_say_dropped(void)
 {
-    return dropped;
+    return err_stream.dropped;
+}
+
+int scaf_say_stdout(const char *buf, size_t len)
+{
+    return emit(&out_stream, buf, len);
 }
