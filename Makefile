@@ -5,9 +5,13 @@ PYTHON  ?= python3
 VENV    := $(BUILD)/venv
 VPY     := $(VENV)/bin/python
 JOBS    ?= 2
+FUZZ    := $(CURDIR)/build-fuzz
+FUZZ_S  ?= 600
+SOAK_S  ?= 600
+SOAK_WAVE ?= 1000
 PYTEST_ARGS ?=
 
-.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help man install uninstall
+.PHONY: all c asan py test test-unit test-py test-corpus lint cycles demo clean help man install uninstall fuzz fuzz-cov soak
 
 # Where `make install` puts things (GNU directory variables; DESTDIR is prepended to each).
 PREFIX      ?= /usr/local
@@ -39,7 +43,9 @@ help:
 	@echo "make man      the manual pages, from the --help texts, into build/man/"
 	@echo "make install  install under PREFIX (default /usr/local; DESTDIR honoured); docs/deploy.md"
 	@echo "make uninstall  remove exactly what make install put there"
-	@echo "make clean    remove build/ and build-asan/"
+	@echo "make fuzz     libFuzzer over the daemon's message and page decoding for FUZZ_S seconds (default 600)"
+	@echo "make soak     waves of SOAK_WAVE (1000) real clients, SIGKILLed, against the ASan daemon for SOAK_S seconds (600)"
+	@echo "make clean    remove build/ and build-asan/ and build-fuzz/"
 
 c:
 	cmake -S . -B $(BUILD)/cmake -DSCAF_OUT=$(BUILD) >/dev/null
@@ -84,7 +90,7 @@ demo: all
 	$(BUILD)/bin/scaf demo
 
 clean:
-	rm -rf $(BUILD) $(ASAN)
+	rm -rf $(BUILD) $(ASAN) $(FUZZ)
 
 man: all
 	BUILD='$(BUILD)' VPY='$(VPY)' tools/man/build.sh
@@ -100,3 +106,34 @@ uninstall:
 # No C file may depend, by #include or by a linked symbol, on one that depends on it.
 cycles: c
 	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake
+
+# Coverage-guided fuzzing of what scafd decodes from clients (docs/testing.md). Not part of `make test`:
+# it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
+FUZZ_CC ?= clang-14
+$(FUZZ)/fuzz_decode: tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c \
+		src/daemon/transport/wire.h src/daemon/collect/page.h include/scaf/proto.h
+	mkdir -p $(FUZZ)
+	$(FUZZ_CC) -std=c11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $@
+
+fuzz: $(FUZZ)/fuzz_decode
+	mkdir -p $(FUZZ)/corpus $(FUZZ)/crashes
+	$(FUZZ)/fuzz_decode -max_total_time=$(FUZZ_S) -max_len=600 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ)/crashes/ $(FUZZ)/corpus tests/fuzz/corpus
+	$(MAKE) --no-print-directory fuzz-cov
+
+# Line and branch coverage of the decoders by the corpus so far (seeds and what fuzzing found).
+fuzz-cov:
+	mkdir -p $(FUZZ)/corpus $(FUZZ)/cov
+	$(FUZZ_CC) -std=c11 -g -O0 -D_GNU_SOURCE -Iinclude -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping \
+		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $(FUZZ)/cov/fuzz_decode
+	LLVM_PROFILE_FILE=$(FUZZ)/cov/run.profraw $(FUZZ)/cov/fuzz_decode -runs=0 $(FUZZ)/corpus tests/fuzz/corpus \
+		>/dev/null 2>&1
+	llvm-profdata-14 merge -sparse $(FUZZ)/cov/run.profraw -o $(FUZZ)/cov/run.profdata
+	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
+		src/daemon/transport/wire.c src/daemon/collect/page.c
+
+# Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
+soak: all asan
+	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S) --wave $(SOAK_WAVE)

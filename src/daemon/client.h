@@ -15,7 +15,8 @@
 struct scaf_client {
     uint32_t id;   /* arrival order, from 1 */
     pid_t pid;     /* SO_PEERCRED: the kernel's word, never the client's */
-    uid_t uid;     /* SO_PEERCRED too: whose program it is, for a shared daemon's status */
+    uid_t uid;     /* SO_PEERCRED too: whose program it is (status), and whose quota and share it counts
+                    * against (--shared) */
     char name[SCAF_NAME_MAX];   /* /proc/PID/comm, printable */
     uint32_t max_threads;       /* from HELLO */
     bool hello_fixed;           /* HELLO said the team is fixed */

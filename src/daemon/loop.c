@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -72,6 +73,30 @@ static void idle_update(struct scafd *d)
     if (d->nclients == 0)
         it = period(d->opt.idle_exit_s, 0);
     timerfd_settime(d->idle_tfd, 0, &it, NULL);
+}
+
+/* Out of descriptors: the listener leaves epoll, so a backlog that cannot be accepted cannot spin the loop. */
+static void listen_pause(struct scafd *d)
+{
+    struct epoll_event ev = {.events = 0, .data.u64 = TAG_LISTEN};
+
+    if (d->listen_paused)
+        return;
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listener.fd, &ev);
+    d->listen_paused = true;
+    d->paused_at = scaf_conn_count(d);
+}
+
+/* Back in epoll once a connection has ended, or at the next lookout tick (another process may have
+ * freed descriptors, for ENFILE); if there is still no room, the next accept pauses it again. */
+static void listen_resume(struct scafd *d, bool tick)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+
+    if (!d->listen_paused || (!tick && scaf_conn_count(d) >= d->paused_at))
+        return;
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listener.fd, &ev);
+    d->listen_paused = false;
 }
 
 static void drain(int fd)
@@ -153,11 +178,27 @@ static void step(struct scafd *d)
     } while (d->members_changed);
 }
 
+/* The -t table, built in memory and written without waiting: a stdout nobody reads must not stop the loop. */
+static void scoreboard(struct scafd *d)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (!f)
+        return;
+    scaf_scoreboard_print(d->clients, d->nclients, f);
+    if (fclose(f) == 0 && len > 0)
+        (void)scaf_say_stdout(buf, len);
+    free(buf);
+}
+
 static void dispatch(struct scafd *d, const struct epoll_event *ev)
 {
     switch (ev->data.u64) {
     case TAG_LISTEN:
-        scaf_conn_accept(d);
+        if (scaf_conn_accept(d) == SCAF_CONN_ACCEPT_NO_FDS)
+            listen_pause(d);
         break;
     case TAG_SIGNAL:
         on_signal(d);
@@ -171,10 +212,11 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         drain(d->lookout_tfd);
         on_lookout(d);
         scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
+        listen_resume(d, true);
         break;
     case TAG_SCOREBOARD:
         drain(d->score_tfd);
-        scaf_scoreboard_print(d->clients, d->nclients, stdout);
+        scoreboard(d);
         break;
     case TAG_GANG:
         drain(d->gang_tfd);
@@ -244,6 +286,7 @@ int scaf_loop_run(struct scafd *d)
             dispatch(d, &evs[i]);
         if (!d->stop)
             step(d);
+        listen_resume(d, false);
     }
     rc = 0;
 fail:

@@ -12,6 +12,7 @@
 #include "scaf/sockpath.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -33,8 +34,8 @@ static void help(void)
            "SYNOPSIS\n"
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
-           "          [--no-lookout] [--gang-quantum MS] [--shared] [-v] [--help]\n"
-           "          [--version]\n"
+           "          [--no-lookout] [--gang-quantum MS] [--shared [--user-clients N]]\n"
+           "          [-v] [--help] [--version]\n"
            "\n"
            "DESCRIPTION\n"
            "    scafd decides how many threads each client program may use. Programs become\n"
@@ -78,7 +79,15 @@ static void help(void)
            "                       their own layer at region boundaries. 0: they run unconfined\n"
            "                       side by side instead, as without scaf\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
-           "                       any user's programs may join\n"
+           "                       any user's programs may join. Users are kept apart: each\n"
+           "                       may hold --user-clients clients and 16 connections that have\n"
+           "                       not said HELLO (which must finish a message within 3 s); when\n"
+           "                       several users' programs wait for CPUs, the contexts are split\n"
+           "                       between users first and only then between each user's\n"
+           "                       programs; `scaf status` shows a user the other users'\n"
+           "                       clients only as counts (root and scafd's own user see all)\n"
+           "    --user-clients N   with --shared: the most clients one user may hold (default: a\n"
+           "                       quarter of --max-clients, at least 1)\n"
            "    -v, --verbose      log arrivals, departures and allocations on stderr\n"
            "    -h, --help         show this help and exit\n"
            "    -V, --version      show version and protocol and exit\n"
@@ -175,7 +184,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -189,6 +198,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"no-lookout", no_argument, NULL, O_NOLOOK},
         {"gang-quantum", required_argument, NULL, O_GANG},
         {"shared", no_argument, NULL, O_SHARED},
+        {"user-clients", required_argument, NULL, O_USERC},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -243,6 +253,9 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         case O_SHARED:
             o->shared = true;
             break;
+        case O_USERC:
+            r = parse_u32("--user-clients", optarg, 1, SCAFD_MAX_CLIENTS_LIMIT, &o->user_clients);
+            break;
         case 'v':
             o->verbose++;
             break;
@@ -266,6 +279,17 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         fprintf(stderr, "scafd: unexpected argument '%s'\n%s", argv[optind], USAGE);
         return PARSE_USAGE;
     }
+    if (o->user_clients && !o->shared) {
+        fprintf(stderr, "scafd: --user-clients needs --shared (a per-user daemon has one user)\n%s", USAGE);
+        return PARSE_USAGE;
+    }
+    if (o->user_clients > o->max_clients) {
+        fprintf(stderr, "scafd: --user-clients %u is more than --max-clients %u\n%s", o->user_clients,
+                o->max_clients, USAGE);
+        return PARSE_USAGE;
+    }
+    if (!o->user_clients)
+        o->user_clients = o->max_clients / 4 ? o->max_clients / 4 : 1;
 
     d->policy = policy ? scaf_policy_lookup(policy) : scaf_policy_lookup("speedup");
     if (!d->policy && policy) {
@@ -296,14 +320,18 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
     return PARSE_RUN;
 }
 
-/* Room for the client table's descriptors: the soft limit is often 1024. */
-static void raise_nofile(void)
+/* Room for the client table's descriptors: the soft limit is often 1024. Returns the limit now, 0 if unknown. */
+static unsigned long raise_nofile(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 0;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
     }
+    return rl.rlim_cur == RLIM_INFINITY ? 0 : (unsigned long)rl.rlim_cur;
 }
 
 int main(int argc, char **argv)
@@ -313,7 +341,7 @@ int main(int argc, char **argv)
     int rc = EXIT_RUNTIME;
     char quota[700] = "";
 
-    d.sigfd = d.epfd = -1;
+    d.sigfd = d.epfd = d.spare_fd = -1;
     d.listener.fd = d.listener.lockfd = -1;
     d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = -1;
     switch (parse_args(&d, argc, argv)) {
@@ -336,7 +364,9 @@ int main(int argc, char **argv)
     scaf_lookout_init(&d.lookout, d.opt.lookout, d.cap.cpus);
     if (scaf_foreign_init(&d.foreign, d.opt.lookout, d.opt.socket) < 0)
         scaf_say("out of memory for the list of foreign processes: foreign load is counted, not named");
-    raise_nofile();
+    d.fd_limit = raise_nofile();
+    /* Given up for a moment when descriptors run out, to accept and close a peer (transport/conn.c). */
+    d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
     /* Blocked before anything else exists: they are read through a signalfd in the loop. */
     scaf_loop_signals(&mask);
@@ -381,7 +411,7 @@ out:
     scaf_lookout_free(&d.lookout);
     scaf_foreign_free(&d.foreign);
     {
-        int fds[] = {d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
+        int fds[] = {d.spare_fd, d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
             if (fds[i] >= 0)
                 close(fds[i]);

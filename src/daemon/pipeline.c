@@ -4,6 +4,7 @@
 #include "say.h"
 #include "scafd.h"
 #include "collect/page.h"
+#include "decide/cap.h"
 #include "decide/referee.h"
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
@@ -49,6 +50,8 @@ static int decide(struct scafd *d)
     for (uint32_t i = 0; i < d->nclients; i++) {
         const struct scaf_client *c = d->clients[i];
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
+        scaf_referee_cap(&d->rclients[i], d->cap.cpus);
+        d->rclients[i].uid = c->uid;
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,
@@ -59,6 +62,7 @@ static int decide(struct scafd *d)
         .cpu_list = d->cap.cpu_list,
         .cpu_list_len = d->cap.cpu_list_len,
         .gang = d->opt.gang_quantum_s > 0,
+        .per_user = d->opt.shared,
     };
     if (scaf_referee_decide(d->policy, &snap, d->rallocs) < 0) {
         scaf_say("policy %s failed (%s); allocations unchanged", d->policy->name, strerror(errno));

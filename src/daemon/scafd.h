@@ -6,6 +6,7 @@
 #include "collect/foreign.h"
 #include "collect/lookout.h"
 #include "report/alloclog.h"
+#include "report/refusals.h"
 #include "report/status.h"
 #include "transport/listener.h"
 #include "scaf/clock.h"
@@ -29,7 +30,8 @@ struct scafd_opts {
     uint32_t chunk;          /* --chunk; 0 = SMT width */
     bool lookout;            /* false with --no-lookout */
     double gang_quantum_s;   /* --gang-quantum; 0 = fixed teams that do not fit run unconfined */
-    bool shared;             /* --shared: socket mode 0666 */
+    bool shared;             /* --shared: socket mode 0666, per-user quotas and shares, private status */
+    uint32_t user_clients;   /* --shared: the most clients one user may hold (--user-clients) */
     int verbose;
 };
 
@@ -57,6 +59,13 @@ struct scafd {
 
     struct scaf_lookout lookout;
     struct scaf_foreign foreign; /* the non-clients behind the foreign load, named */
+
+    /* turning peers away without being stalled or spun by them (transport/conn.c, loop.c) */
+    struct scaf_refusals refusals;
+    int spare_fd;         /* held open so that, out of descriptors, one can be freed to accept and close */
+    unsigned long fd_limit; /* RLIMIT_NOFILE: connections stop short of it, keeping room for /proc and pages */
+    bool listen_paused;   /* out of descriptors: the listener is out of epoll until a connection ends */
+    uint32_t paused_at;   /* connections open when it was paused */
 
     /* the pipeline's scratch, max_clients entries each, and the gangs' turns */
     struct scaf_referee_client *rclients;

@@ -1,4 +1,6 @@
 /* test_daemon_referee.c — the referee's pure half: cpuset layout and decide() on explicit snapshots, clamps. */
+#include "../../src/daemon/decide/cap.h"
+#include "../../src/daemon/decide/peruser.h"
 #include "../../src/daemon/decide/referee.h"
 
 #include <errno.h>
@@ -291,8 +293,147 @@ static void collect(void)
     }
 }
 
+/* What a report may claim: p' at most max_threads (a fixed team's team) and cpus; nothing else changes. */
+static void cap(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t max_threads, cpus, report, want;
+    } cases[] = {
+        {"honest, below both", 8, 16, 4, 4},
+        {"at max_threads", 8, 16, 8, 8},
+        {"liar past max_threads", 8, 16, 1024, 8},
+        {"liar past cpus", 1024, 64, 1024, 64},
+        {"max_threads past cpus, report within", 32, 8, 6, 6},
+        {"no report stays none", 8, 8, 0, 0},
+        {"cpus unknown: max_threads only", 4, 0, 9, 4},
+        {"max_threads 0 read as 1", 0, 8, 3, 1},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client c = mk(cases[t].max_threads, 1, 0, false), before;
+        c.pol.report_threads = cases[t].report;
+        c.pol.efficiency = 1.0;
+        c.pol.prev = 3;
+        before = c;
+        scaf_referee_cap(&c, cases[t].cpus);
+        CHECK(c.pol.report_threads == cases[t].want, "%s: p' %u, want %u", cases[t].name, c.pol.report_threads,
+              cases[t].want);
+        before.pol.report_threads = c.pol.report_threads;
+        CHECK(memcmp(&before, &c, sizeof c) == 0, "%s: only p' may change", cases[t].name);
+    }
+}
+
+static void peruser_groups(void)
+{
+    uid_t uid[] = {1000, 1001, 1000, 0, 1001, 1000};
+    uint32_t group[6], want[] = {0, 1, 0, 2, 1, 0};
+
+    CHECK(scaf_peruser_groups(uid, 6, group) == 3, "three users");
+    CHECK(memcmp(group, want, sizeof want) == 0, "numbered in order of first appearance");
+    CHECK(scaf_peruser_groups(uid, 0, group) == 0, "no clients, no users");
+}
+
+static void peruser_quotas(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t total, ngroups, demand[4], floor_[4], want[4];
+    } cases[] = {
+        {"two hungry users split evenly", 8, 2, {8, 8}, {1, 1}, {4, 4}},
+        {"odd total: first user gets the extra unit", 9, 2, {9, 9}, {1, 1}, {5, 4}},
+        {"a user who can use less gives the rest away", 8, 2, {2, 8}, {1, 1}, {2, 6}},
+        {"three users, one small", 12, 3, {12, 1, 12}, {1, 1, 1}, {6, 1, 5}},
+        {"demand below total: everyone satisfied", 16, 2, {3, 4}, {1, 1}, {3, 4}},
+        {"many clients of one user: one thread each beats the level", 4, 2, {4, 4}, {3, 1}, {3, 2}},
+        {"fewer contexts than users", 1, 3, {4, 4, 4}, {1, 1, 1}, {1, 1, 1}},
+        {"one user", 8, 1, {8}, {2}, {8}},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        uint32_t q[4] = {0};
+        char got[64], want[64];
+        scaf_peruser_quotas(cases[t].total, cases[t].ngroups, cases[t].demand, cases[t].floor_, q);
+        fmt(got, sizeof got, q, cases[t].ngroups);
+        fmt(want, sizeof want, cases[t].want, cases[t].ngroups);
+        CHECK(memcmp(q, cases[t].want, cases[t].ngroups * sizeof q[0]) == 0, "%s: got %s, want %s", cases[t].name,
+              got, want);
+    }
+}
+
+/* The speedup policy's shares for these clients, after the cap stage, as the daemon runs it. */
+static void speedup_shares(struct scaf_referee_client *cl, uint32_t n, uint32_t cpus, bool per_user, uint32_t *share)
+{
+    const struct scaf_policy *sp = scaf_policy_lookup("speedup");
+    struct scaf_referee_alloc out[8];
+    int cpu[64];
+    struct scaf_referee_snapshot s = {.available = cpus, .cpus = cpus, .chunk = 1, .nclients = n, .clients = cl,
+                                      .cpu_list = cpu, .cpu_list_len = cpus, .per_user = per_user};
+
+    for (uint32_t i = 0; i < cpus; i++)
+        cpu[i] = (int)i;
+    for (uint32_t i = 0; i < n; i++)
+        scaf_referee_cap(&cl[i], cpus);
+    CHECK(sp && scaf_referee_decide(sp, &s, out) == 0, "speedup decide");
+    for (uint32_t i = 0; i < n; i++)
+        share[i] = out[i].share;
+}
+
+static struct scaf_referee_client reporting(uid_t uid, uint32_t max_threads, double e, uint32_t at)
+{
+    struct scaf_referee_client c = mk(max_threads, 1, 0, false);
+    c.uid = uid;
+    c.pol.efficiency = e;
+    c.pol.report_threads = at;
+    return c;
+}
+
+/* One honest and one lying client: the lie is worth no more than the best honest claim of the same size,
+ * and with per-user shares it takes nothing from another user. */
+static void liar(void)
+{
+    static const uint32_t sizes[] = {3, 8, 16, 64};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        uint32_t n = sizes[t], lie[2], best[2], fair[2];
+        struct scaf_referee_client a[2] = {reporting(1001, n, 1.0, 1024), reporting(1002, n, 0.5, n)};
+        struct scaf_referee_client b[2] = {reporting(1001, n, 1.0, n), reporting(1002, n, 0.5, n)};
+        struct scaf_referee_client c[2] = {reporting(1001, n, 1.0, 1024), reporting(1002, n, 0.5, n)};
+
+        speedup_shares(a, 2, n, false, lie);
+        speedup_shares(b, 2, n, false, best);
+        speedup_shares(c, 2, n, true, fair);
+        CHECK(lie[0] == best[0] && lie[1] == best[1], "N=%u: a lie of 1024 threads got %u/%u, perfect honesty %u/%u",
+              n, lie[0], lie[1], best[0], best[1]);
+        CHECK(fair[0] <= (n + 1) / 2 && fair[1] >= n / 2, "N=%u, per user: liar %u, honest %u", n, fair[0], fair[1]);
+        CHECK(fair[0] + fair[1] == n, "N=%u, per user: every context used (%u + %u)", n, fair[0], fair[1]);
+    }
+}
+
+/* Per user: one user's clients together get that user's part, however many there are. */
+static void per_user_many_clients(void)
+{
+    struct scaf_referee_client cl[4] = {reporting(1001, 8, 0.9, 4), reporting(1001, 8, 0.9, 4),
+                                        reporting(1001, 8, 0.9, 4), reporting(1002, 8, 0.9, 4)};
+    struct scaf_referee_client one[2] = {reporting(1001, 8, 0.9, 4), reporting(1001, 8, 0.5, 4)};
+    uint32_t share[4], solo[2], plain[2];
+
+    speedup_shares(cl, 4, 8, true, share);
+    CHECK(share[0] + share[1] + share[2] == 4 && share[3] == 4, "user A's three clients %u+%u+%u, user B's one %u",
+          share[0], share[1], share[2], share[3]);
+    /* One user alone: per-user changes nothing. */
+    speedup_shares(one, 2, 8, true, solo);
+    one[0] = reporting(1001, 8, 0.9, 4);
+    one[1] = reporting(1001, 8, 0.5, 4);
+    speedup_shares(one, 2, 8, false, plain);
+    CHECK(solo[0] == plain[0] && solo[1] == plain[1], "one user: %u/%u per user, %u/%u without", solo[0], solo[1],
+          plain[0], plain[1]);
+}
+
 int main(void)
 {
+    cap();
+    peruser_groups();
+    peruser_quotas();
+    liar();
+    per_user_many_clients();
     collect();
     decide_fixed_teams();
     decide_gangs();

@@ -147,6 +147,15 @@ def user_name(uid: object) -> str:
         return str(uid)
 
 
+def others_line(st: dict) -> str | None:
+    """A shared daemon lists another user's clients to non-root users only as counts."""
+    n, threads = st.get("other_clients"), st.get("other_threads")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return None
+    t = f", {threads} threads" if isinstance(threads, int) and not isinstance(threads, bool) else ""
+    return f"{n} clients of other users{t} (details only for root and the daemon's user)"
+
+
 def render(st: dict, sock: str, verbose: bool = False) -> None:
     from rich import box
     from rich.console import Console
@@ -169,8 +178,9 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
 
         console.print(escape(cap), highlight=False, soft_wrap=True)
     clients = st.get("clients") or []
+    others = others_line(st)
     if not clients:
-        console.print("no clients")
+        console.print("no clients" if others is None else f"no clients of yours; {others}", highlight=False)
         render_foreign(console, st)
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -198,6 +208,8 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
     table.add_section()
     table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "", "")
     console.print(table)
+    if others is not None:
+        console.print(others, highlight=False)
     if verbose:
         from rich.markup import escape
 

@@ -1,5 +1,6 @@
 /* referee.c — the decision, pure: decoded client reports and the machine in, shares and CPU sets out. */
 #include "referee.h"
+#include "peruser.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +25,80 @@ void scaf_cpuset_layout(const uint32_t *share, uint32_t nclients, uint32_t cpus,
 }
 
 /*
+ * The policy over the malleable clients pc[0..nmall) (snap->clients[idx[k]]).
+ * With per_user and more than one user among them, each user's part of
+ * `rest` comes first (a user's demand: the contexts their clients could run)
+ * and the policy runs once per user on that part, so whatever a user's
+ * clients report moves contexts only between that user's own clients.
+ */
+static int run_policy(const struct scaf_policy *policy, const struct scaf_referee_snapshot *snap, uint32_t rest,
+                      uint32_t chunk, uint32_t nmall, const struct scaf_policy_client *pc, const uint32_t *idx,
+                      uint32_t *given, double *coef)
+{
+    struct scaf_policy_input in = {rest, chunk, nmall, pc};
+    struct scaf_policy_client *sub = NULL;
+    uint32_t *group = NULL, *demand = NULL, *count = NULL, *quota = NULL, *sgiven = NULL;
+    uid_t *uid = NULL;
+    double *scoef = NULL;
+    uint32_t ngroups;
+    int rc = -1;
+
+    if (!snap->per_user || nmall < 2)
+        return policy->decide(&in, given, coef);
+    uid = calloc(nmall, sizeof *uid);
+    group = calloc(nmall, sizeof *group);
+    demand = calloc(nmall, sizeof *demand);
+    count = calloc(nmall, sizeof *count);
+    quota = calloc(nmall, sizeof *quota);
+    sgiven = calloc(nmall, sizeof *sgiven);
+    sub = calloc(nmall, sizeof *sub);
+    scoef = calloc(nmall, sizeof *scoef);
+    if (!uid || !group || !demand || !count || !quota || !sgiven || !sub || !scoef) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t k = 0; k < nmall; k++)
+        uid[k] = snap->clients[idx[k]].uid;
+    ngroups = scaf_peruser_groups(uid, nmall, group);
+    if (ngroups < 2) {
+        rc = policy->decide(&in, given, coef);
+        goto out;
+    }
+    for (uint32_t k = 0; k < nmall; k++) {
+        uint32_t g = group[k], m = pc[k].max_threads < rest ? pc[k].max_threads : rest;
+        demand[g] = demand[g] + m > rest ? rest : demand[g] + m;
+        count[g]++;
+    }
+    scaf_peruser_quotas(rest, ngroups, demand, count, quota);
+    for (uint32_t g = 0; g < ngroups; g++) {
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < nmall; k++)
+            if (group[k] == g)
+                sub[n++] = pc[k];
+        in = (struct scaf_policy_input){quota[g], chunk, n, sub};
+        if (policy->decide(&in, sgiven, scoef) < 0)
+            goto out;
+        n = 0;
+        for (uint32_t k = 0; k < nmall; k++)
+            if (group[k] == g) {
+                given[k] = sgiven[n];
+                coef[k] = scoef[n++];
+            }
+    }
+    rc = 0;
+out:
+    free(uid);
+    free(group);
+    free(demand);
+    free(count);
+    free(quota);
+    free(sgiven);
+    free(sub);
+    free(scoef);
+    return rc;
+}
+
+/*
  * Fixed teams first (docs/daemon.md, "Fixed teams"): a fixed team is never
  * given fewer CPUs than it has threads, because a spin-synchronised team
  * squeezed onto fewer CPUs waits a scheduler slice at every hand-off. When
@@ -44,7 +119,6 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     uint32_t *given = NULL, *share = NULL, *idx = NULL; /* given: the policy's shares, before the clamp */
     uint64_t(*sets)[SCAF_CPUSET_WORDS] = NULL;
     double *coef = NULL;
-    struct scaf_policy_input in;
     uint32_t available = snap->available ? snap->available : 1;
     uint32_t cpus = snap->cpus ? snap->cpus : available;
     uint32_t chunk = snap->chunk ? snap->chunk : 1;
@@ -86,8 +160,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     if (rest < nmall * chunk)
         rest = nmall * chunk; /* oversubscribed already: one chunk each, no more */
     if (nmall > 0) {
-        in = (struct scaf_policy_input){rest, chunk, nmall, pc};
-        if (policy->decide(&in, given, coef) < 0)
+        if (run_policy(policy, snap, rest, chunk, nmall, pc, idx, given, coef) < 0)
             goto out;
         for (uint32_t k = 0; k < nmall; k++) {
             /* Never more than the program could have seen, never none: whatever the policy returned. */

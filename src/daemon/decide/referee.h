@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* One client as the decision sees it: everything decide() needs, nothing it could write. */
 struct scaf_referee_client {
@@ -15,6 +16,7 @@ struct scaf_referee_client {
     bool malleable;                /* false: its team is fixed, so its CPU set is steered instead */
     uint32_t fixed_team;           /* team of a non-malleable client (>= 1 when !malleable) */
     bool long_region;              /* a region ran past the threshold: affinity control */
+    uid_t uid;                     /* its user: with per_user, whose part it shares */
 };
 
 struct scaf_referee_snapshot {
@@ -26,6 +28,9 @@ struct scaf_referee_snapshot {
     const int *cpu_list; /* real CPUs; virtual context v runs on cpu_list[v % cpu_list_len] */
     uint32_t cpu_list_len;
     bool gang; /* fixed teams that do not fit may take turns */
+    /* --shared: the contexts for malleable clients are split between users first (decide/peruser.c),
+     * then the policy splits each user's part between that user's clients. */
+    bool per_user;
 };
 
 struct scaf_referee_alloc {

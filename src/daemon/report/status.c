@@ -87,6 +87,8 @@ static void foreign_json(struct scaf_buf *b, const struct scaf_foreign *f)
 int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_client *const *clients, uint32_t nclients,
                       struct scaf_buf *b)
 {
+    uint32_t shown = 0, others = 0, other_threads = 0;
+
     scaf_buf_printf(b, "{\"version\":%u,\"daemon_pid\":%d,\"policy\":", SCAF_PROTO_VERSION, (int)getpid());
     scaf_buf_json_string(b, daemon->policy);
     scaf_buf_printf(b, ",\"cpus\":%u,\"available\":%u,\"foreign\":%.3f,\"rate_hz\":%g,\"chunk\":%u,\"time\":%.6f,",
@@ -94,12 +96,20 @@ int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_clien
     cgroup_json(b, daemon);
     scaf_buf_printf(b, "\"clients\":[");
     for (uint32_t i = 0; i < nclients; i++) {
-        if (i)
+        /* Everything about a client (pid, name, user, efficiency, ...) is its user's business. */
+        if (daemon->private_view && clients[i]->uid != daemon->viewer) {
+            others++;
+            other_threads += clients[i]->alloc.threads;
+            continue;
+        }
+        if (shown++)
             scaf_buf_printf(b, ",");
         client_json(b, clients[i]);
     }
     scaf_buf_printf(b, "]");
     foreign_json(b, daemon->procs);
+    if (daemon->private_view)
+        scaf_buf_printf(b, ",\"other_clients\":%u,\"other_threads\":%u", others, other_threads);
     scaf_buf_printf(b, "}");
     if (b->failed) {
         errno = ENOMEM;

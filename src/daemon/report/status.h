@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct scaf_foreign;
 
@@ -27,6 +28,11 @@ struct scaf_status_daemon {
     bool cpus_override;     /* --cpus set cpus */
     uint64_t refused;       /* connections refused since start */
     const struct scaf_foreign *procs; /* the busiest non-clients, or NULL */
+    /* A shared daemon answering a user who is neither root nor its own: only `viewer`'s clients are
+     * listed, with every field; the others appear only in the counts other_clients and other_threads.
+     * Zero (the default) lists everyone, as the --log file and a per-user daemon do. */
+    bool private_view;
+    uid_t viewer;
 };
 
 /* Appends the status object for these clients (in this order, each with its last report and allocation).

@@ -7,11 +7,13 @@
 #include "../collect/lookout.h"
 #include "../collect/page.h"
 #include "../report/jsonbuf.h"
+#include "../report/refusals.h"
 #include "../report/status.h"
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -24,6 +26,12 @@
 #define CONN_OUTPUT_STALL_S 5.0
 /* A connection that has said nothing (no HELLO, no status request) this long is dropped. */
 #define CONN_OPEN_IDLE_S 30.0
+/* --shared: a connection must finish a message this soon after it opened or after its last one
+ * (trickling bytes does not extend it), and one user may hold this many such connections. */
+#define CONN_SHARED_HANDSHAKE_S 3.0
+#define CONN_PENDING_PER_USER 16u
+/* Descriptors kept free below RLIMIT_NOFILE for what serving needs (/proc reads, pages, the log). */
+#define CONN_FD_HEADROOM 16u
 /* Epoll tags of connections: this bit, the generation, the slot. The loop's own tags are small numbers. */
 #define CONN_TAG (1ull << 63)
 
@@ -49,6 +57,8 @@ struct scafd_conn {
     size_t outlen, outoff;
     double out_since;
     double last_active; /* last event on this connection (monotonic seconds) */
+    double since;       /* accepted, or its last complete message: the --shared handshake deadline counts from it */
+    uid_t uid;          /* SO_PEERCRED at accept */
 
     int memfd; /* CONN_WELCOMING: the page's memfd, sent with the WELCOME and then closed; else -1 */
     struct scaf_client client; /* CONN_WELCOMING and CONN_CLIENT */
@@ -176,24 +186,65 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
     c->gen++;
 }
 
-/* Answers REFUSE (if the peer's buffer takes it), logs one line, and drops the connection. */
-static void refuse(struct scafd *d, struct scafd_conn *c, const struct scaf_wire_refusal *why)
+static enum scaf_refusal_kind kind_of(uint32_t reason)
+{
+    switch (reason) {
+    case SCAF_REFUSE_VERSION:
+        return SCAF_REFUSAL_VERSION;
+    case SCAF_REFUSE_MALFORMED:
+        return SCAF_REFUSAL_MALFORMED;
+    case SCAF_REFUSE_DUPLICATE:
+        return SCAF_REFUSAL_DUPLICATE;
+    case SCAF_REFUSE_FULL:
+        return SCAF_REFUSAL_FULL;
+    default:
+        return SCAF_REFUSAL_INTERNAL;
+    }
+}
+
+/* Answers REFUSE (if the peer's buffer takes it), logs it (rate-limited), and drops the connection. */
+static void refuse_as(struct scafd *d, struct scafd_conn *c, enum scaf_refusal_kind kind,
+                      const struct scaf_wire_refusal *why)
 {
     char w[128];
 
     who(c, w, sizeof w);
-    scaf_say("refused %s: %s", w, why->text);
+    scaf_refusals_note(&d->refusals, scaf_clock_s(CLOCK_MONOTONIC), kind, "refused %s: %s", w, why->text);
     d->refused++;
     scaf_wire_send_refuse(c->fd, why);
     drop(d, c, NULL);
 }
 
-static void refuse_text(struct scafd *d, struct scafd_conn *c, uint32_t reason, const char *text)
+static void refuse(struct scafd *d, struct scafd_conn *c, const struct scaf_wire_refusal *why)
+{
+    refuse_as(d, c, kind_of(why->reason), why);
+}
+
+static void refuse_text_as(struct scafd *d, struct scafd_conn *c, enum scaf_refusal_kind kind, uint32_t reason,
+                           const char *text)
 {
     struct scaf_wire_refusal why = {.reason = reason};
 
     snprintf(why.text, sizeof why.text, "%s", text);
-    refuse(d, c, &why);
+    refuse_as(d, c, kind, &why);
+}
+
+static void refuse_text(struct scafd *d, struct scafd_conn *c, uint32_t reason, const char *text)
+{
+    refuse_text_as(d, c, kind_of(reason), reason, text);
+}
+
+/* Connections of this uid: registered ones, or ones that have not said HELLO. */
+static uint32_t count_uid(const struct scafd *d, uid_t uid, bool clients)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        const struct scafd_conn *c = &d->conns[i];
+        if (c->state != CONN_FREE && c->uid == uid && registered(c) == clients)
+            n++;
+    }
+    return n;
 }
 
 /* Writes as much of the pending status reply as the socket takes; 0, or -1 if the peer was dropped. */
@@ -227,6 +278,12 @@ static void status_reply(struct scafd *d, struct scafd_conn *c)
     struct scaf_buf b = {0};
     struct scaf_msg_header h;
 
+    /* On a shared daemon a user sees their own clients in full and the others' only as counts;
+     * root and the daemon's own user see everyone. */
+    if (d->opt.shared && c->uid != 0 && c->uid != geteuid()) {
+        sd.private_view = true;
+        sd.viewer = c->uid;
+    }
     /* Reserve the header, then the JSON right after it: one buffer, one send. */
     scaf_buf_printf(&b, "%*s", (int)sizeof h, "");
     if (scaf_status_build(&sd, d->clients, d->nclients, &b) < 0 || b.len > SCAF_STATUS_MAX) {
@@ -279,6 +336,13 @@ static void hello(struct scafd *d, struct scafd_conn *c)
     if (d->nclients >= d->opt.max_clients) {
         snprintf(text, sizeof text, "client table full (%u clients, scafd --max-clients)", d->nclients);
         refuse_text(d, c, SCAF_REFUSE_FULL, text);
+        return;
+    }
+    /* No user may hold more than their part of the table, so another user's program still finds room. */
+    if (d->opt.shared && count_uid(d, c->uid, true) >= d->opt.user_clients) {
+        snprintf(text, sizeof text, "uid %u already has %u clients, the most one user may have (scafd --user-clients)",
+                 (unsigned)c->uid, d->opt.user_clients);
+        refuse_text_as(d, c, SCAF_REFUSAL_USER_CLIENTS, SCAF_REFUSE_FULL, text);
         return;
     }
     /* The kernel's word for who is calling, never the client's. */
@@ -373,6 +437,7 @@ static void on_readable(struct scafd *d, struct scafd_conn *c)
             if (c->inlen < h.length)
                 continue;
             c->inlen = 0;
+            c->since = scaf_clock_s(CLOCK_MONOTONIC);
             /* Either answer waits for the end of this batch; so does the rest of this peer's input. */
             if (h.type == SCAF_MSG_HELLO) {
                 hello(d, c);
@@ -443,20 +508,66 @@ void scaf_conn_send_status(struct scafd *d)
     }
 }
 
-void scaf_conn_accept(struct scafd *d)
+/*
+ * Out of descriptors (EMFILE, ENFILE): the pending connection would keep the
+ * listener readable and the loop spinning. The spare descriptor is given up
+ * for a moment to accept it and close it at once, so its peer learns at once;
+ * the caller then takes the listener out of epoll until a connection ends.
+ */
+static void shed_one(struct scafd *d, int err)
+{
+    int fd;
+
+    if (d->spare_fd >= 0) {
+        close(d->spare_fd);
+        d->spare_fd = -1;
+    }
+    fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    scaf_refusals_note(&d->refusals, scaf_clock_s(CLOCK_MONOTONIC), SCAF_REFUSAL_DESCRIPTORS,
+                       "accept: %s; new connections wait until one ends", strerror(err));
+}
+
+/* The peer of a just-accepted fd is turned away before it has a slot: REFUSE if its buffer takes it, close. */
+static void turn_away(struct scafd *d, int fd, enum scaf_refusal_kind kind, const char *text)
+{
+    struct scaf_wire_refusal why = {.reason = SCAF_REFUSE_FULL};
+
+    snprintf(why.text, sizeof why.text, "%s", text);
+    scaf_refusals_note(&d->refusals, scaf_clock_s(CLOCK_MONOTONIC), kind, "refused a connection: %s", text);
+    scaf_wire_send_refuse(fd, &why);
+    close(fd);
+}
+
+enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
 {
     /* Bounded, so a connection storm cannot starve the clients already here. */
     for (int round = 0; round < 64; round++) {
         struct epoll_event ev;
         struct scafd_conn *c = NULL;
+        struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+        socklen_t cl = sizeof cred;
+        char text[SCAF_REFUSE_TEXT];
         int fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                shed_one(d, errno);
+                return SCAF_CONN_ACCEPT_NO_FDS;
+            }
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                scaf_say("accept: %s", strerror(errno));
-            return;
+                scaf_refusals_note(&d->refusals, scaf_clock_s(CLOCK_MONOTONIC), SCAF_REFUSAL_INTERNAL, "accept: %s",
+                                   strerror(errno));
+            return SCAF_CONN_ACCEPT_OK;
+        }
+        /* Descriptors are handed out lowest first: this one's number says how few are left. */
+        if (d->fd_limit && (unsigned long)fd + CONN_FD_HEADROOM >= d->fd_limit) {
+            turn_away(d, fd, SCAF_REFUSAL_DESCRIPTORS, "scafd is out of file descriptors (ulimit -n)");
+            return SCAF_CONN_ACCEPT_NO_FDS;
         }
         for (uint32_t i = 0; i < d->nconns; i++)
             if (d->conns[i].state == CONN_FREE) {
@@ -465,22 +576,31 @@ void scaf_conn_accept(struct scafd *d)
             }
         /* Connections that never say HELLO get a bounded pool beyond the client table. */
         if (!c || d->nopen >= CONN_EXTRA + (d->opt.max_clients - d->nclients)) {
-            scaf_say("too many connections (%u clients, %u pending); closing a new one", d->nclients, d->nopen);
-            close(fd);
+            snprintf(text, sizeof text, "too many connections (%u clients, %u without HELLO)", d->nclients, d->nopen);
+            turn_away(d, fd, SCAF_REFUSAL_CONNECTIONS, text);
+            continue;
+        }
+        (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl);
+        /* ... and on a shared daemon no user holds more than a part of that pool. */
+        if (d->opt.shared && count_uid(d, cred.uid, false) >= CONN_PENDING_PER_USER) {
+            snprintf(text, sizeof text, "uid %u already has %u connections without HELLO", (unsigned)cred.uid,
+                     CONN_PENDING_PER_USER);
+            turn_away(d, fd, SCAF_REFUSAL_USER_PENDING, text);
             continue;
         }
         memset(&c->in, 0, sizeof c->in);
         memset(&c->client, 0, sizeof c->client);
         c->fd = fd;
+        c->uid = cred.uid;
         c->inlen = 0;
         c->status_wanted = false;
         c->memfd = -1;
         c->state = CONN_OPEN;
-        c->last_active = scaf_clock_s(CLOCK_MONOTONIC);
+        c->last_active = c->since = scaf_clock_s(CLOCK_MONOTONIC);
         c->gen++;
         ev = (struct epoll_event){.events = EPOLLIN | EPOLLRDHUP, .data.u64 = tag_of(d, c)};
         if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            scaf_say("epoll_ctl: %s", strerror(errno));
+            scaf_refusals_note(&d->refusals, c->since, SCAF_REFUSAL_INTERNAL, "epoll_ctl: %s", strerror(errno));
             close(fd);
             c->fd = -1;
             c->state = CONN_FREE;
@@ -488,6 +608,12 @@ void scaf_conn_accept(struct scafd *d)
         }
         d->nopen++;
     }
+    return SCAF_CONN_ACCEPT_OK;
+}
+
+uint32_t scaf_conn_count(const struct scafd *d)
+{
+    return d->nopen + d->nclients;
 }
 
 void scaf_conn_reap_stalled(struct scafd *d, double now)
@@ -500,13 +626,23 @@ void scaf_conn_reap_stalled(struct scafd *d, double now)
             continue;
         if (c->out && now - c->out_since > CONN_OUTPUT_STALL_S) {
             who(c, w, sizeof w);
-            scaf_say("dropping %s: it left its status reply unread for %.0f s", w, CONN_OUTPUT_STALL_S);
+            scaf_refusals_note(&d->refusals, now, SCAF_REFUSAL_STALLED,
+                               "dropping %s: it left its status reply unread for %.0f s", w, CONN_OUTPUT_STALL_S);
+            drop(d, c, NULL);
+        } else if (c->state == CONN_OPEN && !c->out && !c->status_wanted && d->opt.shared &&
+                   now - c->since > CONN_SHARED_HANDSHAKE_S) {
+            /* Shared: anyone can connect, so an unfinished handshake may hold a slot only briefly. */
+            who(c, w, sizeof w);
+            scaf_refusals_note(&d->refusals, now, SCAF_REFUSAL_SILENT, "dropping %s: no complete message in %.0f s",
+                               w, CONN_SHARED_HANDSHAKE_S);
             drop(d, c, NULL);
         } else if (c->state == CONN_OPEN && now - c->last_active > CONN_OPEN_IDLE_S) {
             /* A connection that never says HELLO must not hold a slot a client could use. */
             who(c, w, sizeof w);
-            scaf_say("dropping %s: silent for %.0f s without HELLO", w, CONN_OPEN_IDLE_S);
+            scaf_refusals_note(&d->refusals, now, SCAF_REFUSAL_SILENT, "dropping %s: silent for %.0f s without HELLO",
+                               w, CONN_OPEN_IDLE_S);
             drop(d, c, NULL);
         }
     }
+    scaf_refusals_tick(&d->refusals, now);
 }

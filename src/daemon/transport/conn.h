@@ -11,11 +11,19 @@ struct scafd;
 int scaf_conn_table_init(struct scafd *d);
 void scaf_conn_table_free(struct scafd *d);
 
+enum scaf_conn_accept_result {
+    SCAF_CONN_ACCEPT_OK = 0,  /* accepted (or turned away) what was pending, up to the bound */
+    SCAF_CONN_ACCEPT_NO_FDS,  /* out of descriptors: one pending peer was closed; stop listening until one ends */
+};
+
 /* The listening socket is readable: accepts what is pending, bounded per call. */
-void scaf_conn_accept(struct scafd *d);
+enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d);
+/* Connections open now, with or without HELLO. */
+uint32_t scaf_conn_count(const struct scafd *d);
 /* An epoll event whose tag is not one of the loop's own: ignored when that connection is gone. */
 void scaf_conn_event(struct scafd *d, uint64_t tag, uint32_t events);
-/* Drops peers that leave a reply unread or never say HELLO; called once a second. */
+/* Drops peers that leave a reply unread or never say HELLO, and summarizes the second's refusals;
+ * called once a second. */
 void scaf_conn_reap_stalled(struct scafd *d, double now);
 
 /*

@@ -1,0 +1,86 @@
+"""make_seeds.py — writes the fuzzer's seed corpus (tests/fuzz/corpus/): valid and near-valid messages and pages."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+MAGIC = 0x46414353
+VERSION = 3
+PAGE_MAGIC = 0x45474150
+
+
+def header(typ: int, length: int, magic: int = MAGIC, version: int = VERSION, reserved: int = 0) -> bytes:
+    return struct.pack("<IHHII", magic, version, typ, length, reserved)
+
+
+def hello(max_threads: int = 4, flags: int = 0, name: bytes = b"prog", reserved: int = 0) -> bytes:
+    return header(1, 56) + struct.pack("<II16s4I", max_threads, flags, name, reserved, 0, 0, 0)
+
+
+def page(fields: dict[str, int], reason: bytes = b"") -> bytes:
+    """A page image: the daemon half as scafd writes it, then the client half from `fields`."""
+    daemon = struct.pack("<8I", PAGE_MAGIC, VERSION, 2, 3, 0, 8, 2, 0) + struct.pack("<16Q", *([0xFF] + [0] * 15))
+    daemon += struct.pack("<I", 0) + bytes(60)
+    names = ["client_flags", "fixed_team", "last_team", "eff_threads", "efficiency_ppm", "estimate",
+             "experiment_pid", "client_seq"]
+    client = struct.pack("<6Ii", *[fields.get(n, 0) for n in names[:6]], fields.get("experiment_pid", 0))
+    client += struct.pack("<I", fields.get("client_seq", 0))
+    client += struct.pack("<QQ", fields.get("regions", 0), fields.get("experiments", 0))
+    client += struct.pack("<4I", fields.get("verdict", 0), fields.get("verdict_source", 0),
+                          fields.get("reason_seq", 0), 0)
+    client += reason.ljust(200, b"\0")[:200] + bytes(64)
+    img = daemon + client
+    assert len(img) == 552, len(img)
+    return img
+
+
+def seeds() -> dict[str, bytes]:
+    s = {
+        "stream-hello": hello(),
+        "stream-hello-fixed": hello(flags=1),
+        "stream-status": header(4, 16),
+        "stream-hello-status": hello() + header(4, 16),
+        "stream-two-hellos": hello() + hello(),
+        "stream-status-hello": header(4, 16) + hello(max_threads=1024),
+        "stream-bad-magic": header(4, 16, magic=0xDEADBEEF),
+        "stream-old-version": header(1, 56, version=2) + bytes(40),
+        "stream-bad-type": header(9, 16),
+        "stream-long-length": header(1, 1 << 20),
+        "stream-short-hello": header(1, 16),
+        "stream-reserved": header(4, 16, reserved=1),
+        "stream-truncated-hello": hello()[:30],
+        "stream-hello-zero-threads": hello(max_threads=0),
+        "stream-hello-many-threads": hello(max_threads=1025),
+        "stream-hello-flags": hello(flags=0x80),
+        "stream-hello-reserved": hello(reserved=7),
+    }
+    ctx = b"\x00\x04"  # max_threads 5, not fixed at HELLO
+    pages = {
+        "page-empty": page({}),
+        "page-measured": page({"eff_threads": 4, "efficiency_ppm": 750000, "estimate": 2, "last_team": 4,
+                               "regions": 100, "verdict": 1, "verdict_source": 1}, b"omp_get_num_threads"),
+        "page-liar": page({"eff_threads": 1024, "efficiency_ppm": 1000000, "estimate": 2, "last_team": 1024}),
+        "page-overflow": page({"eff_threads": 0xFFFFFFFF, "efficiency_ppm": 0xFFFFFFFF, "estimate": 99,
+                               "fixed_team": 0xFFFFFFFF, "verdict": 7, "verdict_source": 9}),
+        "page-torn": page({"client_seq": 1, "reason_seq": 3, "estimate": 1}, b"x"),
+        "page-fixed": page({"client_flags": 3, "fixed_team": 8, "experiment_pid": -1}, b"\x01\x1b[31mred\x7f"),
+        "page-reason-full": page({"estimate": 3, "efficiency_ppm": 5}, b"A" * 200),
+    }
+    for name, img in pages.items():
+        s[name] = b"\x01" + ctx + img
+    s["page-hello-fixed"] = b"\x01\x80\x00" + pages["page-measured"]
+    return {name: (b"\x00" + data if name.startswith("stream") else data) for name, data in s.items()}
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent / "corpus")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in seeds().items():
+        (out / name).write_bytes(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
