@@ -223,18 +223,6 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
     render_foreign(console, st)
 
 
-def user_name(uid: object) -> str:
-    """The login name of a uid, or the number when the system does not know it."""
-    import pwd
-
-    if not isinstance(uid, int):
-        return "?"
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
-
-
 def render_foreign(console: Console, st: dict) -> None:
     """The busy processes that are not clients, and why (nothing when there are none)."""
     from rich import box
