@@ -291,3 +291,20 @@ def test_numpy_forking_while_the_allocation_changes(scafd_factory: Callable[...,
     got = a.stop()
     assert all(ln.get("forked") == "ok" for ln in got), [ln.get("forked") for ln in got]
     same_as_plain(got, plain_hashes)
+
+
+def test_a_program_that_is_not_an_interpreter_gets_no_thread_at_start(scafd_factory: Callable[..., Daemon]) -> None:
+    """With a daemon running, a program that changes credentials (setpriv) before its first region must not find a
+    layer thread alive: glibc aborts setresgid when the change fails on one of its threads. Only interpreters, which
+    load BLAS late, are watched from start."""
+    d = scafd_factory("--cpus", "2", "--no-lookout")
+    ep = Path(SCAF).resolve().parents[1] / "workloads" / "ep"
+    env = {"PATH": os.environ["PATH"], "LD_PRELOAD": str(Path(SCAF).resolve().parents[1] / "lib" / "libscaf_gomp.so"),
+           "SCAF_SOCKET": d.socket, "SCAF_VERBOSE": "1", "OMP_NUM_THREADS": "2"}
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", str(ep), "--size", "S"]
+    if os.geteuid() != 0:
+        pytest.skip("setpriv --reuid needs root")
+    got = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    # The layer is loaded into setpriv itself, as root, with the daemon's socket in sight: that is where a thread
+    # started at load broke setresgid (SIGABRT). ep, as nobody, then may or may not reach the daemon.
+    assert got.returncode == 0 and "verified=yes" in got.stdout, got.stdout + got.stderr

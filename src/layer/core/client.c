@@ -1,10 +1,13 @@
 /* client.c — start-up, lazy first connect and fork: the order in which the core's parts come to life. */
 #include "client.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../estimate/estimate.h"
 #include "bound.h"
@@ -50,6 +53,35 @@ static void atfork_child(void)
  * Only when a daemon's socket exists, so that a process with no daemon
  * around gains no thread at all.
  */
+/*
+ * Whether this program loads its thread pools long after start (an
+ * interpreter importing numpy), so that a helper must watch from now on. Any
+ * other program gets no thread before its first region: a thread of ours
+ * alive at start breaks programs that change credentials per thread and then
+ * call setresuid (setpriv, sudo, bwrap: glibc aborts when one thread's
+ * setxid fails), and they never load a BLAS late.
+ */
+static int loads_pools_later(void)
+{
+    static const char *const interpreters[] = {"python", "pypy", "R", "Rscript", "julia", "octave"};
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *base;
+
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    for (size_t i = 0; i < sizeof interpreters / sizeof interpreters[0]; i++) {
+        size_t len = strlen(interpreters[i]);
+
+        /* python3.11, octave-cli: the name, then a version or a suffix */
+        if (strncmp(base, interpreters[i], len) == 0 && (base[len] == '\0' || !isalpha((unsigned char)base[len])))
+            return 1;
+    }
+    return 0;
+}
+
 static void start_pool_watch(void)
 {
     char path[108];
@@ -60,6 +92,9 @@ static void start_pool_watch(void)
     if (!scaf_pool_watching() || atomic_load(&scaf_conn_state) == SCAF_CONN_INERT)
         return;
     if (scaf_sockpath_default(path, sizeof path) != 0 || stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return;
+    /* A pool linked in from the start is found now; a later one only in an interpreter (see loads_pools_later). */
+    if (scaf_pool_poll(NULL) == 0 && !loads_pools_later())
         return;
     if (scaf_helper_start() != 0)
         scaf_layer_log("no helper thread (%s): thread pools not watched", strerror(errno));
