@@ -13,6 +13,7 @@ struct scaf_listener {
     bool path_is_default; /* no --socket: the per-user search order gave it, so its directory must be ours */
     bool shared;          /* --shared: socket 0666, a created directory 0755 */
     int verbose;
+    double idle_exit_s; /* --idle-exit, written into the lock file so that a second daemon can say when this one leaves */
     int fd;     /* listening, non-blocking; -1 when closed */
     int lockfd; /* PATH.lock, flocked for the daemon's life */
     dev_t dev;  /* the socket this daemon bound, so close removes only that one */
