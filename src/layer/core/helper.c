@@ -22,6 +22,8 @@
 #define TICK_MS 300
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
+/* Joining a daemon that was not there at start-up: the same backoff, a slower cap (most never come). */
+#define JOIN_MAX_MS 2000
 
 static _Atomic int helper_started;
 
@@ -143,6 +145,29 @@ static void reconnect(void)
     }
 }
 
+/*
+ * The first connect found no daemon we could use: try again with backoff until
+ * one answers, so that a program started during a daemon's restart does not
+ * stay unmanaged for its whole life. The region path pays nothing for this: it
+ * sees the page once published. A connect(2) every JOIN_MAX_MS at most.
+ */
+static void join(void)
+{
+    unsigned delay = BACKOFF_MIN_MS;
+
+    while (scaf_conn_wants_join()) {
+        sleep_ms(delay);
+        if (scaf_conn_join() == SCAF_CONN_OK) {
+            scaf_layer_log("joined a daemon that appeared after start-up");
+            return;
+        }
+        delay = delay * 2 > JOIN_MAX_MS ? JOIN_MAX_MS : delay * 2;
+    }
+    /* Nothing left to wait for (another protocol): an idle thread costs nothing. */
+    for (;;)
+        sleep_ms(3600 * 1000);
+}
+
 static void *helper_main(void *arg)
 {
     int applied = 0;
@@ -153,7 +178,10 @@ static void *helper_main(void *arg)
         uint32_t seq;
 
         if (!p) {
-            sleep_ms(TICK_MS);
+            if (scaf_conn_wants_join())
+                join();
+            else
+                sleep_ms(TICK_MS);
             continue;
         }
         seq = scaf_page_seq(p);

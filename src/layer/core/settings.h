@@ -18,6 +18,7 @@ struct scaf_settings {
     uint64_t check_seed;
     const char *report;    /* SCAF_REPORT, NULL when unset or empty */
     const char *rules;     /* SCAF_RULES, NULL when unset (an empty list is a list) */
+    const char *daemon_user; /* SCAF_DAEMON_USER: a shared daemon's user (name or uid) the layer also trusts */
     /* efficiency estimation */
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */
