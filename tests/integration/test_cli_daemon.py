@@ -72,9 +72,11 @@ def omp_client() -> Iterator[Path]:
 
 @pytest.fixture
 def fresh_socket() -> Iterator[str]:
-    """A socket path in a new directory; any daemon left on it is stopped at teardown."""
+    """A user's default socket path, XDG_RUNTIME_DIR/scaf/scafd.sock in a new directory (own_env sets
+    that up); any daemon left on it is stopped at teardown."""
     d = short_tmpdir()
-    sock = os.path.join(d, "scafd.sock")
+    os.mkdir(os.path.join(d, "scaf"), 0o700)
+    sock = os.path.join(d, "scaf", "scafd.sock")
     yield sock
     for p in daemons_on(sock):
         p.terminate()
@@ -100,6 +102,13 @@ def env_with(**kw: str) -> dict[str, str]:
     return env
 
 
+def own_env(sock: str, **kw: str) -> dict[str, str]:
+    """The environment in which SOCK (a fresh_socket) is this user's own default socket."""
+    env = env_with(XDG_RUNTIME_DIR=os.path.dirname(os.path.dirname(sock)), **kw)
+    env.pop("SCAF_SOCKET", None)
+    return env
+
+
 def scaf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SCAF), *args], capture_output=True, text=True, env=env, timeout=60, check=False)
 
@@ -108,7 +117,7 @@ STARTED = re.compile(r"^scaf: started a daemon on (\S+) \(pid (\d+)\); it exits 
 
 
 def test_run_starts_a_daemon_when_none_answers(fresh_socket: str) -> None:
-    env = env_with(SCAF_SOCKET=fresh_socket)
+    env = own_env(fresh_socket)
     r = scaf("run", "--", "true", env=env)
     assert r.returncode == 0, r.stderr
     m = STARTED.search(r.stderr)
@@ -134,7 +143,7 @@ def test_run_starts_a_daemon_when_none_answers(fresh_socket: str) -> None:
 
 
 def test_concurrent_runs_start_one_daemon(fresh_socket: str) -> None:
-    env = env_with(SCAF_SOCKET=fresh_socket)
+    env = own_env(fresh_socket)
     procs = [subprocess.Popen([str(SCAF), "run", "--", "true"], stderr=subprocess.PIPE, text=True, env=env)
              for _ in range(4)]
     errs = []
