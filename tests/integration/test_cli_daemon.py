@@ -315,3 +315,15 @@ def test_second_daemon_names_a_daemon_that_stays(scafd: Daemon) -> None:
                        check=False)
     assert r.returncode == 1
     assert f"another scafd (pid {scafd.pid}) is already running on {scafd.socket}; it runs until stopped" in r.stderr
+
+
+def test_run_never_creates_a_missing_tree(fresh_socket: str) -> None:
+    """Only the socket's own directory is made: a missing $XDG_RUNTIME_DIR is not ours to create."""
+    top = os.path.dirname(os.path.dirname(fresh_socket))
+    xdg = os.path.join(top, "no", "such")
+    env = env_with(XDG_RUNTIME_DIR=xdg)
+    env.pop("SCAF_SOCKET", None)
+    r = scaf("run", "--", "true", env=env)
+    assert r.returncode == 122, r.stderr
+    assert f"cannot create the directory {xdg}/scaf" in r.stderr and "cannot start" not in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(top, "no"))

@@ -85,9 +85,10 @@ EPILOG = """\
 exit status:
   the program's exit status; 128+N if a signal N killed it (as a shell reports it)
   2    usage error (no command)
-  122  your socket's directory is unsafe (another user's, a symbolic link,
-       writable by others, or a planted file in it), or another user's daemon
-       answers on your socket: nothing was written and CMD did not run
+  122  your socket's directory cannot be used safely (missing parent, another
+       user's, a symbolic link, writable by others, a planted file in it), or
+       another user's daemon answers on your socket: nothing was written
+       there and CMD did not run
   125  scaf itself failed (layer or daemon not built, daemon would not start)
   126  CMD was found but cannot be executed
   127  CMD was not found
