@@ -256,7 +256,10 @@ def _ensure(sock: str, own: bool, args: argparse.Namespace) -> int:
         _err(f"started a daemon on {started.socket} (pid {started.pid}); "
              f"it exits after {autostart.IDLE_EXIT_S} s without clients")
     elif args.policy or args.daemon_arg:
-        st = autostart.answers(sock)
+        try:
+            st = autostart.answers(sock)
+        except (proto.UntrustedDaemon, proto.BadStatus):
+            st = None  # it answered properly a moment ago; the note is only a courtesy
         if st is not None:
             _policy_note(sock, st, args)
     return 0
