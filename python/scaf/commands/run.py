@@ -131,8 +131,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="scaf run [-h] [--socket P] [--no-start] [--policy NAME] [--daemon-arg ARG] [--malleable | --fixed]"
-              " -- CMD [ARGS...]",
+        usage="scaf run [-h] [--socket P] [--no-start] [--policy NAME] [--daemon-arg ARG]\n"
+              "                [--malleable | --fixed] -- CMD [ARGS...]",
     )
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above); "
                    "no daemon is started on it")
