@@ -11,11 +11,11 @@
  *     socket carries the credentials of its creator, pid 1, uid 0);
  *   - it runs as DAEMON_USER (SCAF_DAEMON_USER: a user name or a numeric uid;
  *     NULL or "" for none);
- *   - or it runs as the owner of SOCKPATH's directory, and that directory's own
- *     parent belongs to root and is writable by nobody else: only root can have
- *     handed that directory to the daemon's user (a system service's
- *     /run/scaf, made by its service manager for a dedicated or dynamic user).
- *     A directory in /tmp or in another user's home never qualifies.
+ *   - or it runs as the owner of SOCKPATH's directory, and that directory is an
+ *     entry of /run (root's, writable by nobody else): only root can have
+ *     handed it to the daemon's user (a system service's /run/scaf, made by its
+ *     service manager for a dedicated or dynamic user). A directory in /tmp or
+ *     in a user's home never qualifies.
  * Returns 1 (trusted), 0 (not trusted), or -1 with errno set when the
  * credentials cannot be read.
  */

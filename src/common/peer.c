@@ -13,6 +13,9 @@
 
 #include "scaf/rundir.h"
 
+/* Where system services' runtime directories live. */
+#define SCAF_PEER_RUNDIR "/run"
+
 /* DAEMON_USER as a uid: digits are a uid, anything else a user name. Returns 0, or -1 when unknown. */
 static int configured_uid(const char *daemon_user, uid_t *out)
 {
@@ -35,11 +38,15 @@ static int configured_uid(const char *daemon_user, uid_t *out)
     return 0;
 }
 
-/* Whether SOCKPATH's directory belongs to uid and sits in a directory only root can change. */
+/*
+ * Whether SOCKPATH's directory belongs to uid and is an entry of /run (also reached as /var/run), which
+ * only root can write: a directory a service manager made for a system service's own user. /run alone,
+ * not any root-owned parent: /home is root's too, and a user's home must not vouch for that user.
+ */
 static int handed_by_root(const char *sockpath, uid_t uid)
 {
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], parent[sizeof dir];
-    struct stat d, p;
+    struct stat d, p, run;
 
     scaf_rundir_split(sockpath, dir, sizeof dir);
     if (sockpath[0] != '/' || strcmp(dir, "/") == 0)
@@ -47,9 +54,10 @@ static int handed_by_root(const char *sockpath, uid_t uid)
     scaf_rundir_split(dir, parent, sizeof parent);
     if (lstat(dir, &d) != 0 || !S_ISDIR(d.st_mode) || d.st_uid != uid || (d.st_mode & (S_IWGRP | S_IWOTH)))
         return 0;
-    if (stat(parent, &p) != 0 || p.st_uid != 0 || (p.st_mode & (S_IWGRP | S_IWOTH)))
+    if (stat(parent, &p) != 0 || stat(SCAF_PEER_RUNDIR, &run) != 0 || p.st_dev != run.st_dev ||
+        p.st_ino != run.st_ino)
         return 0;
-    return 1;
+    return p.st_uid == 0 && !(p.st_mode & (S_IWGRP | S_IWOTH));
 }
 
 int scaf_peer_trusted(int fd, const char *sockpath, const char *daemon_user, uid_t *peer_uid)

@@ -20,6 +20,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -331,23 +332,27 @@ def test_configured_daemon_user_is_trusted(users: tuple[User, User], prog: Path,
 
 def test_directory_handed_out_by_root_is_trusted(users: tuple[User, User], scaf_cmd: list[str], prog: Path,
                                                  shared_dir: str) -> None:
-    """A system service's socket: root made the parent, gave the daemon's user its own directory
-    (what systemd's RuntimeDirectory= does for a dedicated or dynamic user)."""
+    """A system service's socket: root gave the daemon's user its own directory in /run (what systemd's
+    RuntimeDirectory= does for a dedicated or dynamic user). The same directory elsewhere is not enough."""
     a, b = users
-    top = short_tmpdir()
-    os.chmod(top, 0o755)
-    run = os.path.join(top, "run")
-    os.mkdir(run, 0o755)  # root's, writable by nobody else: the /run of this test
-    d = os.path.join(run, "scaf")
-    os.mkdir(d, 0o755)
+    d = tempfile.mkdtemp(prefix="scaft-", dir="/run")
+    os.chmod(d, 0o755)
     os.chown(d, b.uid, b.gid)
-    sock = os.path.join(d, "scafd.sock")
-    bd = BDaemon(b, sock, "--shared")
+    elsewhere = os.path.join(shared_dir, "home-like")
+    os.mkdir(elsewhere, 0o755)
+    os.chown(elsewhere, b.uid, b.gid)
     stop = stop_file(shared_dir)
+    daemons = []
     try:
-        r = run_as(a, [*scaf_cmd, "status", "--socket", sock], scaf_env())
+        bd = BDaemon(b, os.path.join(d, "scafd.sock"), "--shared")
+        daemons.append(bd)
+        other = BDaemon(b, os.path.join(elsewhere, "scafd.sock"), "--shared")
+        daemons.append(other)
+        r = run_as(a, [*scaf_cmd, "status", "--socket", bd.sock], scaf_env())
         assert r.returncode == 0, r.stderr
-        proc = run_client(a, prog, sock, stop)
+        r = run_as(a, [*scaf_cmd, "status", "--socket", other.sock], scaf_env())
+        assert r.returncode == 4, r.stderr
+        proc = run_client(a, prog, bd.sock, stop)
         try:
             deadline = time.monotonic() + 15
             while not bd.clients():
@@ -358,8 +363,9 @@ def test_directory_handed_out_by_root_is_trusted(users: tuple[User, User], scaf_
             out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0 and "ok=yes" in out and "refusing" not in err, err
     finally:
-        bd.stop()
-        shutil.rmtree(top, ignore_errors=True)
+        for x in daemons:
+            x.stop()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_own_directory_is_private_and_files_are_ours(users: tuple[User, User], clean_default: str,

@@ -37,8 +37,12 @@ def configured_uid() -> int | None:
         return None
 
 
+# Where system services' runtime directories live (src/common/peer.c).
+RUNDIR = "/run"
+
+
 def handed_by_root(path: str, uid: int) -> bool:
-    """PATH's directory belongs to uid and sits in a directory only root can change (/run/scaf)."""
+    """PATH's directory belongs to uid and is an entry of /run, which only root can write (/run/scaf)."""
     if not path.startswith("/"):
         return False
     d = os.path.dirname(path)
@@ -47,10 +51,12 @@ def handed_by_root(path: str, uid: int) -> bool:
     try:
         ds = os.lstat(d)
         ps = os.stat(os.path.dirname(d))
+        run = os.stat(RUNDIR)
     except OSError:
         return False
     writable = stat.S_IWGRP | stat.S_IWOTH
     return (stat.S_ISDIR(ds.st_mode) and ds.st_uid == uid and not ds.st_mode & writable
+            and (ps.st_dev, ps.st_ino) == (run.st_dev, run.st_ino)
             and ps.st_uid == 0 and not ps.st_mode & writable)
 
 
@@ -61,7 +67,7 @@ def peer_uid(sock: socket.socket) -> int:
 
 
 def check(sock: socket.socket, path: str) -> None:
-    """Raises UntrustedDaemon unless the daemon runs as us, root, SCAF_DAEMON_USER, or was handed its directory by root."""
+    """Raises UntrustedDaemon unless the daemon runs as us, root, SCAF_DAEMON_USER, or owns its /run directory."""
     uid = peer_uid(sock)
     if uid in (os.getuid(), 0) or uid == configured_uid() or handed_by_root(path, uid):
         return
