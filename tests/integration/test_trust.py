@@ -59,7 +59,12 @@ def users() -> Iterator[tuple[User, User]]:
             created.append(name)
     try:
         a, b = (pwd.getpwnam(n) for n in NAMES)
-        yield User(a.pw_name, a.pw_uid, a.pw_gid), User(b.pw_name, b.pw_uid, b.pw_gid)
+        pair = User(a.pw_name, a.pw_uid, a.pw_gid), User(b.pw_name, b.pw_uid, b.pw_gid)
+        for u in pair:
+            for what in (paths.scafd(), paths.layer()):
+                if run_as(u, ["test", "-r", str(what)]).returncode != 0:
+                    pytest.skip(f"{what} is not readable by another user (the checkout sits in a private directory)")
+        yield pair
     finally:
         for name in created:
             subprocess.run(["userdel", name], check=False, capture_output=True)
