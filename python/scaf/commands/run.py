@@ -302,7 +302,8 @@ def main(args: argparse.Namespace) -> int:
             _err(f"{argv[0]}: Permission denied" if not os.path.isdir(argv[0]) else f"{argv[0]}: Is a directory")
         return code
     sock = args.socket or paths.default_socket()
-    own = not args.socket and not os.environ.get("SCAF_SOCKET")
+    # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
+    own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
     if not args.no_start:
         code = _ensure(sock, own, args)
         if code:
