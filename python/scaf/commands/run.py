@@ -39,8 +39,9 @@ scaf run
     and --daemon-arg, detached, its messages in scafd.log next to the
     socket; it exits 30 s after its last client. Concurrent `scaf run`s
     start only one. A note on stderr says so.
-  - never starts a daemon on a socket given by --socket or $SCAF_SOCKET
-    (a shared daemon's, which its service manager runs): when none answers
+  - never starts a daemon on another socket given by --socket or
+    $SCAF_SOCKET (a shared daemon's, which its service manager runs; one
+    that names your own default socket counts as yours): when none answers
     there, it says so in one line and runs CMD unsteered; CMD joins that
     daemon by itself if it comes back while CMD runs.
   - refuses (status 122) when your default socket's directory may be
