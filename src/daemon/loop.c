@@ -30,15 +30,36 @@ enum loop_tag {
     TAG_GANG,
 };
 
+/*
+ * S seconds as a timespec, S > 0. main.c keeps every option within its documented range; the clamp is
+ * the backstop that keeps the conversion defined (a double beyond time_t is undefined behaviour) and
+ * keeps a positive period from truncating to zero, which would make a periodic timer one-shot.
+ */
+static struct timespec to_timespec(double s)
+{
+    struct timespec ts;
+
+    if (!(s >= 1e-9))
+        s = 1e-9;
+    if (s > 1e9)
+        s = 1e9;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec > 999999999L)
+        ts.tv_nsec = 999999999L;
+    if (ts.tv_sec == 0 && ts.tv_nsec == 0)
+        ts.tv_nsec = 1; /* zero would disarm */
+    return ts;
+}
+
+/* First expiry after first_s (> 0), then every every_s; every_s == 0 is one-shot. */
 static struct itimerspec period(double first_s, double every_s)
 {
     struct itimerspec it = {0};
-    it.it_value.tv_sec = (time_t)first_s;
-    it.it_value.tv_nsec = (long)((first_s - (double)(time_t)first_s) * 1e9);
-    if (it.it_value.tv_sec == 0 && it.it_value.tv_nsec == 0)
-        it.it_value.tv_nsec = 1; /* zero would disarm */
-    it.it_interval.tv_sec = (time_t)every_s;
-    it.it_interval.tv_nsec = (long)((every_s - (double)(time_t)every_s) * 1e9);
+
+    it.it_value = to_timespec(first_s);
+    if (every_s > 0)
+        it.it_interval = to_timespec(every_s);
     return it;
 }
 

@@ -21,6 +21,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+/* Option ranges (--help says them): every period stays a positive whole number of nanoseconds. */
+#define SCAFD_RATE_MIN 0.01
+#define SCAFD_RATE_MAX 1000
+#define SCAFD_SCOREBOARD_MIN 0.01
+
 /* Exit status: 0 clean exit (signal, --idle-exit, --help), 1 runtime failure, 2 bad command line. */
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
@@ -50,7 +55,10 @@ static void help(void)
            "OPTIONS\n"
            "    --socket PATH      listen on PATH. Default: $SCAF_SOCKET, else\n"
            "                       $XDG_RUNTIME_DIR/scaf/scafd.sock, else /tmp/scaf-$UID/scafd.sock.\n"
-           "                       A missing parent directory is created (mode 0700).\n"
+           "                       A missing parent directory is created (mode 0700), its own\n"
+           "                       parent never. An existing one must be a real directory of\n"
+           "                       yours or root's (for the default path: yours, writable by\n"
+           "                       nobody else); files in it are never followed through links.\n"
            "    --policy NAME      allocation policy (default: %s). Known policies:\n",
            scaf_policy_lookup("speedup") ? "speedup" : scaf_policy_at(0)->name);
     for (size_t i = 0; i < scaf_policy_count(); i++)
@@ -59,15 +67,17 @@ static void help(void)
            "                       the affinity mask limited by the cgroup's CPU quota (v2 cpu.max,\n"
            "                       or v1 cpu.cfs_quota_us / cpu.cfs_period_us; the smallest quota\n"
            "                       of the cgroup and its ancestors)\n"
-           "    --rate HZ          referee rate: reallocations per second (default 4)\n"
+           "    --rate HZ          referee rate: reallocations per second, 0.01 to 1000\n"
+           "                       (default 4)\n"
            "    -t, --scoreboard SECS\n"
            "                       print a PID NAME THREADS NLWP table, plus an `all` row, on\n"
-           "                       stdout every SECS seconds\n"
+           "                       stdout every SECS seconds (0.01 to 86400)\n"
            "    --log FILE         append one JSON line per allocation change to FILE (the status\n"
            "                       JSON: time, cpus, available, policy, and per client pid, name,\n"
            "                       threads, malleable, cpuset, ...)\n"
-           "    --idle-exit SECS   exit (status 0) after SECS seconds without clients; 0 = never\n"
-           "                       (default). `scaf run` starts its per-user daemon with it.\n"
+           "    --idle-exit SECS   exit (status 0) after SECS seconds without clients\n"
+           "                       (0.001 to 1e9); 0 = never (default). `scaf run` starts its\n"
+           "                       per-user daemon with it.\n"
            "    --max-clients N    size of the client table (default 256, at most %u); client\n"
            "                       number N+1 is refused with a clear reason\n"
            "    --chunk C          allocation granularity in contexts (default: the SMT width\n"
@@ -75,8 +85,9 @@ static void help(void)
            "    --no-lookout       ignore load from processes that are not clients\n"
            "    --gang-quantum MS  fixed teams (programs whose team size scaf must not change)\n"
            "                       that together need more contexts than there are take turns:\n"
-           "                       whole teams, MS milliseconds each (default 100), parked by\n"
-           "                       their own layer at region boundaries. 0: they run unconfined\n"
+           "                       whole teams, MS milliseconds each (1 to 60000, default\n"
+           "                       100), parked by their own layer at region boundaries.\n"
+           "                       0: they run unconfined\n"
            "                       side by side instead, as without scaf\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
            "                       any user's programs may join. Users are kept apart: each\n"
@@ -107,7 +118,9 @@ static void help(void)
            "\n"
            "FILES\n"
            "    PATH.lock          next to the socket: held while scafd runs, so only one daemon\n"
-           "                       serves a path; a socket left by a dead daemon is replaced\n"
+           "                       serves a path; a socket left by a dead daemon is replaced. It\n"
+           "                       names the holder's pid and --idle-exit, so that a second\n"
+           "                       daemon can say who is there and whether it leaves by itself\n"
            "\n"
            "EXIT STATUS\n"
            "    0  exited on SIGTERM/SIGINT or --idle-exit\n"
@@ -152,15 +165,21 @@ static int parse_u32(const char *opt, const char *arg, uint32_t lo, uint32_t hi,
     return 0;
 }
 
-static int parse_secs(const char *opt, const char *arg, double lo, bool lo_open, double hi, double *out)
+/* A number in [lo, hi]; with zero_ok, 0 too (the option's "off"). */
+static int parse_secs(const char *opt, const char *arg, double lo, bool zero_ok, double hi, double *out)
 {
     char *end;
+    char why[80];
     double v;
 
     errno = 0;
     v = strtod(arg, &end);
-    if (errno || end == arg || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi)
-        return bad(opt, arg, lo_open ? "expected a positive number" : "expected a number >= 0");
+    if (zero_ok)
+        snprintf(why, sizeof why, "expected 0 or a number from %g to %g", lo, hi);
+    else
+        snprintf(why, sizeof why, "expected a number from %g to %g", lo, hi);
+    if (errno || end == arg || *end || !isfinite(v) || v > hi || (v < lo && !(zero_ok && v == 0)))
+        return bad(opt, arg, why);
     *out = v;
     return 0;
 }
@@ -226,16 +245,16 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             r = parse_u32("--cpus", optarg, 1, SCAF_MAX_CPUS, &o->cpus);
             break;
         case O_RATE:
-            r = parse_secs("--rate", optarg, 0, true, 1000, &o->rate_hz);
+            r = parse_secs("--rate", optarg, SCAFD_RATE_MIN, false, SCAFD_RATE_MAX, &o->rate_hz);
             break;
         case 't':
-            r = parse_secs("-t", optarg, 0, true, 86400, &o->scoreboard_s);
+            r = parse_secs("-t", optarg, SCAFD_SCOREBOARD_MIN, false, 86400, &o->scoreboard_s);
             break;
         case O_LOG:
             o->log_path = optarg;
             break;
         case O_IDLE:
-            r = parse_secs("--idle-exit", optarg, 0, false, 1e9, &o->idle_exit_s);
+            r = parse_secs("--idle-exit", optarg, 0.001, true, 1e9, &o->idle_exit_s);
             break;
         case O_MAXC:
             r = parse_u32("--max-clients", optarg, 1, SCAFD_MAX_CLIENTS_LIMIT, &o->max_clients);
@@ -247,7 +266,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             o->lookout = false;
             break;
         case O_GANG:
-            r = parse_secs("--gang-quantum", optarg, 0, false, 60000, &o->gang_quantum_s);
+            r = parse_secs("--gang-quantum", optarg, 1, true, 60000, &o->gang_quantum_s);
             o->gang_quantum_s /= 1000.0;
             break;
         case O_SHARED:
@@ -303,9 +322,14 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             d->policy_index = i;
 
     if (socket) {
-        if (!*socket || strlen(socket) >= sizeof o->socket) {
-            fprintf(stderr, "scafd: cannot use socket path '%s': %s\n", socket,
-                    *socket ? "longer than a Unix socket address allows" : "empty");
+        if (!*socket) {
+            /* An empty value is a mistake (an unset shell variable), not a request for the search order. */
+            fprintf(stderr, "scafd: --socket needs a path, not an empty string\n%s", USAGE);
+            return PARSE_USAGE;
+        }
+        if (strlen(socket) >= sizeof o->socket) {
+            fprintf(stderr, "scafd: cannot use socket path '%s': longer than a Unix socket address allows\n",
+                    socket);
             return PARSE_BAD_SOCKET;
         }
         snprintf(o->socket, sizeof o->socket, "%s", socket);
@@ -392,6 +416,7 @@ int main(int argc, char **argv)
     d.listener.path_is_default = d.opt.socket_is_default;
     d.listener.shared = d.opt.shared;
     d.listener.verbose = d.opt.verbose;
+    d.listener.idle_exit_s = d.opt.idle_exit_s;
     if (scaf_listener_open(&d.listener) < 0)
         goto out;
     if (d.cap.quota)

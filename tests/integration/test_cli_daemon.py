@@ -74,9 +74,11 @@ def omp_client() -> Iterator[Path]:
 
 @pytest.fixture
 def fresh_socket() -> Iterator[str]:
-    """A socket path in a new directory; any daemon left on it is stopped at teardown."""
+    """A user's default socket path, XDG_RUNTIME_DIR/scaf/scafd.sock in a new directory (own_env sets
+    that up); any daemon left on it is stopped at teardown."""
     d = short_tmpdir()
-    sock = os.path.join(d, "scafd.sock")
+    os.mkdir(os.path.join(d, "scaf"), 0o700)
+    sock = os.path.join(d, "scaf", "scafd.sock")
     yield sock
     for p in daemons_on(sock):
         p.terminate()
@@ -102,6 +104,13 @@ def env_with(**kw: str) -> dict[str, str]:
     return env
 
 
+def own_env(sock: str, **kw: str) -> dict[str, str]:
+    """The environment in which SOCK (a fresh_socket) is this user's own default socket."""
+    env = env_with(XDG_RUNTIME_DIR=os.path.dirname(os.path.dirname(sock)), **kw)
+    env.pop("SCAF_SOCKET", None)
+    return env
+
+
 def scaf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SCAF), *args], capture_output=True, text=True, env=env, timeout=60, check=False)
 
@@ -110,7 +119,7 @@ STARTED = re.compile(r"^scaf: started a daemon on (\S+) \(pid (\d+)\); it exits 
 
 
 def test_run_starts_a_daemon_when_none_answers(fresh_socket: str) -> None:
-    env = env_with(SCAF_SOCKET=fresh_socket)
+    env = own_env(fresh_socket)
     r = scaf("run", "--", "true", env=env)
     assert r.returncode == 0, r.stderr
     m = STARTED.search(r.stderr)
@@ -136,7 +145,7 @@ def test_run_starts_a_daemon_when_none_answers(fresh_socket: str) -> None:
 
 
 def test_concurrent_runs_start_one_daemon(fresh_socket: str) -> None:
-    env = env_with(SCAF_SOCKET=fresh_socket)
+    env = own_env(fresh_socket)
     procs = [subprocess.Popen([str(SCAF), "run", "--", "true"], stderr=subprocess.PIPE, text=True, env=env)
              for _ in range(4)]
     errs = []
@@ -254,3 +263,73 @@ def test_daemon_command_bad_option_is_scafds_error() -> None:
     assert r.returncode != 0
     assert r.stderr  # scafd explains; scaf adds nothing and parses nothing
     assert paths.scafd().exists()
+
+
+# --- scaf run: only the user's own socket gets a daemon; the started daemon's options -----------------
+
+
+@pytest.mark.parametrize("how", ["--socket", "SCAF_SOCKET"])
+def test_run_never_starts_a_daemon_on_a_given_socket(fresh_socket: str, how: str) -> None:
+    """A shared daemon's socket: down means the program runs unsteered, with its own exit status."""
+    sock = os.path.join(os.path.dirname(fresh_socket), "shared", "scafd.sock")
+    argv = ["run", *(["--socket", sock] if how == "--socket" else []), "--", "sh", "-c", "echo out; exit 7"]
+    env = env_with(**({"SCAF_SOCKET": sock} if how == "SCAF_SOCKET" else {}))
+    r = scaf(*argv, env=env)
+    assert r.returncode == 7, r.stderr
+    assert r.stdout == "out\n"
+    assert r.stderr == (f"scaf: no daemon answers on {sock}; running the program unsteered "
+                        "(scaf run starts a daemon only on your own default socket)\n")
+    assert not os.path.exists(os.path.dirname(sock)), "nothing was created for a daemon"
+    assert not daemons_on(sock)
+
+
+def test_run_policy_and_daemon_args_shape_the_daemon_it_starts(fresh_socket: str) -> None:
+    env = own_env(fresh_socket, SCAF_DAEMON_ARGS="--cpus 3 --no-lookout")
+    r = scaf("run", "--policy", "equipartition", "--daemon-arg=--chunk", "--daemon-arg=1", "--", "true", env=env)
+    assert r.returncode == 0, r.stderr
+    assert STARTED.search(r.stderr), r.stderr
+    st = wire.status(fresh_socket)
+    assert st["policy"] == "equipartition" and st["cpus"] == 3 and st["chunk"] == 1
+    # A later run asking for another policy is told that the running daemon keeps its own.
+    r = scaf("run", "--policy", "speedup", "--", "true", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "already runs policy equipartition; --policy speedup applies only to a daemon scaf run starts" in r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_run_bad_daemon_args_setting_is_a_usage_error(fresh_socket: str) -> None:
+    r = scaf("run", "--", "true", env=own_env(fresh_socket, SCAF_DAEMON_ARGS="--cpus 'unclosed"))
+    assert r.returncode == 2 and "SCAF_DAEMON_ARGS" in r.stderr, r.stderr
+    assert not daemons_on(fresh_socket)
+
+
+def test_second_daemon_says_who_holds_the_socket(fresh_socket: str) -> None:
+    """The auto-started daemon is named as such, with when it leaves."""
+    env = own_env(fresh_socket)
+    r = scaf("run", "--", "true", env=env)
+    m = STARTED.search(r.stderr)
+    assert m, r.stderr
+    second = subprocess.run([str(paths.scafd()), "--socket", fresh_socket, "--no-lookout"], capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert second.returncode == 1
+    assert (f"another scafd (pid {m.group(2)}) is already running on {fresh_socket}: an idle-exit daemon "
+            "(as `scaf run` starts), it exits 30 s after its last client leaves") in second.stderr, second.stderr
+
+
+def test_second_daemon_names_a_daemon_that_stays(scafd: Daemon) -> None:
+    r = subprocess.run([str(paths.scafd()), "--socket", scafd.socket], capture_output=True, text=True, timeout=30,
+                       check=False)
+    assert r.returncode == 1
+    assert f"another scafd (pid {scafd.pid}) is already running on {scafd.socket}; it runs until stopped" in r.stderr
+
+
+def test_run_never_creates_a_missing_tree(fresh_socket: str) -> None:
+    """Only the socket's own directory is made: a missing $XDG_RUNTIME_DIR is not ours to create."""
+    top = os.path.dirname(os.path.dirname(fresh_socket))
+    xdg = os.path.join(top, "no", "such")
+    env = env_with(XDG_RUNTIME_DIR=xdg)
+    env.pop("SCAF_SOCKET", None)
+    r = scaf("run", "--", "true", env=env)
+    assert r.returncode == 122, r.stderr
+    assert f"cannot create the directory {xdg}/scaf" in r.stderr and "cannot start" not in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(top, "no"))

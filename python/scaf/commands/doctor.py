@@ -70,7 +70,7 @@ def scafd_capacity() -> str | None:
 
 def environment_report(console) -> tuple[dict, list[str]]:
     """Prints machine, limits, counters, build and daemon state; returns the description and warnings."""
-    from scaf.lib import autostart, paths
+    from scaf.lib import autostart, paths, proto
     from scaf.lib.bench import common, machine
 
     m = machine.describe()
@@ -118,7 +118,11 @@ def environment_report(console) -> tuple[dict, list[str]]:
     wl = common.available_workloads()
     console.print(f"{'workloads:':<21}{', '.join(wl) or 'none (run make)'}", highlight=False)
     sock = paths.default_socket()
-    st = autostart.answers(sock, timeout=1.0)
+    try:
+        st = autostart.answers(sock, timeout=1.0)
+    except (proto.UntrustedDaemon, proto.BadStatus) as e:
+        warnings.append(f"the daemon on {sock} is not usable: {e}")
+        st = None
     if st:
         console.print(f"{'daemon:':<21}pid {st.get('daemon_pid')} on {sock}, policy {st.get('policy')}, "
                       f"{st.get('cpus')} CPUs, {len(st.get('clients', []))} client(s)", highlight=False)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths
+from scaf.lib import autostart, paths, proto, rundir
 from scaf.lib.launch import append_preload, resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -20,6 +21,8 @@ SI_KERNEL = 0x80
 
 # Our own failures (missing build, daemon that will not start), like env(1) and timeout(1).
 EXIT_SCAF = 125
+# The per-user socket's directory may be somebody else's, or another user's daemon answers there.
+EXIT_UNSAFE = 122
 
 DESCRIPTION = """\
 Run CMD with scaf's layer (libscaf_gomp.so) preloaded, so that every GNU OpenMP
@@ -31,10 +34,21 @@ scaf run
   - appends the layer to LD_PRELOAD (keeping any libraries already there),
   - sets SCAF_SOCKET to the socket it resolved, so the layer talks to the
     same daemon,
-  - starts a per-user daemon if none answers on that socket (unless
-    --no-start): `scafd --socket P --idle-exit 30`, detached, its messages
-    in a .log file next to the socket; it exits 30 s after its last client.
-    Concurrent `scaf run`s start only one. A note on stderr says so.
+  - starts a per-user daemon if none answers on your own default socket
+    (unless --no-start): `scafd --socket P --idle-exit 30` plus --policy
+    and --daemon-arg, detached, its messages in scafd.log next to the
+    socket; it exits 30 s after its last client. Concurrent `scaf run`s
+    start only one. A note on stderr says so.
+  - never starts a daemon on another socket given by --socket or
+    $SCAF_SOCKET (a shared daemon's, which its service manager runs; one
+    that names your own default socket counts as yours): when none answers
+    there, it says so in one line and runs CMD unsteered; CMD joins that
+    daemon by itself if it comes back while CMD runs.
+  - refuses (status 122) when your default socket's directory may be
+    somebody else's: not a real directory, owned by another user, or
+    writable by others. Nothing is written there. The same when a daemon
+    of another user answers on your socket (SO_PEERCRED: only you, root and
+    SCAF_DAEMON_USER are trusted).
   - runs CMD as its child, passes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
     and SIGUSR2 on to it, and exits with its exit status.
 
@@ -73,12 +87,20 @@ EPILOG = """\
 exit status:
   the program's exit status; 128+N if a signal N killed it (as a shell reports it)
   2    usage error (no command)
+  122  your socket's directory cannot be used safely (missing parent, another
+       user's, a symbolic link, writable by others, a planted file in it), or
+       another user's daemon answers on your socket: nothing was written
+       there and CMD did not run
   125  scaf itself failed (layer or daemon not built, daemon would not start)
   126  CMD was found but cannot be executed
   127  CMD was not found
 
 environment:
-  SCAF_SOCKET       the daemon's socket (set for the program to the one resolved)
+  SCAF_SOCKET       the daemon's socket (set for the program to the one resolved);
+                    scaf run never starts a daemon on it
+  SCAF_DAEMON_ARGS  more scafd options for a daemon scaf run starts (shell words,
+                    before --policy and --daemon-arg), e.g. "--policy equipartition"
+  SCAF_DAEMON_USER  a shared daemon's user (name or uid) to trust besides you and root
   SCAF_MALLEABLE    yes, no or auto (default): what --malleable/--fixed set
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)
@@ -98,6 +120,7 @@ examples:
   scaf run --socket /run/scaf/scafd.sock -- make -j check
                                                use a system-wide daemon
   scaf run --no-start -- ./prog                use a daemon only if one is running
+  scaf run --policy equipartition -- ./prog    if this run starts the daemon: equal shares
   scaf run --fixed -- ./solver input.dat       bitwise-reproducible sums: keep the team
   scaf run --malleable -- ./render scene       checked with `scaf check`: let scaf steer it
   SCAF_VERBOSE=1 scaf run -- ./prog            see what the layer decides
@@ -111,10 +134,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="scaf run [-h] [--socket P] [--no-start] [--malleable | --fixed] -- CMD [ARGS...]",
+        usage="scaf run [-h] [--socket P] [--no-start] [--policy NAME] [--daemon-arg ARG]\n"
+              "                [--malleable | --fixed] -- CMD [ARGS...]",
     )
-    p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above)")
+    p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above); "
+                   "no daemon is started on it")
     p.add_argument("--no-start", action="store_true", help="do not start a daemon when none answers")
+    p.add_argument("--policy", metavar="NAME", help="the policy of a daemon this run starts (scafd --policy)")
+    p.add_argument("--daemon-arg", metavar="ARG", action="append", default=[],
+                   help="one more scafd option for a daemon this run starts (repeatable: "
+                        "--daemon-arg=--cpus --daemon-arg=4)")
     m = p.add_mutually_exclusive_group()
     m.add_argument("--malleable", dest="malleable", action="store_const", const="yes",
                    help="scaf may change the team at every region, whatever the evidence or rules say "
@@ -173,6 +202,81 @@ def supervise(path: str, argv: list[str], env: dict[str, str]) -> int:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
+def _daemon_args(args: argparse.Namespace) -> list[str] | None:
+    """The auto-started daemon's extra options: $SCAF_DAEMON_ARGS, --policy, --daemon-arg; None when malformed."""
+    try:
+        words = shlex.split(os.environ.get("SCAF_DAEMON_ARGS", ""))
+    except ValueError as e:
+        _err(f"SCAF_DAEMON_ARGS is not a list of shell words: {e}")
+        return None
+    return [*words, *(["--policy", args.policy] if args.policy else []), *args.daemon_arg]
+
+
+def _ensure(sock: str, own: bool, args: argparse.Namespace) -> int:
+    """Makes sure a daemon we trust answers, starting ours on our own path; 0 to go on, else the exit status."""
+    if not own:
+        # A shared daemon's socket: its service manager starts it, never we (a daemon of ours there would
+        # lock every other user out). Down: the program runs unsteered, and joins it if it comes back.
+        problem = autostart.socket_problem(sock)
+        if problem:
+            _err(problem)
+            _err("(run with --no-start to run the program without a daemon)")
+            return EXIT_SCAF
+        try:
+            st = autostart.answers(sock)
+        except proto.UntrustedDaemon as e:
+            _err(str(e))
+            return EXIT_UNSAFE
+        except proto.BadStatus as e:
+            _err(f"what answers on {sock} is not a scaf daemon ({e}); running the program unsteered")
+            return 0
+        if st is None:
+            _err(f"no daemon answers on {sock}; running the program unsteered "
+                 "(scaf run starts a daemon only on your own default socket)")
+        else:
+            _policy_note(sock, st, args)
+        return 0
+    extra = _daemon_args(args)
+    if extra is None:
+        return 2
+    try:
+        started = autostart.ensure_daemon(sock, extra)
+    except rundir.UnsafeDir as e:
+        _err(f"cannot use {sock}: {e}")
+        _err("(remove it if it is yours to remove, or set XDG_RUNTIME_DIR or SCAF_SOCKET elsewhere)")
+        return EXIT_UNSAFE
+    except proto.UntrustedDaemon as e:
+        _err(str(e))
+        return EXIT_UNSAFE
+    except proto.BadStatus as e:
+        _err(f"what answers on {sock} is not a scaf daemon: {e}")
+        return EXIT_UNSAFE
+    except autostart.StartError as e:
+        _err(f"cannot start a daemon on {sock}: {e}")
+        _err("(run with --no-start to run the program without one)")
+        return EXIT_SCAF
+    if started:
+        _err(f"started a daemon on {started.socket} (pid {started.pid}); "
+             f"it exits after {autostart.IDLE_EXIT_S} s without clients")
+    elif args.policy or args.daemon_arg:
+        try:
+            st = autostart.answers(sock)
+        except (proto.UntrustedDaemon, proto.BadStatus):
+            st = None  # it answered properly a moment ago; the note is only a courtesy
+        if st is not None:
+            _policy_note(sock, st, args)
+    return 0
+
+
+def _policy_note(sock: str, st: dict, args: argparse.Namespace) -> None:
+    """--policy / --daemon-arg only shape a daemon this run starts: say so when one already ran."""
+    if args.policy and st.get("policy") != args.policy:
+        _err(f"the daemon on {sock} (pid {st.get('daemon_pid')}) already runs policy {st.get('policy')}; "
+             f"--policy {args.policy} applies only to a daemon scaf run starts")
+    elif args.daemon_arg and not args.policy:
+        _err(f"a daemon already answers on {sock} (pid {st.get('daemon_pid')}): --daemon-arg not applied")
+
+
 def main(args: argparse.Namespace) -> int:
     argv = list(args.argv)
     if argv and argv[0] == "--":
@@ -201,17 +305,12 @@ def main(args: argparse.Namespace) -> int:
             _err(f"{argv[0]}: Permission denied" if not os.path.isdir(argv[0]) else f"{argv[0]}: Is a directory")
         return code
     sock = args.socket or paths.default_socket()
+    # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
+    own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
     if not args.no_start:
-        try:
-            started = autostart.ensure_daemon(sock)
-        except autostart.StartError as e:
-            _err(f"cannot start a daemon on {sock}: {e}")
-            _err("(run with --no-start to run the program without one)")
-            return EXIT_SCAF
-        if started:
-            _err(f"started a daemon on {started.socket} (pid {started.pid}); "
-                 f"it exits after {autostart.IDLE_EXIT_S} s without clients")
-
+        code = _ensure(sock, own, args)
+        if code:
+            return code
     env = dict(os.environ)
     env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
     env["SCAF_SOCKET"] = sock

@@ -12,6 +12,10 @@ from scaf.lib import autostart, paths, proto
 if TYPE_CHECKING:
     from rich.console import Console
 
+# Exit statuses besides 0 and 1 (EPILOG).
+EXIT_BAD_ANSWER = 3
+EXIT_UNTRUSTED = 4
+
 DESCRIPTION = """\
 Ask the scaf daemon for its state and print it: the policy, how many hardware
 contexts it allocates (cpus), how many are free of foreign load (available),
@@ -60,6 +64,9 @@ EPILOG = """\
 exit status:
   0  the daemon answered
   1  no daemon answers, or the socket path is unusable
+  3  something answered that is not a status (malformed, too deeply nested)
+  4  the daemon runs as another user that is not trusted: not you, not root,
+     not SCAF_DAEMON_USER (your programs' layer refuses it too)
 
 examples:
   scaf status                                   the table
@@ -262,9 +269,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"scaf: no daemon answers on {sock} ({reason}); start one with `scaf daemon` "
               "or run a program with `scaf run`", file=sys.stderr)
         return 1
-    except (ValueError, UnicodeDecodeError) as e:
-        print(f"scaf: the daemon on {sock} sent a status that is not JSON: {e}", file=sys.stderr)
-        return 1
+    except proto.BadStatus as e:
+        print(f"scaf: the daemon on {sock} sent a malformed status: {e}", file=sys.stderr)
+        return EXIT_BAD_ANSWER
+    except proto.UntrustedDaemon as e:
+        print(f"scaf: {e}", file=sys.stderr)
+        return EXIT_UNTRUSTED
     if args.prometheus:
         from scaf.lib import prometheus
 

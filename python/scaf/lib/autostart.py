@@ -6,10 +6,10 @@ import contextlib
 import fcntl
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from scaf.lib import daemon, paths, proto
+from scaf.lib import daemon, paths, proto, rundir
 from scaf.lib.launch import strip_layer
 
 # sun_path holds 108 bytes including the terminating NUL.
@@ -67,7 +67,11 @@ def log_path(sock: str) -> str:
 
 
 def answers(sock: str, timeout: float = 2.0) -> dict | None:
-    """The daemon's status, or None when no daemon answers on SOCK."""
+    """The daemon's status, or None when no daemon answers on SOCK.
+
+    Raises proto.UntrustedDaemon when another user's daemon answers, and
+    proto.BadStatus when something answers that is not a scaf daemon.
+    """
     try:
         return proto.status(sock, timeout=timeout)
     except proto.DaemonUnavailable:
@@ -75,16 +79,10 @@ def answers(sock: str, timeout: float = 2.0) -> dict | None:
 
 
 @contextlib.contextmanager
-def _start_lock(sock: str) -> Iterator[None]:
+def _start_lock(dirfd: int, name: str) -> Iterator[None]:
     """Serialize concurrent starters on this socket (scafd's own refusal is the backstop)."""
     # scafd itself holds P.lock while it serves; this one only serializes starters.
-    lock = sock + ".start.lock"
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError:
-        # A directory we cannot write: scafd will fail on it too and say why.
-        yield
-        return
+    fd = rundir.open_in(dirfd, name, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -92,27 +90,36 @@ def _start_lock(sock: str) -> Iterator[None]:
         os.close(fd)
 
 
-def ensure_daemon(sock: str, timeout: float = 10.0) -> Started | None:
-    """Make sure a daemon answers on SOCK; start one (idle-exit) if none does.
+def ensure_daemon(sock: str, daemon_args: Sequence[str] = (), timeout: float = 10.0) -> Started | None:
+    """Make sure a daemon answers on SOCK, this user's own default path; start one (idle-exit) if none does.
 
     Returns None when one already answered (or another starter won the race),
-    a Started when this call started it. Raises StartError with a message fit
+    a Started when this call started it (with DAEMON_ARGS added to scafd's
+    options). Raises rundir.UnsafeDir when the socket's directory may be
+    somebody else's (nothing is written then), proto.UntrustedDaemon when
+    another user's daemon answers there, and StartError with a message fit
     for the user otherwise.
     """
-    if answers(sock) is not None:
-        return None
-    problem = socket_problem(sock)
-    if problem:
-        raise StartError(problem)
-    scafd = paths.scafd()
-    if not os.access(scafd, os.X_OK):
-        raise StartError(f"the daemon {scafd} is missing; run make")
     parent = os.path.dirname(sock) or "."
+    # Before anything else touches the path: another user may have made the directory first.
+    dirfd = rundir.open_dir(parent, private=True)
     try:
-        # The default /tmp/scaf-$UID and $XDG_RUNTIME_DIR/scaf are ours to create, private.
-        os.makedirs(parent, mode=0o700, exist_ok=True)
-    except OSError as e:
-        raise StartError(f"cannot create the socket's directory {parent}: {e.strerror}") from e
+        problem = socket_problem(sock)
+        if problem:
+            raise StartError(problem)
+        if answers(sock) is not None:
+            return None
+        scafd = paths.scafd()
+        if not os.access(scafd, os.X_OK):
+            raise StartError(f"the daemon {scafd} is missing; run make")
+        return _start(sock, dirfd, scafd, list(daemon_args), timeout)
+    finally:
+        os.close(dirfd)
+
+
+def _start(sock: str, dirfd: int, scafd: os.PathLike[str] | str, daemon_args: list[str],
+           timeout: float) -> Started | None:
+    base = os.path.basename(sock)
     log = log_path(sock)
     env = dict(os.environ)
     # A daemon is no OpenMP client: keep a nested `scaf run`'s layer out of it.
@@ -120,30 +127,34 @@ def ensure_daemon(sock: str, timeout: float = 10.0) -> Started | None:
         env["LD_PRELOAD"] = strip_layer(env["LD_PRELOAD"])
         if not env["LD_PRELOAD"]:
             del env["LD_PRELOAD"]
-    with _start_lock(sock):
+    with _start_lock(dirfd, base + ".start.lock"):
         # Someone may have started one while we waited for the lock.
         if answers(sock) is not None:
             return None
-        d = daemon.PrivateDaemon(["--idle-exit", str(IDLE_EXIT_S)], binary=scafd, socket=sock, env=env,
-                                 stderr_path=log, detached=True, timeout=timeout)
+        logfd = rundir.open_in(dirfd, os.path.basename(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
-            st = d.start()
-        except OSError as e:
-            raise StartError(f"cannot start {scafd}: {e.strerror or e}") from e
-        except RuntimeError as e:
-            raise StartError(str(e)) from e
-        except daemon.DaemonExited:
-            # scafd refuses a socket that a live daemon holds: ask again before failing.
-            if answers(sock) is not None:
-                return None
-            detail = daemon.tail(log, 2000).strip()
-            raise StartError(
-                f"the daemon exited at start (see {log})" + (f":\n{detail}" if detail else "")
-            ) from None
-        except daemon.DaemonTimeout:
-            raise StartError(
-                f"the daemon (pid {d.pid}) did not answer on {sock} within {timeout:.0f} s (see {log})"
-            ) from None
+            d = daemon.PrivateDaemon([*daemon_args, "--idle-exit", str(IDLE_EXIT_S)], binary=scafd, socket=sock,
+                                     env=env, stderr_path=log, stderr_fd=logfd, detached=True, timeout=timeout)
+            try:
+                st = d.start()
+            except OSError as e:
+                raise StartError(f"cannot start {scafd}: {e.strerror or e}") from e
+            except RuntimeError as e:
+                raise StartError(str(e)) from e
+            except daemon.DaemonExited:
+                # scafd refuses a socket that a live daemon holds: ask again before failing.
+                if answers(sock) is not None:
+                    return None
+                detail = daemon.tail(log, 2000).strip()
+                raise StartError(
+                    f"the daemon exited at start (see {log})" + (f":\n{detail}" if detail else "")
+                ) from None
+            except daemon.DaemonTimeout:
+                raise StartError(
+                    f"the daemon (pid {d.pid}) did not answer on {sock} within {timeout:.0f} s (see {log})"
+                ) from None
+        finally:
+            os.close(logfd)
         if st.get("daemon_pid") == d.pid:
             return Started(sock, d.pid, log)
         return None  # another daemon won (one started without our lock)

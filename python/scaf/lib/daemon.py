@@ -60,14 +60,16 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def spawn_detached(argv: list[str], env: dict[str, str], log: str) -> int:
+def spawn_detached(argv: list[str], env: dict[str, str], log: str | int) -> int:
     """Start argv as a daemon: own session, stdin /dev/null, output appended to LOG, reparented to init.
 
-    The double fork means the daemon is never our zombie, even when it idles
-    out while its starter still runs. Returns the daemon's pid; raises OSError
-    when LOG cannot be opened, RuntimeError when the fork failed.
+    LOG is a path, or a descriptor the caller opened (and still owns) the
+    safe way. The double fork means the daemon is never our zombie, even when
+    it idles out while its starter still runs. Returns the daemon's pid;
+    raises OSError when LOG cannot be opened, RuntimeError when the fork failed.
     """
-    logfd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    logfd = os.dup(log) if isinstance(log, int) else os.open(
+        log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     rd, wr = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - runs in the forked child
@@ -141,6 +143,7 @@ class PrivateDaemon:
         log: bool = False,
         env: dict[str, str] | None = None,
         stderr_path: str | None = None,
+        stderr_fd: int | None = None,
         capture: bool = True,
         spawn: Spawner | None = None,
         detached: bool = False,
@@ -153,6 +156,7 @@ class PrivateDaemon:
         if stderr_path is None and capture and self.dir is not None:
             stderr_path = os.path.join(self.dir, "scafd.stderr")
         self.stderr_path = stderr_path
+        self.stderr_fd = stderr_fd  # detached only: an open descriptor to append to, used instead of the path
         self.log = os.path.join(self.dir, "alloc.jsonl") if log and self.dir is not None else None
         self.argv = [str(self.binary), "--socket", self.socket, *(["--log", self.log] if self.log else []), *args]
         self.env = dict(os.environ) if env is None else env
@@ -180,7 +184,8 @@ class PrivateDaemon:
 
     def _launch(self) -> None:
         if self.detached:
-            self.pid = spawn_detached(self.argv, self.env, self.stderr_path or os.devnull)
+            log: str | int = self.stderr_fd if self.stderr_fd is not None else (self.stderr_path or os.devnull)
+            self.pid = spawn_detached(self.argv, self.env, log)
             return
         with contextlib.ExitStack() as files:
             out: IO[bytes] | int = subprocess.DEVNULL

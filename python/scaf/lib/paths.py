@@ -76,6 +76,11 @@ def default_socket() -> str:
     env = os.environ.get("SCAF_SOCKET")
     if env:
         return env
+    return user_socket()
+
+
+def user_socket() -> str:
+    """This user's own socket, the search order without $SCAF_SOCKET: the only path `scaf run` starts a daemon on."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         return os.path.join(xdg, "scaf", "scafd.sock")

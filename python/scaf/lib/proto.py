@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import struct
+
+from scaf.lib import statusschema, trust
+from scaf.lib.statusschema import BadStatus
+from scaf.lib.trust import UntrustedDaemon
+
+__all__ = ["BadStatus", "DaemonUnavailable", "UntrustedDaemon", "connect", "status"]
 
 MAGIC = 0x46414353
 VERSION = 3
@@ -38,6 +43,7 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def connect(path: str, timeout: float = 2.0) -> socket.socket:
+    """A connection to the daemon on PATH; raises DaemonUnavailable, or UntrustedDaemon (SO_PEERCRED)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -48,11 +54,20 @@ def connect(path: str, timeout: float = 2.0) -> socket.socket:
     except OSError as e:
         sock.close()
         raise DaemonUnavailable(f"cannot use socket {path}: {e.strerror or e}") from e
+    try:
+        trust.check(sock, path)
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 
 def status(path: str, timeout: float = 2.0) -> dict:
-    """Ask the daemon for its state; raises DaemonUnavailable."""
+    """Ask the daemon for its state.
+
+    Raises DaemonUnavailable (nobody answers), UntrustedDaemon (another user's
+    daemon), or BadStatus (an answer that is not a status: its one-line reason).
+    """
     sock = connect(path, timeout)
     try:
         sock.sendall(header(MSG_STATUS_REQ, HEADER.size))
@@ -64,4 +79,4 @@ def status(path: str, timeout: float = 2.0) -> dict:
         raise DaemonUnavailable(f"daemon on {path} did not answer: {e}") from e
     finally:
         sock.close()
-    return json.loads(body)
+    return statusschema.parse(body)

@@ -1,6 +1,7 @@
 /* listener.c — the daemon's Unix socket: parent directory, single-instance lock, stale socket recovery. */
 #include "listener.h"
 #include "../say.h"
+#include "scaf/rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,34 +12,50 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Creates the socket's parent directory if missing (one level only: a missing /run is not ours to make). */
-static int ensure_parent(const struct scaf_listener *l)
+/* Opens the socket's directory the one safe way (scaf/rundir.h): created 0700 (0755 shared), or accepted
+ * only when it cannot be somebody else's. Returns the directory fd or -1 after saying why. */
+static int open_dir(const struct scaf_listener *l, char *dir, size_t dirlen, const char **base)
 {
-    char dir[SCAFD_SOCKPATH_MAX];
-    char *slash;
-    struct stat st;
+    char why[160];
+    int fd;
 
-    snprintf(dir, sizeof dir, "%s", l->path);
-    slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return 0; /* relative name in the cwd, or directly under / */
-    *slash = '\0';
-    /* Per-user directories are private; a system-wide daemon's directory must be reachable by all. */
-    if (mkdir(dir, l->shared ? 0755 : 0700) < 0 && errno != EEXIST) {
-        scaf_say("cannot use socket path %s: cannot create directory %s: %s", l->path, dir, strerror(errno));
-        return -1;
+    *base = scaf_rundir_split(l->path, dir, dirlen);
+    fd = scaf_rundir_open(dir, (l->path_is_default ? SCAF_RUNDIR_PRIVATE : 0) | (l->shared ? SCAF_RUNDIR_SHARED : 0),
+                          why, sizeof why);
+    if (fd < 0)
+        scaf_say("cannot use socket path %s: directory %s: %s", l->path, dir, why);
+    return fd;
+}
+
+/* What the lock file says about the daemon holding it, so that a second one can say who is there. */
+static void write_owner(const struct scaf_listener *l)
+{
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "pid %ld idle-exit %g\n", (long)getpid(), l->idle_exit_s);
+
+    if (ftruncate(l->lockfd, 0) == 0 && n > 0)
+        (void)!pwrite(l->lockfd, buf, (size_t)n, 0);
+}
+
+/* "another scafd is already running": which one, and whether it leaves by itself. */
+static void say_taken(const struct scaf_listener *l)
+{
+    char buf[64] = {0};
+    long pid = 0;
+    double idle = 0;
+
+    if (pread(l->lockfd, buf, sizeof buf - 1, 0) > 0 && sscanf(buf, "pid %ld idle-exit %lf", &pid, &idle) == 2 &&
+        pid > 0) {
+        if (idle > 0)
+            scaf_say("another scafd (pid %ld) is already running on %s: an idle-exit daemon (as `scaf run` "
+                     "starts), it exits %g s after its last client leaves",
+                     pid, l->path, idle);
+        else
+            scaf_say("another scafd (pid %ld) is already running on %s; it runs until stopped (kill %ld)", pid,
+                     l->path, pid);
+        return;
     }
-    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        scaf_say("cannot use socket path %s: %s is not a directory", l->path, dir);
-        return -1;
-    }
-    /* The default path lives in /tmp, where anyone could have made the directory first. */
-    if (l->path_is_default && st.st_uid != getuid()) {
-        scaf_say("cannot use socket path %s: directory %s belongs to uid %u, not to you (uid %u)", l->path,
-                 dir, (unsigned)st.st_uid, (unsigned)getuid());
-        return -1;
-    }
-    return 0;
+    scaf_say("another scafd is already running on %s", l->path);
 }
 
 /* 1 when a daemon answers on path, 0 when nothing listens there (stale), -1 on other errors. */
@@ -61,33 +78,35 @@ static int probe(const char *path)
 int scaf_listener_open(struct scaf_listener *l)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    char lockpath[SCAFD_SOCKPATH_MAX + 8];
-    const char *path = l->path;
+    char dir[SCAFD_SOCKPATH_MAX], lockname[SCAFD_SOCKPATH_MAX + 8], why[160];
+    const char *path = l->path, *base;
     struct stat st;
-    int fd = -1;
+    mode_t old_umask;
+    int fd = -1, dirfd, rc;
 
     /* Whoever passed the socket owns its path and its single instance (systemd's .socket unit). */
     if (l->inherited)
         return 0;
-    if (ensure_parent(l) < 0)
+    dirfd = open_dir(l, dir, sizeof dir, &base);
+    if (dirfd < 0)
         goto fail;
 
     /* Two `scaf run`s may auto-start daemons at the same moment: the lock lets exactly one win. */
-    snprintf(lockpath, sizeof lockpath, "%s.lock", path);
-    l->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    snprintf(lockname, sizeof lockname, "%s.lock", base);
+    l->lockfd = scaf_rundir_openat(dirfd, lockname, O_RDWR | O_CREAT, 0600, why, sizeof why);
     if (l->lockfd < 0) {
-        scaf_say("cannot create lock file %s: %s", lockpath, strerror(errno));
+        scaf_say("cannot use socket path %s: lock file: %s", path, why);
         goto fail;
     }
     if (flock(l->lockfd, LOCK_EX | LOCK_NB) < 0) {
         if (errno == EWOULDBLOCK)
-            scaf_say("another scafd is already running on %s", path);
+            say_taken(l);
         else
-            scaf_say("cannot lock %s: %s", lockpath, strerror(errno));
+            scaf_say("cannot lock %s.lock: %s", path, strerror(errno));
         goto fail;
     }
 
-    if (lstat(path, &st) == 0) {
+    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         int live;
         if (!S_ISSOCK(st.st_mode)) {
             /* Never delete something that is not ours to delete. */
@@ -103,7 +122,7 @@ int scaf_listener_open(struct scaf_listener *l)
             scaf_say("cannot check the existing socket %s: %s", path, strerror(errno));
             goto fail;
         }
-        if (unlink(path) < 0) {
+        if (unlinkat(dirfd, base, 0) < 0) {
             scaf_say("cannot remove stale socket %s: %s", path, strerror(errno));
             goto fail;
         }
@@ -117,20 +136,28 @@ int scaf_listener_open(struct scaf_listener *l)
         goto fail;
     }
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    /* The socket is born with its final mode: no chmod by path afterwards, which would follow a swapped link. */
+    old_umask = umask(l->shared ? 0111 : 0177);
+    rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old_umask);
+    if (rc < 0) {
         scaf_say("cannot use socket path %s: bind: %s", path, strerror(errno));
         goto fail;
     }
-    if (chmod(path, l->shared ? 0666 : 0600) < 0 || listen(fd, 128) < 0 || stat(path, &st) < 0) {
+    if (listen(fd, 128) < 0 || fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         scaf_say("cannot set up %s: %s", path, strerror(errno));
-        unlink(path);
+        unlinkat(dirfd, base, 0);
         goto fail;
     }
+    write_owner(l);
+    close(dirfd);
     l->dev = st.st_dev;
     l->ino = st.st_ino;
     l->fd = fd;
     return 0;
 fail:
+    if (dirfd >= 0)
+        close(dirfd);
     if (fd >= 0)
         close(fd);
     if (l->lockfd >= 0)

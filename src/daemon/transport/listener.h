@@ -14,6 +14,7 @@ struct scaf_listener {
     bool shared;          /* --shared: socket 0666, a created directory 0755 */
     int verbose;
     bool inherited; /* fd was passed by socket activation: never bound, locked or removed here */
+    double idle_exit_s; /* --idle-exit, written into the lock file so that a second daemon can say when this one leaves */
     int fd;     /* listening, non-blocking; -1 when closed */
     int lockfd; /* PATH.lock, flocked for the daemon's life */
     dev_t dev;  /* the socket this daemon bound, so close removes only that one */

@@ -119,8 +119,9 @@ struct scaf_page *scaf_client_connect(void)
 {
     struct scaf_page *page = scaf_conn_first();
 
-    /* Started after the connect, not inside it: the helper uses the connection, never the reverse. */
-    if (page && scaf_helper_start() != 0)
+    /* Started after the connect, not inside it: the helper uses the connection, never the reverse.
+     * Without a daemon it is the helper that joins one when it appears. */
+    if ((page || scaf_conn_wants_join()) && scaf_helper_start() != 0)
         scaf_layer_log("no helper thread (%s): no reconnect and no CPU-set control", strerror(errno));
     return page;
 }

@@ -20,14 +20,20 @@
 #include "page.h"
 #include "pool.h"
 #include "say.h"
+#include "scaf/peer.h"
 #include "scaf/procfs.h"
 #include "scaf/sockpath.h"
+#include "settings.h"
 
 _Atomic int scaf_conn_state = SCAF_CONN_UNTRIED;
 
 /* Guards conn_fd and state transitions; fork waits for it so a child never inherits a half-made connection. */
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static int conn_fd = -1;
+/* The first connect failed in a way a later daemon may mend: the helper keeps trying (scaf_conn_join). */
+static _Atomic int join_wanted;
+/* The untrusted daemon's uid we last refused, so the refusal is said once, not at every retry. */
+static long refused_uid = -1;
 
 /* A hung daemon must not hang the program: every handshake read and write gives up after this. */
 #define HANDSHAKE_TIMEOUT_MS 1000
@@ -130,7 +136,7 @@ static struct scaf_page *map_page(int memfd)
  * open: its EOF is how the daemon learns that we are gone) and *page_out the
  * mapped page. Every other result leaves nothing open.
  */
-static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out)
+static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out, int quiet)
 {
     enum scaf_conn_result res = SCAF_CONN_BROKEN;
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -141,6 +147,8 @@ static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out)
     struct scaf_page *page = NULL;
     int fd = -1, memfd = -1;
     unsigned bound = scaf_bound_threads();
+    uid_t peer;
+    int trusted;
 
     /* A thread pool larger than the OpenMP bound (OPENBLAS_NUM_THREADS) may be given up to its own size;
      * regions stay capped by their own bound in team.c. */
@@ -159,8 +167,23 @@ static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out)
     while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         if (errno == EINTR)
             continue;
-        scaf_layer_log("no daemon on %s: %s", addr.sun_path, strerror(errno));
+        if (!quiet)
+            scaf_layer_log("no daemon on %s: %s", addr.sun_path, strerror(errno));
         res = SCAF_CONN_ABSENT;
+        goto out;
+    }
+    /* Before we send anything: another user's daemon on our path must not learn or steer this program. */
+    trusted = scaf_peer_trusted(fd, addr.sun_path, scaf_settings.daemon_user, &peer);
+    if (trusted != 1) {
+        if (trusted == 0 && refused_uid != (long)peer)
+            scaf_say_always("refusing the daemon on %s: it runs as uid %u, not as you (uid %u), root or "
+                            "SCAF_DAEMON_USER; running unsteered",
+                            addr.sun_path, (unsigned)peer, (unsigned)getuid());
+        else if (trusted < 0)
+            scaf_layer_log("cannot read the daemon's credentials on %s: %s", addr.sun_path, strerror(errno));
+        if (trusted == 0)
+            refused_uid = (long)peer;
+        res = SCAF_CONN_UNTRUSTED;
         goto out;
     }
 
@@ -248,10 +271,12 @@ struct scaf_page *scaf_conn_first(void)
         page = scaf_page_get();
         goto out;
     }
-    enum scaf_conn_result res = handshake(&fd, &page);
+    enum scaf_conn_result res = handshake(&fd, &page, 0);
     if (res != SCAF_CONN_OK) {
-        /* Inert for good: the program behaves exactly as with plain libgomp. */
+        /* Inert: the program behaves exactly as with plain libgomp. A daemon that comes later (a restart,
+         * an upgrade) is joined by the helper thread; only another protocol is final. */
         atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
+        atomic_store(&join_wanted, res != SCAF_CONN_REFUSED_VERSION);
         page = NULL;
         goto out;
     }
@@ -299,12 +324,38 @@ enum scaf_conn_result scaf_conn_reconnect(void)
     enum scaf_conn_result res;
 
     pthread_mutex_lock(&conn_lock);
-    res = handshake(&fd, &page);
+    res = handshake(&fd, &page, 1);
     if (res == SCAF_CONN_OK) {
         if (conn_fd >= 0)
             close(conn_fd);
         conn_fd = fd;
         publish(page);
+    }
+    pthread_mutex_unlock(&conn_lock);
+    return res;
+}
+
+int scaf_conn_wants_join(void)
+{
+    return atomic_load(&join_wanted);
+}
+
+enum scaf_conn_result scaf_conn_join(void)
+{
+    struct scaf_page *page = NULL;
+    enum scaf_conn_result res;
+    int fd = -1;
+
+    pthread_mutex_lock(&conn_lock);
+    res = handshake(&fd, &page, 1);
+    if (res == SCAF_CONN_OK) {
+        conn_fd = fd;
+        publish(page);
+        atomic_store(&join_wanted, 0);
+        /* After the page: a region that sees LIVE also sees the page (it reads the page first anyway). */
+        atomic_store(&scaf_conn_state, SCAF_CONN_LIVE);
+    } else if (res == SCAF_CONN_REFUSED_VERSION) {
+        atomic_store(&join_wanted, 0);
     }
     pthread_mutex_unlock(&conn_lock);
     return res;
@@ -329,6 +380,10 @@ void scaf_conn_forget(void)
         /* The parent's page stays mapped but unused: the estimator might still hold it briefly. */
         scaf_page_set(NULL);
         scaf_estimate_attach(NULL);
+        atomic_store(&scaf_conn_state, SCAF_CONN_UNTRIED);
+    } else if (atomic_load(&join_wanted)) {
+        /* The parent's joining helper does not exist here: the child tries at its own first region. */
+        atomic_store(&join_wanted, 0);
         atomic_store(&scaf_conn_state, SCAF_CONN_UNTRIED);
     }
 }

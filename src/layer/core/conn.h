@@ -21,6 +21,7 @@ enum scaf_conn_result {
     SCAF_CONN_REFUSED = 2,         /* the daemon said REFUSE (full, malformed, ...) */
     SCAF_CONN_REFUSED_VERSION = 3, /* the daemon speaks another protocol: never retry */
     SCAF_CONN_BROKEN = 4,          /* protocol or mapping error */
+    SCAF_CONN_UNTRUSTED = 5,       /* the daemon runs as a user we do not trust (SO_PEERCRED) */
 };
 
 /* Called once from the layer's constructor. The state starts UNTRIED, or INERT when `disabled` (SCAF_DISABLE). */
@@ -33,6 +34,20 @@ void scaf_conn_init(int disabled);
  * (now) inert.
  */
 struct scaf_page *scaf_conn_first(void);
+
+/*
+ * Nonzero when the first connect found no daemon we could use but a later one
+ * may appear (none listening, a hung or full daemon, one of an untrusted
+ * user): the helper thread then keeps trying with scaf_conn_join.
+ */
+int scaf_conn_wants_join(void);
+
+/*
+ * Helper thread only. One attempt to join a daemon after the first connect
+ * failed; on success publishes the page and makes the state LIVE, so the next
+ * region is steered. Returns the attempt's enum scaf_conn_result.
+ */
+enum scaf_conn_result scaf_conn_join(void);
 
 /* Helper thread only. Nonzero when the daemon closed our connection (EOF or error). */
 int scaf_conn_lost(void);

@@ -23,6 +23,8 @@
 #define TICK_MS 300
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
+/* Joining a daemon that was not there at start-up: the same backoff, a slower cap (most never come). */
+#define JOIN_MAX_MS 2000
 
 static _Atomic int helper_started;
 
@@ -144,6 +146,29 @@ static void reconnect(void)
     }
 }
 
+/*
+ * The first connect found no daemon we could use: try again with backoff until
+ * one answers, so that a program started during a daemon's restart does not
+ * stay unmanaged for its whole life. The region path pays nothing for this: it
+ * sees the page once published. A connect(2) every JOIN_MAX_MS at most.
+ */
+static void join(void)
+{
+    unsigned delay = BACKOFF_MIN_MS;
+
+    while (scaf_conn_wants_join()) {
+        sleep_ms(delay);
+        if (scaf_conn_join() == SCAF_CONN_OK) {
+            scaf_layer_log("joined a daemon that appeared after start-up");
+            return;
+        }
+        delay = delay * 2 > JOIN_MAX_MS ? JOIN_MAX_MS : delay * 2;
+    }
+    /* Nothing left to wait for (another protocol): an idle thread costs nothing. */
+    for (;;)
+        sleep_ms(3600 * 1000);
+}
+
 static void *helper_main(void *arg)
 {
     int applied = 0;
@@ -155,16 +180,20 @@ static void *helper_main(void *arg)
 
         if (!p) {
             /*
-             * Not connected yet: started early because an adapter watches for
-             * thread pools (a BLAS library that Python loads long after start).
-             * The first pool found makes the process a client, as the first
-             * region does for an OpenMP program.
+             * Not connected. Either the first connect found no daemon we could
+             * use (join: retry with backoff, so that a daemon restarting does
+             * not leave the program unmanaged), or the helper started early
+             * because an adapter watches for thread pools (a BLAS library that
+             * Python loads long after start): the first pool found makes the
+             * process a client, as the first region does for an OpenMP program.
              */
             int state = atomic_load(&scaf_conn_state);
 
-            if (state == SCAF_CONN_INERT)
-                return NULL; /* no daemon, refused or disabled: nothing left to do */
-            if (scaf_pool_poll(NULL) > 0 && state == SCAF_CONN_UNTRIED)
+            if (scaf_conn_wants_join())
+                join();
+            else if (state == SCAF_CONN_INERT)
+                return NULL; /* disabled, or a daemon of another protocol: nothing left to do */
+            else if (scaf_pool_poll(NULL) > 0 && state == SCAF_CONN_UNTRIED)
                 scaf_conn_first();
             else
                 sleep_ms(TICK_MS);

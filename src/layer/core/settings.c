@@ -63,6 +63,7 @@ static const struct entry table[] = {
     {"SCAF_MALLEABLE", WORDS, AT(malleable), 0, 0, 0, 0, "yes, no or auto"},
     {"SCAF_REPORT", PATH, AT(report), 0, 0, 0, 0, NULL},
     {"SCAF_RULES", PATHLIST, AT(rules), 0, 0, 0, 0, NULL},
+    {"SCAF_DAEMON_USER", PATH, AT(daemon_user), 0, 0, 0, 0, NULL},
     {"SCAF_ESTIMATE", BOOL, AT(estimate), 0, 0, 0, 0, "0 or 1"},
     {"SCAF_LAZY", BOOL, AT(lazy), 0, 0, 0, 0, "0 or 1"},
     {"SCAF_EXPERIMENTS", BOOL, AT(experiments), 0, 0, 0, 0, "0 or 1"},

@@ -19,6 +19,7 @@ struct scaf_settings {
     const char *report;    /* SCAF_REPORT, NULL when unset or empty */
     const char *rules;     /* SCAF_RULES, NULL when unset (an empty list is a list) */
     int blas;              /* SCAF_BLAS: steer BLAS thread pools (default 1) */
+    const char *daemon_user; /* SCAF_DAEMON_USER: a shared daemon's user (name or uid) the layer also trusts */
     /* efficiency estimation */
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */

@@ -1,0 +1,98 @@
+"""`scaf status` against something that answers malformed status JSON: one line and exit 3, never a traceback.
+
+The peer is a real Unix socket in this test process, framing its answers exactly as scafd does
+(a 16-byte header, then the JSON), so only the content is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+
+import pytest
+from conftest import SCAF, short_tmpdir
+from support import wire
+
+
+class FakeDaemon:
+    """Answers every status request with BODY (bytes), as long as it runs."""
+
+    def __init__(self, body: bytes) -> None:
+        self.dir = short_tmpdir()
+        self.path = os.path.join(self.dir, "fake.sock")
+        self.body = body
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(self.path)
+        self.srv.listen(4)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    wire.recv_exact(conn, wire.HEADER.size)
+                    conn.sendall(wire.header(wire.MSG_STATUS_REPLY, wire.HEADER.size + len(self.body)) + self.body)
+                except (OSError, wire.DaemonUnavailable):
+                    pass
+
+    def close(self) -> None:
+        self.srv.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+MALFORMED = {
+    "list": b"[]",
+    "string": b'"x"',
+    "clients-number": b'{"policy": "speedup", "cpus": 4, "clients": 5}',
+    "clients-of-numbers": b'{"policy": "speedup", "cpus": 4, "clients": [1, 2]}',
+    "nested-arrays": b"[" * 100000 + b"]" * 100000,
+    "nested-in-object": b'{"policy": "x", "cpus": 1, "clients": [], "extra": ' + b"[" * 50 + b"]" * 50 + b"}",
+    "not-json": b"{nope",
+    "not-utf8": b'{"policy": "\xff\xfe", "cpus": 1, "clients": []}',
+    "cpus-string": b'{"policy": "speedup", "cpus": "4", "clients": []}',
+    "no-clients": b'{"policy": "speedup", "cpus": 4}',
+    "client-pid-bool": b'{"policy": "speedup", "cpus": 4, "clients": [{"pid": true, "name": "x", "threads": 1}]}',
+    "cpuset-of-strings": b'{"policy": "p", "cpus": 4, "clients": [{"pid": 1, "name": "x", "threads": 1, "cpuset": ["a"]}]}',
+}
+
+
+@pytest.fixture(params=list(MALFORMED))
+def fake(request: pytest.FixtureRequest) -> Iterator[FakeDaemon]:
+    f = FakeDaemon(MALFORMED[request.param])
+    yield f
+    f.close()
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_malformed_status_is_one_line_and_exit_3(fake: FakeDaemon, json_flag: list[str]) -> None:
+    r = subprocess.run([str(SCAF), "status", "--socket", fake.path, *json_flag], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"scaf: the daemon on {fake.path} sent a malformed status: "), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_wellformed_fake_answer_is_shown() -> None:
+    """The same peer with a good answer: the check passes what a daemon really sends."""
+    body = (b'{"version": 3, "daemon_pid": 1, "policy": "speedup", "cpus": 4, "available": 4, "foreign": 0.0,'
+            b' "clients": [{"pid": 42, "name": "p[[[[[[[[[[[\\"[x", "threads": 2, "share": 2, "malleable": true,'
+            b' "cpuset": [0, 1], "efficiency": null, "reason": null, "future_field": {"a": [1]}}]}')
+    f = FakeDaemon(body)
+    try:
+        r = subprocess.run([str(SCAF), "status", "--socket", f.path], capture_output=True, text=True, timeout=60,
+                           check=False)
+    finally:
+        f.close()
+    assert r.returncode == 0, r.stderr
+    assert "42" in r.stdout and 'p[[[[[[[[[[["[x' in r.stdout  # brackets in a string are no nesting
