@@ -176,7 +176,9 @@ def test_a_full_stderr_pipe_does_not_stall_the_daemon(binary: Path, spawned: lis
     assert page.threads >= 1
     s.close()
     got = d.drain()
-    assert 0 < len(got) <= d.pipe_size, "the pipe holds what fit; the rest was dropped, not waited for"
+    # The kernel may keep a second page slot for a one-page pipe (4132 bytes were seen): what matters is that
+    # almost all of what was logged (`written`, ten pipes' worth and more) was dropped rather than waited for.
+    assert 0 < len(got) <= 2 * d.pipe_size, "the pipe holds what fit; the rest was dropped, not waited for"
     # Once drained there is room again: the next summary says how many lines were dropped.
     malformed(d.socket, 20)
     time.sleep(1.5)

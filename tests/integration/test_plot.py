@@ -162,7 +162,7 @@ def test_trace_of_a_wrapper_is_named_after_the_program(tmp_path: Path) -> None:
     trace = tmp_path / "w.trace"
     ep = paths.workload("ep")
     res = scaf("trace", "--period", "0.1", "-o", str(trace), "--", str(SCAF), "run", "--no-start", "--",
-               str(ep), "--size", "S")
+               str(ep), "--size", "W")  # W: seconds, so that samples see ep even on a loaded machine
     assert res.returncode == 0, res.stderr
     data = read_trace(trace)
     assert list(data.names.values()) == ["ep"], data.names

@@ -1,6 +1,6 @@
 """A numpy program for the BLAS-pool tests: deterministic matmuls, one line per product.
 
-    blas_probe.py N ITERS [--stop FILE] [--limit K [--limit-at I]] [--fork]
+    blas_probe.py N ITERS [--stop FILE] [--limit K [--limit-at I] [--limit-when FILE]] [--fork]
 
 Each iteration multiplies two deterministic N x N float64 matrices (they depend on the
 iteration number only) and prints `it=I threads=T after=U sha=HEX`: T and U are what the
@@ -8,8 +8,9 @@ BLAS pool reported (threadpoolctl) just before and just after the product, HEX t
 the SHA-256 of the product's bytes. OpenBLAS reads its thread count once, when a call starts,
 so when T == U the product ran with T threads.
 With --stop it runs until FILE exists (ITERS is then a minimum); with --limit it sets the
-pool to K threads itself (threadpoolctl) before iteration I (default 0), as a program that
-manages its own pool does, and prints `limited` then.
+pool to K threads itself (threadpoolctl) before iteration I (default 0), or before the first
+iteration from I on at which FILE exists (--limit-when), as a program that manages its own
+pool does, and prints `limited at=I` then.
 With --fork each iteration also forks a child that computes the same product and exits
 0 when its values equal the parent's (os.fork: the child inherits the pool and the layer's
 state mid-flight); the parent prints `forked=ok` on that line. The last line is `done iters=I`.
@@ -63,16 +64,20 @@ def main() -> int:
     ap.add_argument("--stop")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--limit-at", type=int, default=0)
+    ap.add_argument("--limit-when")
     ap.add_argument("--fork", action="store_true")
     args = ap.parse_args()
 
     ctl = ThreadpoolController()
     blas = ctl.select(user_api="blas")
     it = 0
+    limited = False
     while it < args.iters or (args.stop and not os.path.exists(args.stop)):
-        if args.limit and it == args.limit_at:
+        if args.limit and not limited and it >= args.limit_at and (
+                args.limit_when is None or os.path.exists(args.limit_when)):
             blas.limit(limits=args.limit)
-            print("limited", flush=True)
+            limited = True
+            print(f"limited at={it}", flush=True)
         a, b = matrices(args.n, it % 4)
         threads = pool_size(blas)
         c = a @ b
