@@ -12,6 +12,7 @@
 #include "../core/malleable.h"
 #include "../core/region.h"
 #include "../core/say.h"
+#include "gomp.h"
 
 typedef void (*scaf_fn_t)(void *);
 
@@ -51,6 +52,13 @@ struct scaf_real {
     int (*get_num_threads_f)(void);
 };
 static struct scaf_real scaf_real;
+
+/*
+ * The runtime behind the GOMP_* names is GNU libgomp (not libomp's or
+ * libiomp5's compatibility layer): only then may an estimator experiment fork
+ * (kmpc/kmpc.c says why not on the others).
+ */
+static int runtime_forks_cleanly = 1;
 
 /* ---- resolving the real entry points ---- */
 
@@ -173,11 +181,18 @@ static void init(void)
 
     resolve_all();
     rt.level = scaf_real.get_level;
-    /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. */
+    runtime_forks_cleanly = resolve("__kmpc_fork_call") == NULL;
+    /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. In
+     * libscaf_omp.so the runtime is libomp or libiomp5, which initialises itself on this call. */
     rt.max_threads = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
     if (!scaf_real.parallel || !scaf_real.get_level || !scaf_real.get_max_threads)
-        rt.unusable = "libgomp entry points not found";
+        rt.unusable = "no OpenMP runtime's entry points found";
     scaf_region_init(&rt);
+}
+
+void scaf_gomp_init(void)
+{
+    pthread_once(&init_once, init);
 }
 
 /* Connecting is lazy (first outermost region), so the constructor only resolves and reads settings. */
@@ -333,7 +348,7 @@ static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, voi
 SCAF_EXPORT void GOMP_parallel(scaf_fn_t fn, void *data, unsigned num_threads, unsigned flags)
 {
     struct scaf_region_rec r;
-    unsigned n = region_begin(&r, fn, data, num_threads, 1);
+    unsigned n = region_begin(&r, fn, data, num_threads, runtime_forks_cleanly);
 
     REAL(parallel, "GOMP_parallel")(fn, data, n, flags);
     scaf_region_end(&r);
