@@ -18,8 +18,9 @@ def scafd() -> Path:
     return build_dir() / "bin" / "scafd"
 
 
-def layer() -> Path:
-    return build_dir() / "lib" / "libscaf_gomp.so"
+def layer(kind: str = "gomp") -> Path:
+    """The preload layer: "gomp" (GNU libgomp, the default) or "omp" (LLVM libomp, Intel libiomp5)."""
+    return build_dir() / "lib" / ("libscaf_omp.so" if kind == "omp" else "libscaf_gomp.so")
 
 
 def policy_lib() -> Path:
@@ -42,9 +43,18 @@ def workloads_dir() -> Path:
 SPINCOUNT = "10000"
 
 
-def wait_defaults(env: dict[str, str]) -> dict[str, str]:
-    """The libgomp waiting settings scaf runs programs with, unless the user chose their own."""
-    if "GOMP_SPINCOUNT" in env or "OMP_WAIT_POLICY" in env:
+# The same for libomp and libiomp5, whose idle threads spin KMP_BLOCKTIME milliseconds (200 by
+# default) before they sleep: 1 ms.
+BLOCKTIME = "1"
+
+
+def wait_defaults(env: dict[str, str], kind: str = "gomp") -> dict[str, str]:
+    """The runtime's waiting settings scaf runs programs with, unless the user chose their own."""
+    if "OMP_WAIT_POLICY" in env:
+        return {}
+    if kind == "omp":
+        return {} if "KMP_BLOCKTIME" in env else {"KMP_BLOCKTIME": BLOCKTIME}
+    if "GOMP_SPINCOUNT" in env:
         return {}
     return {"GOMP_SPINCOUNT": SPINCOUNT}
 
