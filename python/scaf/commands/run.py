@@ -215,7 +215,7 @@ def main(args: argparse.Namespace) -> int:
     if want == "auto":
         try:
             choice = runtimes.choose(path)
-        except Exception as e:  # a damaged ELF file must not stop the run: the old default
+        except (ValueError, KeyError, IndexError, AssertionError, OSError) as e:  # a damaged ELF: the old default
             choice = runtimes.Choice("gomp", "GNU libgomp (default)", f"its ELF headers could not be read ({e})")
     else:
         choice = runtimes.Choice(want, "GNU libgomp" if want == "gomp" else "LLVM libomp or Intel libiomp5",

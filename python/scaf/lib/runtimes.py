@@ -68,7 +68,7 @@ def _family(soname: str) -> str:
 def _ldconfig_cache() -> dict[str, str]:
     """soname -> path from the loader's cache (`ldconfig -p` reads /etc/ld.so.cache; it runs nothing else)."""
     try:
-        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10,
+        out = subprocess.run(["ldconfig", "-p"], check=False, capture_output=True, text=True, timeout=10,
                              env={"PATH": "/usr/sbin:/sbin:/usr/bin:/bin", "LC_ALL": "C"}).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
