@@ -53,13 +53,6 @@ struct scaf_real {
 };
 static struct scaf_real scaf_real;
 
-/*
- * The runtime behind the GOMP_* names is GNU libgomp (not libomp's or
- * libiomp5's compatibility layer): only then may an estimator experiment fork
- * (kmpc/kmpc.c says why not on the others).
- */
-static int runtime_forks_cleanly = 1;
-
 /* ---- resolving the real entry points ---- */
 
 struct gomp_search {
@@ -181,7 +174,6 @@ static void init(void)
 
     resolve_all();
     rt.level = scaf_real.get_level;
-    runtime_forks_cleanly = resolve("__kmpc_fork_call") == NULL;
     /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. In
      * libscaf_omp.so the runtime is libomp or libiomp5, which initialises itself on this call. */
     rt.max_threads = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
@@ -336,6 +328,7 @@ static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, voi
 
     r->live = 0;
     r->est_on = 0;
+    r->run = NULL;
     if (__builtin_expect(p != NULL, 1))
         return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
     if (__builtin_expect(scaf_region_inert(), 1))
@@ -348,7 +341,7 @@ static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, voi
 SCAF_EXPORT void GOMP_parallel(scaf_fn_t fn, void *data, unsigned num_threads, unsigned flags)
 {
     struct scaf_region_rec r;
-    unsigned n = region_begin(&r, fn, data, num_threads, runtime_forks_cleanly);
+    unsigned n = region_begin(&r, fn, data, num_threads, 1);
 
     REAL(parallel, "GOMP_parallel")(fn, data, n, flags);
     scaf_region_end(&r);

@@ -13,6 +13,7 @@
 
 #include "../core/region.h"
 #include "../core/say.h"
+#include "../estimate/experiment.h"
 #include "../gomp/gomp.h"
 #include "call.h"
 
@@ -32,7 +33,13 @@
  */
 
 typedef int32_t kmp_int32;
-struct ident; /* the runtime's ident_t: passed on, never read */
+
+/* The runtime's ident_t (kmp.h): the program's are passed on, never read; the layer makes one of its own. */
+struct ident {
+    kmp_int32 reserved_1, flags, reserved_2, reserved_3;
+    const char *psource;
+};
+static struct ident layer_loc = {0, 0x02 /* KMP_IDENT_KMPC */, 0, 0, ";scaf;layer;0;0;;"};
 
 struct kmpc_real {
     void (*fork_call)(struct ident *, kmp_int32, void *, ...);
@@ -45,6 +52,7 @@ struct kmpc_real {
                                          const char *);
     void (*serialized_parallel)(struct ident *, kmp_int32);
     kmp_int32 (*global_thread_num)(struct ident *);
+    void (*barrier)(struct ident *, kmp_int32);
 };
 static struct kmpc_real K;
 
@@ -136,13 +144,42 @@ static void kmpc_resolve_all(void)
     R(push_num_threads_list_strict, "__kmpc_push_num_threads_list_strict");
     R(serialized_parallel, "__kmpc_serialized_parallel");
     R(global_thread_num, "__kmpc_global_thread_num");
+    R(barrier, "__kmpc_barrier");
 #undef R
+}
+
+/* ---- the estimator's experiment child ---- */
+
+/* This thread's number in the child's re-initialised runtime. */
+static kmp_int32 child_gtid = -1;
+
+/*
+ * First thing in an experiment child, before its sandbox. libomp's and
+ * libiomp5's fork handler (__kmp_atfork_child) resets the runtime in every
+ * child and starts it again, which registers the child in a /dev/shm file
+ * (__KMP_REGISTERED_LIB_<pid>_<uid>) that only a normal exit removes; the
+ * rest of the start-up (thread affinity, the parallel part) waits for the
+ * first construct. Here a barrier outside any region, a no-op for one thread,
+ * finishes that start-up while its system calls are allowed, and the
+ * registration file goes: the child ends in _exit.
+ */
+static void kmpc_child_prepare(void)
+{
+    char path[80];
+
+    if (!K.global_thread_num || !K.barrier)
+        return;
+    child_gtid = K.global_thread_num(&layer_loc);
+    K.barrier(&layer_loc, child_gtid);
+    snprintf(path, sizeof path, "/dev/shm/__KMP_REGISTERED_LIB_%d_%d", (int)getpid(), (int)getuid());
+    unlink(path);
 }
 
 /* The core's start-up is the GNU ABI file's (gomp.c, in this library too): omp_get_level and the bound come from there. */
 __attribute__((constructor)) static void scaf_kmpc_ctor(void)
 {
     pthread_once(&kmpc_once, kmpc_resolve_all);
+    scaf_experiment_set_child_prepare(kmpc_child_prepare);
     scaf_gomp_init();
 }
 
@@ -228,13 +265,14 @@ __attribute__((noinline)) static unsigned begin_slow(struct scaf_region_rec *r, 
     return scaf_region_begin_slow(r, fn, data, num_threads, forkable);
 }
 
-static inline unsigned region_begin(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                    unsigned num_threads, int forkable)
+static inline unsigned region_begin(struct scaf_region_rec *r, void (*run)(void *), void (*fn)(void *),
+                                    void *data, unsigned num_threads, int forkable)
 {
     struct scaf_page *p = scaf_page_get();
 
     r->live = 0;
     r->est_on = 0;
+    r->run = run;
     if (__builtin_expect(p != NULL, 1))
         return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
     if (__builtin_expect(scaf_region_inert(), 1))
@@ -260,6 +298,37 @@ static inline void push_team(struct ident *loc, struct kmpc_clause c, unsigned n
 
 /* At most this many shared-variable pointers are copied on the wrapper's stack; more go to the heap. */
 #define ARGS_ON_STACK 32
+
+/* A region's microtask and arguments: what an experiment child runs serially. */
+struct kmpc_region {
+    void *microtask;
+    long argc;
+    void **argv; /* argc pointers, followed by six readable slots */
+};
+
+/*
+ * In an experiment child: the microtask on this thread alone, as the runtime
+ * itself runs a serialized region (microtask(&gtid, &bound_tid = 0, args...));
+ * its work-sharing calls see the thread's serial team.
+ */
+static void kmpc_run_serial(void *data)
+{
+    struct kmpc_region *k = data;
+    kmp_int32 gtid = child_gtid, zero = 0;
+    void *stackbuf[ARGS_ON_STACK + 2 + 6];
+    void **a = stackbuf;
+    long n = 2 + k->argc;
+
+    if (n + 6 > (long)(sizeof stackbuf / sizeof stackbuf[0]))
+        a = calloc((size_t)n + 6, sizeof *a);
+    if (!a)
+        abort(); /* the child only: its failure is reported as a failed experiment */
+    memset(a + n, 0, 6 * sizeof *a);
+    a[0] = &gtid;
+    a[1] = &zero;
+    memcpy(a + 2, k->argv, (size_t)k->argc * sizeof *a);
+    scaf_kmpc_call(k->microtask, n, a);
+}
 
 /*
  * A region's arguments as the real entry (fork_call or fork_teams, both
@@ -302,22 +371,20 @@ static void args_free(struct kmpc_args *x)
         free(x->a);
 }
 
-/*
- * A region the layer steers. Never forkable: libomp's and libiomp5's fork
- * handler re-initialises the runtime in every child (registering it in a
- * /dev/shm file that a child ending in _exit leaves behind), and the child's
- * first region binds threads (sched_setaffinity), which the experiment's
- * sandbox forbids. The estimator takes in-place serial baselines instead.
- */
+/* A region the layer steers; a forked experiment may run it serially (kmpc_run_serial). */
 static void fork_steered(struct ident *loc, kmp_int32 argc, void *microtask, va_list ap)
 {
     struct kmpc_clause c = take_clause();
     struct scaf_region_rec r;
+    struct kmpc_region k;
     struct kmpc_args x;
     unsigned team;
 
     args_read(&x, loc, argc, microtask, ap);
-    team = region_begin(&r, (void (*)(void *))microtask, x.a + 3, c.n, 0);
+    k.microtask = microtask;
+    k.argc = x.n - 3;
+    k.argv = x.a + 3;
+    team = region_begin(&r, kmpc_run_serial, (void (*)(void *))microtask, &k, c.n, K.barrier != NULL);
     push_team(loc, c, team);
     scaf_kmpc_call((void *)REAL(fork_call, "__kmpc_fork_call"), x.n, x.a);
     scaf_region_end(&r);
@@ -377,7 +444,7 @@ SCAF_EXPORT void __kmpc_fork_call_if(struct ident *loc, kmp_int32 argc, void *mi
         REAL(fork_call_if, "__kmpc_fork_call_if")(loc, argc, microtask, cond, args);
         return;
     }
-    team = region_begin(&r, (void (*)(void *))microtask, args, c.n, 0);
+    team = region_begin(&r, NULL, (void (*)(void *))microtask, args, c.n, 0);
     push_team(loc, c, team);
     in_fork_if = 1;
     REAL(fork_call_if, "__kmpc_fork_call_if")(loc, argc, microtask, cond, args);
