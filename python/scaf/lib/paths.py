@@ -27,12 +27,23 @@ def policy_lib() -> Path:
     return build_dir() / "lib" / "libscaf_policy.so"
 
 
+# A workload's build: "spin" is gcc's (libgomp); "spin@clang", "spin@iomp5-clang" and
+# "spin@iomp5-gcc" are the same source built by clang (libomp) and against Intel's libiomp5.
+WORKLOAD_BUILDS = ("clang", "iomp5-clang", "iomp5-gcc")
+
+
 def workload(name: str) -> Path:
-    return build_dir() / "workloads" / name
+    base, _, build = name.partition("@")
+    return workloads_dir(build) / base
 
 
-def workloads_dir() -> Path:
-    return build_dir() / "workloads"
+def workloads_dir(build: str = "") -> Path:
+    return build_dir() / (f"workloads-{build}" if build else "workloads")
+
+
+def workload_layer(name: str) -> str:
+    """The layer kind a workload's build needs: "omp" for the LLVM/Intel builds, else "gomp"."""
+    return "omp" if "@" in name else "gomp"
 
 
 # libgomp's idle threads spin this many times before they sleep (its own default is 300000,
