@@ -362,3 +362,35 @@ def test_scaf_run_two_runtimes_runs_without_layer(tmp_path: Path) -> None:
     r = scaf_run([str(exe)])
     assert r.returncode == 0 and r.stdout == "none\n", r.stdout
     assert "loads two OpenMP runtimes" in r.stderr and "without the layer" in r.stderr, r.stderr
+
+
+def test_status_shows_the_daemons_threads_over_a_window(probe: Path, scafd_factory: Callable[..., Daemon],
+                                                       probes: Callable[..., tl.Probe]) -> None:
+    """The daemon's status (`scaf status --json` once, then the socket directly), sampled for 2 s while a second client holds half of the contexts: the program is a
+    client, the daemon gives it 2 of 4, and the teams its regions ran with (last_team) average exactly that."""
+    import json
+    import time
+
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "4", **tl.NO_ESTIMATE})
+    a = probes(probe, ["follow", "STOP", tl.MAXSEC], env)
+    b = probes(probe, ["follow", "STOP", tl.MAXSEC], env)
+    d.wait_for(lambda st: [tl.client(st, p)["threads"] if tl.client(st, p) else 0 for p in (a.pid, b.pid)] == [2, 2],
+               what="2 each")
+    a.wait_output(tl.last_team_is(a, 2), "A at 2 threads")
+    r = subprocess.run([str(SCAF), "status", "--json", "--socket", d.socket], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert r.returncode == 0, r.stderr
+    assert any(c["pid"] == a.pid and c["threads"] == 2 for c in json.loads(r.stdout)["clients"]), r.stdout
+    samples = []
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        c = tl.client(d.status(), a.pid)
+        assert c is not None
+        samples.append((c["threads"], c["last_team"]))
+        time.sleep(0.05)
+    assert len(samples) >= 5, samples
+    assert {t for t, _ in samples} == {2}, samples
+    assert sum(team for _, team in samples) / len(samples) == 2, samples
+    for p in (a, b):
+        assert p.finish()[0] == 0
