@@ -394,3 +394,51 @@ def test_status_shows_the_daemons_threads_over_a_window(probe: Path, scafd_facto
     assert sum(team for _, team in samples) / len(samples) == 2, samples
     for p in (a, b):
         assert p.finish()[0] == 0
+
+
+FORK_IF_PROG = r"""
+#include <omp.h>
+#include <stdio.h>
+struct ident { int r1, flags, r2, r3; const char *psource; };
+static struct ident loc = {0, 2, 0, 0, ";forkif.c;main;1;1;;"};
+void __kmpc_fork_call_if(struct ident *, int, void (*)(int *, int *, void *), int, void *);
+static void body(int *gtid, int *btid, void *arg)
+{
+    (void)gtid; (void)btid;
+    if (omp_get_thread_num() == 0)
+        *(int *)arg = omp_get_num_threads();
+}
+int main(void)
+{
+    int on = 0, off = 0;
+    for (int i = 0; i < 50; i++) {
+        __kmpc_fork_call_if(&loc, 1, body, 1, &on);
+        __kmpc_fork_call_if(&loc, 1, body, 0, &off);
+    }
+    printf("on=%d off=%d\n", on, off);
+    return 0;
+}
+"""
+
+
+def test_fork_call_if_steered_once_and_false_left_alone(rt: str, scafd_factory: Callable[..., Daemon],
+                                                        tmp_path: Path) -> None:
+    """__kmpc_fork_call_if (libiomp5 has it): a true condition is steered and counted once, although the
+    runtime passes it on to __kmpc_fork_call; a false one runs the runtime's serial path, not counted."""
+    import json
+
+    if rt != "libiomp5-clang":
+        pytest.skip("called directly on libiomp5 only: LLVM 14's libomp has no __kmpc_fork_call_if")
+    cc, link, _ = RUNTIMES[rt]
+    src = tmp_path / "forkif.c"
+    src.write_text(FORK_IF_PROG)
+    exe = tmp_path / "forkif"
+    subprocess.run([cc, "-O2", *link, "-o", str(exe), str(src)], check=True)
+    plain = tl.run(exe, [], tl.plain_env({"OMP_NUM_THREADS": "3"}))
+    assert plain.stdout.split() == ["on=3", "off=1"], plain.stdout
+    d = scafd_factory("--policy", "equipartition", "--cpus", "1", "--no-lookout")
+    rep = tmp_path / "rep.jsonl"
+    r = tl.run(exe, [], layer_env(d.socket, {"OMP_NUM_THREADS": "3", "SCAF_REPORT": str(rep), **tl.NO_ESTIMATE}))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["on=1", "off=1"], r.stdout
+    assert json.loads(rep.read_text().splitlines()[-1])["regions"] == 50, rep.read_text()
