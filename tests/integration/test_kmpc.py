@@ -452,3 +452,17 @@ def test_scaf_check_uses_the_runtimes_layer() -> None:
     assert r.returncode == 0, (r.stdout, r.stderr)
     out = r.stdout + r.stderr
     assert "verdict: malleable" in out and "teams 1,2 tried" in out, out
+
+
+def test_scaf_run_says_when_the_runtime_is_linked_in(tmp_path: Path) -> None:
+    """gcc -fopenmp -static: the program carries its own libgomp, which no preloaded layer reaches."""
+    src = tmp_path / "s.c"
+    src.write_text('#include <stdio.h>\nint main(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn++;\n'
+                   'printf("%d\\n",n>0);return 0;}\n')
+    exe = tmp_path / "staticomp"
+    subprocess.run(["gcc", "-fopenmp", "-static", "-o", str(exe), str(src)], check=True, capture_output=True)
+    r = scaf_run([str(exe)])
+    assert r.returncode == 0 and r.stdout == "1\n", (r.stdout, r.stderr)
+    line = "scaf: staticomp cannot be steered by scaf: it contains a statically linked GNU libgomp, which scaf " \
+           "cannot reach by preloading"
+    assert r.stderr.splitlines() == [line], r.stderr
