@@ -1,4 +1,4 @@
-/* gomp.c — the GNU OpenMP adapter: resolves libgomp's real entry points and wraps them around the core's region calls. */
+/* gomp.c — the GNU OpenMP ABI adapter: wraps GOMP_* and omp_* around the core (libgomp, and libomp's and libiomp5's compatibility names). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -110,7 +110,7 @@ static void *resolve_or_die(const char *name)
 
     if (!f) {
         char msg[160];
-        int n = snprintf(msg, sizeof msg, "scaf: no libgomp in this process provides %s\n", name);
+        int n = snprintf(msg, sizeof msg, "scaf: no OpenMP runtime in this process provides %s\n", name);
         if (write(STDERR_FILENO, msg, (size_t)n) < 0)
             abort();
         abort();
