@@ -428,7 +428,7 @@ def test_fork_call_if_steered_once_and_false_left_alone(rt: str, scafd_factory: 
     import json
 
     if rt != "libiomp5-clang":
-        pytest.skip("called directly on libiomp5 only: LLVM 14's libomp has no __kmpc_fork_call_if")
+        pytest.skip("called from a clang-built program on libiomp5 only (LLVM 14's libomp has no __kmpc_fork_call_if)")
     cc, link, _ = RUNTIMES[rt]
     src = tmp_path / "forkif.c"
     src.write_text(FORK_IF_PROG)
