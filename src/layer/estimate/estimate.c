@@ -70,20 +70,22 @@ static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct sca
         }
     } else if (LD(s->par_ns) && forkable && cfg->experiments && !LD(E.exp.disabled) &&
                !(LD(s->flags) & SCAF_SITE_NOFORK)) {
-        r->exp_pid = scaf_schedule_start(&E.exp, r->fn, r->data, pg, s, now, cfg->exp_max_ns, cfg->interval_ns);
+        r->exp_pid = scaf_schedule_start(&E.exp, r->run, r->data, pg, s, now, cfg->exp_max_ns, cfg->interval_ns);
         if (r->exp_pid)
             return SCAF_TEAM_EST_EXPERIMENT;
     }
     return SCAF_TEAM_EST_PLAIN;
 }
 
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned team, int forkable)
+int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(void *), void *data,
+                        unsigned team, int forkable)
 {
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
     struct scaf_site *s;
     uint64_t now, par;
 
     r->fn = fn;
+    r->run = run ? run : fn;
     r->data = data;
     r->site = NULL;
     r->t0_ns = 0;
