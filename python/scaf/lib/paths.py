@@ -69,10 +69,6 @@ def workload_layer(name: str) -> str:
     return "omp" if "@" in name else "gomp"
 
 
-def workload(name: str) -> Path:
-    return workloads_dir() / name
-
-
 # libgomp's idle threads spin this many times before they sleep (its own default is 300000,
 # milliseconds of spinning). Under scaf a team often waits while another program has the
 # CPUs: parked for another gang's turn, or between regions on a shared machine. A short spin
