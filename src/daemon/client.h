@@ -24,6 +24,7 @@ struct scaf_client {
     bool applied;                    /* alloc holds something written */
     uint32_t page_nclients;          /* nclients as last written */
     struct scaf_lookout_client lookout;
+    struct scaf_probe probe; /* re-probing at one chunk (scaf_probe_step) */
 };
 
 #endif

@@ -61,6 +61,8 @@ int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, 
         double e = cl->efficiency, p = cl->report_threads;
 
         known[i] = 0;
+        if (cl->probe && cl->report_threads < 2)
+            continue; /* probed: nothing measured at 2 or more threads since, so it is unknown */
         if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
             /* The dissertation's fit, unclamped: C < 0 when E p' < 1 (slower than serial). */
             if (e > E_MAX)
@@ -144,7 +146,8 @@ static int damp(const struct scaf_policy_input *in, const double *t, const uint3
 
         if (DAMP_FRACTION * prev > thr)
             thr = DAMP_FRACTION * prev;
-        kept[i] = prev >= lo && prev <= hi && diff < thr;
+        /* A probed client must move: keeping it would be the ratchet the probe exists to break. */
+        kept[i] = !in->clients[i].probe && prev >= lo && prev <= hi && diff < thr;
         sum_a += a[i];
         if (kept[i]) {
             sum_kept += prev;

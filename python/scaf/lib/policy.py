@@ -60,6 +60,7 @@ class Client:
     prev: the previous allocation (0 = new client); the speedup policy damps around it.
     max_threads: never allocate more than this (0 = no cap).
     prev_coef: the coef this client got last time (0.0 = none); used when p' = 1.
+    probe: probe it this round (an estimate from one thread and prev_coef are ignored).
     """
 
     report_threads: int = 0
@@ -67,6 +68,7 @@ class Client:
     prev: int = 0
     max_threads: int = 0
     prev_coef: float = 0.0
+    probe: bool = False
 
 
 class _CClient(ctypes.Structure):
@@ -76,6 +78,7 @@ class _CClient(ctypes.Structure):
         ("max_threads", ctypes.c_uint32),
         ("prev", ctypes.c_uint32),
         ("report_threads", ctypes.c_uint32),
+        ("probe", ctypes.c_uint32),
         ("efficiency", ctypes.c_double),
         ("prev_coef", ctypes.c_double),
     ]
@@ -179,6 +182,7 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
             max_threads=_u32(c.max_threads, f"client {i}: max_threads") or UINT32_MAX,
             prev=_u32(c.prev, f"client {i}: prev"),
             report_threads=_u32(c.report_threads, f"client {i}: report_threads"),
+            probe=1 if c.probe else 0,
             efficiency=float(e),
             prev_coef=pc if math.isfinite(pc) else 0.0,
         )
