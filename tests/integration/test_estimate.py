@@ -148,28 +148,34 @@ def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
             p.communicate()
 
 
+def mean_threads(d: Daemon, pids: dict[str, int], seconds: float, every: float = 0.5) -> dict[str, float]:
+    """Each client's thread count averaged over `seconds` of status samples (a client that is gone counts 0)."""
+    sums = dict.fromkeys(pids, 0.0)
+    n = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        st = d.status()
+        for name, pid in pids.items():
+            c = client(st, pid)
+            sums[name] += c["threads"] if c else 0
+        n += 1
+        time.sleep(every)
+    return {name: v / n for name, v in sums.items()}
+
+
 @pytest.mark.parametrize("policy", ["speedup", "equipartition"])
 def test_speedup_gives_ep_more_threads_than_crit(scafd_factory: Callable[..., Daemon], policy: str) -> None:
-    """End to end on a 4-context daemon: under speedup ep ends with more threads than crit; equal otherwise."""
+    """End to end on a 4-context daemon: averaged over 20 s, speedup gives ep more threads than crit;
+    equipartition gives each 2. On 2 real cores each of the 4 contexts is half a core: the layer takes
+    the time a team waited on the run queue out of its wall time, or both would look like non-scalers."""
     d = scafd_factory("--policy", policy, "--cpus", "4", "--no-lookout")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
     with running("ep", env, "--size", "A") as ep, running("crit", env, "--size", "A") as crit:
+        settled_efficiency(d, ep)
+        settled_efficiency(d, crit)
+        mean = mean_threads(d, {"ep": ep.pid, "crit": crit.pid}, 20.0)
+        assert ep.poll() is None and crit.poll() is None, "a program ended inside the window: use a longer size"
         if policy == "speedup":
-            settled_efficiency(d, ep)
-            settled_efficiency(d, crit)
-            st = d.wait_for(lambda s: (a := client(s, ep.pid)) is not None and (b := client(s, crit.pid)) is not None
-                            and a["threads"] > b["threads"], timeout=30, what="ep > crit threads")
+            assert mean["ep"] > mean["crit"] + 0.5, mean
         else:
-            d.wait_for(lambda s: client(s, ep.pid) is not None and client(s, crit.pid) is not None, timeout=20,
-                       what="both clients")
-            time.sleep(1.0)
-            st = d.status()
-        a, b = client(st, ep.pid), client(st, crit.pid)
-        assert a is not None and b is not None
-        assert a["threads"] + b["threads"] == 4
-        if policy == "speedup":
-            # Efficiencies measured at different team sizes do not compare; the fitted
-            # coefficient C of S(p) = 1 + C ln p is what the shares follow.
-            assert a["coef"] > b["coef"]
-        else:
-            assert a["threads"] == b["threads"] == 2
+            assert mean == {"ep": 2.0, "crit": 2.0}, mean

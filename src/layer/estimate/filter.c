@@ -55,6 +55,12 @@ void scaf_filter_close(struct scaf_filter *f, struct scaf_page *pg, uint64_t now
         if (scaf_mix_value(&f->win, &e, &team)) {
             double dt = f->have ? (double)(now - f->last_pub_ns) / 1e9 : 0.0;
 
+            /* An estimate belongs to its team size: E at 1 thread is near 1 whatever the
+             * program, so carrying it into the first windows at 4 threads would make a
+             * program that serialises look scalable for a time constant. A new team size
+             * starts its own filter. */
+            if (f->have && team != f->team)
+                f->have = 0;
             f->value = scaf_rc_filter(f->value, f->have, e, dt, tau_s);
             f->have = 1;
             f->team = team;

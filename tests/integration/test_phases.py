@@ -1,0 +1,70 @@
+"""No ratchet: a program the speedup policy held at one thread regains threads when its phase changes."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+from conftest import Daemon, layer_env
+from scaf.lib import paths
+from test_estimate import client, running
+
+
+def test_phases_workload_verifies_at_any_team() -> None:
+    for threads in ("1", "3"):
+        r = subprocess.run([str(paths.workload("phases")), "--size", "S"], env={"OMP_NUM_THREADS": threads},
+                           capture_output=True, text=True, timeout=60, check=False)
+        assert r.returncode == 0, r.stderr
+        assert "phase=scalable" in r.stdout and "verified=yes" in r.stdout
+
+
+def test_phase_change_regains_threads(scafd_factory: Callable[..., Daemon]) -> None:
+    """phases (critical-section bound, then scalable) beside ep on 4 contexts: held near one thread in
+    its first phase, it must hold about an equal share on average once its second phase runs. The
+    daemon re-probes a client at one chunk every --probe-interval seconds; without that it would stay
+    at one thread for good."""
+    d = scafd_factory("--policy", "speedup", "--cpus", "4", "--no-lookout", "--probe-interval", "4")
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
+    p = subprocess.Popen([str(paths.workload("phases")), "--size", "A"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    changed = threading.Event()
+
+    def watch() -> None:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if line.startswith("phase=scalable"):
+                changed.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        with running("ep", env, "--size", "A") as ep:
+            d.wait_for(lambda s: client(s, p.pid) is not None and client(s, ep.pid) is not None, timeout=20,
+                       what="both clients")
+            time.sleep(5.0)  # estimates settle
+            first: list[int] = []
+            while not changed.is_set() and p.poll() is None and ep.poll() is None:
+                c = client(d.status(), p.pid)
+                if c:
+                    first.append(c["threads"])
+                time.sleep(0.5)
+            assert changed.is_set(), f"phases ended or ep ended before the phase change (exit {p.poll()})"
+            time.sleep(6.0)  # at most one probe interval, plus time for the estimate at the new team
+            later: list[int] = []
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline and p.poll() is None:
+                c = client(d.status(), p.pid)
+                if c:
+                    later.append(c["threads"])
+                time.sleep(0.5)
+            assert ep.poll() is None
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.communicate(timeout=30)
+    assert len(first) >= 6 and len(later) >= 10, (first, later)
+    m1, m2 = sum(first) / len(first), sum(later) / len(later)
+    # Phase 1 serialises: it should sit at one thread except for the probes.
+    assert m1 < 1.6, (m1, first)
+    assert m2 >= 1.7 and m2 > m1 + 0.4, (m1, m2, later)
