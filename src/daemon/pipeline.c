@@ -57,6 +57,10 @@ static int decide(struct scafd *d)
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
         d->rclients[i].pol.probe = (uint32_t)scaf_probe_step(&c->probe, now, c->applied ? c->alloc.share : 0,
                                                              d->chunk, c->report.eff_threads, &tm);
+        /* About the last 20 rounds (5 s at the default rate): the load it measures changes too. */
+        d->rclients[i].pol.e_sd = c->report.estimate == SCAF_ESTIMATE_NONE
+                                      ? 0.0
+                                      : scaf_noise_update(&c->noise, c->report.eff_threads, c->report.efficiency, 0.05);
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,

@@ -359,6 +359,9 @@ def cmd_stability(args: argparse.Namespace) -> int:
             print(f"run {r + 1}: {res['seconds']:.1f} s, {res['changes']} changes "
                   f"({res['changes_per_min']:.1f}/min), mean threads: {means}"
                   + ("  (a program ended early)" if res["ended_early"] else ""))
+            for name, by_p in res["efficiency"].items():
+                print(f"  {name} E by p': " + "  ".join(f"p'={pp}: {v['mean']:.2f} sd {v['sd']:.2f} (n={v['n']})"
+                                                       for pp, v in by_p.items()))
     if args.json:
         print(json.dumps(rows))
     return 0

@@ -60,7 +60,8 @@ class Client:
     prev: the previous allocation (0 = new client); the speedup policy damps around it.
     max_threads: never allocate more than this (0 = no cap).
     prev_coef: the coef this client got last time (0.0 = none); used when p' = 1.
-    probe: probe it this round (an estimate from one thread and prev_coef are ignored).
+    e_sd: standard deviation of E at p' from round to round (0.0 = unknown); damping follows it.
+    probe: probe it this round (its estimate and prev_coef are ignored: unknown, an average share).
     """
 
     report_threads: int = 0
@@ -69,6 +70,7 @@ class Client:
     max_threads: int = 0
     prev_coef: float = 0.0
     probe: bool = False
+    e_sd: float = 0.0
 
 
 class _CClient(ctypes.Structure):
@@ -81,6 +83,7 @@ class _CClient(ctypes.Structure):
         ("probe", ctypes.c_uint32),
         ("efficiency", ctypes.c_double),
         ("prev_coef", ctypes.c_double),
+        ("e_sd", ctypes.c_double),
     ]
 
 
@@ -185,6 +188,7 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
             probe=1 if c.probe else 0,
             efficiency=float(e),
             prev_coef=pc if math.isfinite(pc) else 0.0,
+            e_sd=float(c.e_sd) if math.isfinite(c.e_sd) and c.e_sd > 0 else 0.0,
         )
     return arr
 

@@ -122,9 +122,15 @@ def measure(workloads: list[str], policy: str, cpus: int, size: str, settle: flo
             time.sleep(0.2)
         if start is None:
             raise runner.BenchError("the programs did not all become clients within 60 s")
-        t_end = time.monotonic() + settle + seconds
+        t_open = time.monotonic() + settle
+        t_end = t_open + seconds
+        samples: dict[str, list[tuple[int, float]]] = {}
         while time.monotonic() < t_end and all(p.poll() is None for p in procs):
-            time.sleep(0.2)
+            if time.monotonic() >= t_open:
+                for c in daemon.daemon.status()["clients"]:
+                    if c.get("pid") in pids and c.get("efficiency") is not None and c.get("estimate") == "measured":
+                        samples.setdefault(c["name"], []).append((int(c.get("eff_threads", 0)), float(c["efficiency"])))
+            time.sleep(0.25)
         ended_early = any(p.poll() is not None for p in procs)
         # The daemon logs changes only: a status read now closes the window at the daemon's clock.
         now = daemon.daemon.status()["time"]
@@ -135,6 +141,22 @@ def measure(workloads: list[str], policy: str, cpus: int, size: str, settle: flo
     recs = read_log(log)
     st = stability(recs, start, now)
     out = st.as_dict()
+    out["efficiency"] = noise(samples)
     out.update({"workloads": workloads, "policy": policy, "cpus": cpus, "size": size,
                 "settle_s": settle, "ended_early": ended_early})
+    return out
+
+
+def noise(samples: dict[str, list[tuple[int, float]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """The estimator's noise as the daemon sees it: per program and per reported team size p',
+    the mean and standard deviation of E over the status samples (every 0.25 s) and their count."""
+    import statistics
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name, pts in sorted(samples.items()):
+        by_p: dict[int, list[float]] = {}
+        for pp, e in pts:
+            by_p.setdefault(pp, []).append(e)
+        out[name] = {str(pp): {"n": len(es), "mean": round(statistics.fmean(es), 3),
+                               "sd": round(statistics.pstdev(es), 3)} for pp, es in sorted(by_p.items())}
     return out
