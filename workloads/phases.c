@@ -51,7 +51,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long rounds = WL_PICK(args.size, 4, 250, 400);
-    const long regions2 = WL_PICK(args.size, 2, 100, 640);
+    const long regions2 = WL_PICK(args.size, 2, 100, 1000);
     const long n = PER_ROUND * rounds;
     const uint64_t nblocks = (uint64_t)regions2 * BLOCKS;
     uint64_t *v = calloc((size_t)n, sizeof *v);

@@ -23,9 +23,9 @@ def test_phases_workload_verifies_at_any_team() -> None:
 def test_phase_change_regains_threads(scafd_factory: Callable[..., Daemon]) -> None:
     """phases (critical-section bound, then scalable) beside ep on 4 contexts: held near one thread in
     its first phase, it must hold about an equal share on average once its second phase runs. The
-    daemon re-probes a client at one chunk every --probe-interval seconds; without that it would stay
-    at one thread for good."""
-    d = scafd_factory("--policy", "speedup", "--cpus", "4", "--no-lookout", "--probe-interval", "4")
+    daemon re-probes a client at one chunk after --probe-interval seconds (doubling, at most 4x, while
+    probes find it serial); without that it would stay at one thread for good."""
+    d = scafd_factory("--policy", "speedup", "--cpus", "4", "--no-lookout", "--probe-interval", "2")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
     p = subprocess.Popen([str(paths.workload("phases")), "--size", "A"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -50,7 +50,9 @@ def test_phase_change_regains_threads(scafd_factory: Callable[..., Daemon]) -> N
                     first.append(c["threads"])
                 time.sleep(0.5)
             assert changed.is_set(), f"phases ended or ep ended before the phase change (exit {p.poll()})"
-            time.sleep(6.0)  # at most one probe interval, plus time for the estimate at the new team
+            # The longest probe interval (2 s doubled twice after probes that found it serial), plus
+            # the probe itself and time for the estimate at the new team.
+            time.sleep(11.0)
             later: list[int] = []
             deadline = time.monotonic() + 10.0
             while time.monotonic() < deadline and p.poll() is None:
