@@ -11,8 +11,8 @@ from pathlib import Path
 class Stability:
     """What a daemon's --log says about one stretch of time.
 
-    `changes` counts log lines in which a client present before and after got a different
-    thread count (arrivals and departures are not changes of mind); `avg_threads` is each
+    `changes` counts log lines in which the same clients as before got different thread
+    counts (the re-partitions at arrivals and departures are not changes of mind); `avg_threads` is each
     program's thread count averaged over the time it was a client inside the window."""
 
     seconds: float = 0.0
@@ -83,7 +83,8 @@ def stability(records: list[dict], start: float | None = None, end: float | None
         if rec["clients"] is None:
             break
         new = _threads(rec)
-        if t0 < rec["time"] <= t1 and any(pid in new and new[pid][1] != thr for pid, (_, thr) in state.items()):
+        if (t0 < rec["time"] <= t1 and new.keys() == state.keys()
+                and any(new[pid][1] != thr for pid, (_, thr) in state.items())):
             changes += 1
         state = new
     return Stability(seconds=t1 - t0, changes=changes,
