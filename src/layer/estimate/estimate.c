@@ -12,6 +12,7 @@
 #include "filter.h"
 #include "perfctr.h"
 #include "publish.h"
+#include "rundelay.h"
 #include "schedule.h"
 #include "scaf/clock.h"
 #include "site.h"
@@ -42,6 +43,9 @@ static __thread int tl_pc_tried;
  */
 #define CPU_SAMPLE_MIN_NS 200000ull
 #define CPU_SAMPLE_EVERY 16
+/* At most this share of a region's wall time is taken as run-queue wait: a team starved
+ * outright says little, and the correction must not divide by ~0. */
+#define RUN_DELAY_MAX 0.9
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -95,6 +99,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(v
     r->cpu0_ns = 0;
     r->slot = -1;
     r->pc_on = 0;
+    r->rd0_ns = UINT64_MAX;
     if (!pg || !cfg->estimate)
         return r->mode;
     if (scaf_experiment_in_child())
@@ -121,6 +126,11 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(v
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }
+    /* Time the team spent waiting for a CPU is not the program's parallelism: sampled on the
+     * calling thread, the other threads of a team see about the same run queues. */
+    if (cfg->run_delay && team >= 2 && LD(s->serial_ns) &&
+        (par >= CPU_SAMPLE_MIN_NS || LD(s->instances) % CPU_SAMPLE_EVERY == 0))
+        r->rd0_ns = scaf_rundelay_ns();
     /* Off by default: CPU time cannot see threads that sleep on a lock (a critical
      * section looked more efficient than ep), which the wall formula does. */
     if (cfg->cpu_view && team >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
@@ -158,14 +168,31 @@ static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, ui
 static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el)
 {
     int counted = 0;
-    uint64_t cpu = 0;
+    uint64_t cpu = 0, ran = el;
     double e;
 
     if (r->team >= 2) {
         ST(s->par_ns, el);
         ST(s->par_threads, r->team);
     }
-    e = instance_efficiency(r, s, el, &counted);
+    if (cfg->run_delay && r->team >= 2 && LD(s->serial_ns)) {
+        /* The wall time the team could have run: without the share it waited on run queues
+         * (other programs, or its own threads on fewer CPUs than threads). The serial
+         * baseline is CPU time, which excludes waiting, so both sides now agree. */
+        uint64_t rd1 = r->rd0_ns != UINT64_MAX ? scaf_rundelay_ns() : UINT64_MAX;
+        double f;
+
+        if (rd1 != UINT64_MAX && rd1 >= r->rd0_ns) {
+            f = scaf_rundelay_fraction(rd1 - r->rd0_ns, el, RUN_DELAY_MAX);
+            ST(s->delay_ppm, (uint32_t)(f * 1e6));
+        } else {
+            f = LD(s->delay_ppm) / 1e6;
+        }
+        ran = (uint64_t)((double)el * (1.0 - f));
+        if (ran == 0)
+            ran = 1;
+    }
+    e = instance_efficiency(r, s, ran, &counted);
     if (r->cpu0_ns && !counted) {
         uint64_t c = scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 

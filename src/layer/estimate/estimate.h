@@ -22,6 +22,7 @@ struct scaf_region {
     uint64_t cpu0_ns; /* in-place baseline: thread CPU time at entry; CPU view: process CPU time */
     int slot;         /* long-region watch slot, or -1 */
     int pc_on;        /* counters were started for this instance */
+    uint64_t rd0_ns;  /* the thread's run-queue delay at entry; UINT64_MAX = not sampled */
 };
 
 /*
