@@ -31,10 +31,16 @@ INSTALL_VARS = DESTDIR='$(DESTDIR)' prefix='$(prefix)' bindir='$(bindir)' sbindi
 	systemdsystemunitdir='$(systemdsystemunitdir)' systemduserunitdir='$(systemduserunitdir)' \
 	BUILD='$(BUILD)' PYTHON='$(PYTHON)'
 
-all: c py
+# The workloads built by clang (libomp), and against Intel's libiomp5 (from the intel-openmp
+# wheel in the venv) by clang and by gcc: the LLVM/Intel layer's test programs.
+IOMP5   := $(VENV)/lib/libiomp5.so
+
+.PHONY: all c asan py workloads-omp test test-unit test-py test-corpus lint cycles demo clean help
+
+all: c py workloads-omp
 
 help:
-	@echo "make          build daemon, layer, workloads and the scaf command into build/"
+	@echo "make          build daemon, layers, workloads (gcc, clang, libiomp5) and the scaf command into build/"
 	@echo "make demo     run two workloads unmodified and under scaf, print the table"
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
 	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
@@ -50,6 +56,14 @@ help:
 c:
 	cmake -S . -B $(BUILD)/cmake -DSCAF_OUT=$(BUILD) >/dev/null
 	cmake --build $(BUILD)/cmake -j$(JOBS)
+
+workloads-omp: c py
+	cmake -S . -B $(BUILD)/cmake-clang -DCMAKE_C_COMPILER=clang -DSCAF_OUT=$(BUILD) -DSCAF_WORKLOADS_ONLY=workloads-clang >/dev/null
+	cmake --build $(BUILD)/cmake-clang -j$(JOBS)
+	cmake -S . -B $(BUILD)/cmake-iomp5-clang -DCMAKE_C_COMPILER=clang -DSCAF_OUT=$(BUILD) -DSCAF_WORKLOADS_ONLY=workloads-iomp5-clang -DSCAF_WORKLOADS_OMPLIB=$(IOMP5) >/dev/null
+	cmake --build $(BUILD)/cmake-iomp5-clang -j$(JOBS)
+	cmake -S . -B $(BUILD)/cmake-iomp5-gcc -DCMAKE_C_COMPILER=gcc -DSCAF_OUT=$(BUILD) -DSCAF_WORKLOADS_ONLY=workloads-iomp5-gcc -DSCAF_WORKLOADS_OMPLIB=$(IOMP5) >/dev/null
+	cmake --build $(BUILD)/cmake-iomp5-gcc -j$(JOBS)
 
 asan:
 	cmake -S . -B $(ASAN)/cmake -DSCAF_OUT=$(ASAN) -DSCAF_SANITIZE=ON >/dev/null

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const uint64_t nblocks = WL_PICK(args.size, 128u, 4096u, 16384u);
+    const uint64_t nblocks = WL_PICK(args.size, 128u, 4096u, 131072u);
     struct block *blocks = calloc(nblocks, sizeof *blocks);
     if (!blocks) {
         fprintf(stderr, "ep: out of memory\n");
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
     /* The work is cut into a few long regions rather than one: a program's
      * efficiency (and a new allocation) can only be taken at region boundaries,
      * and NPB EP-like codes in practice sit inside an outer time-step loop. */
-    const uint64_t nbatches = WL_PICK(args.size, 4u, 16u, 32u);
+    const uint64_t nbatches = WL_PICK(args.size, 4u, 16u, 512u);
     double t0 = wl_clock_now();
     for (uint64_t batch = 0; batch < nbatches; batch++) {
         const uint64_t lo = batch * nblocks / nbatches, hi = (batch + 1) * nblocks / nbatches;

@@ -16,7 +16,15 @@ struct scaf_policy_client {
     uint32_t max_threads;    /* never allocate more than this; >= 1 */
     uint32_t prev;           /* this client's previous allocation; 0 = new client */
     uint32_t report_threads; /* p': allocation the efficiency was measured at; 0 = none */
-    double efficiency;       /* E at p'; < 0 (or NaN) = unknown */
+    /*
+     * Nonzero: probe this client this round. Its estimate and its prev_coef
+     * are ignored, so it is treated as unknown
+     * (assumed average) and gets a share it can be measured at again. The
+     * caller decides when (scaf_probe_step). Occupies what was padding:
+     * zero-initialising callers keep the old behaviour.
+     */
+    uint32_t probe;
+    double efficiency; /* E at p'; < 0 (or NaN) = unknown */
     /*
      * The coef[] this client got from the previous decide() call, fed back by
      * the caller; 0 = none. The speedup policy uses it when p' = 1, where a
@@ -25,12 +33,21 @@ struct scaf_policy_client {
      * Appended field: zero-initialising callers keep the old behaviour.
      */
     double prev_coef;
+    /*
+     * How much E at this p' wanders from one round to the next: its standard
+     * deviation as the caller observed it (scaf_noise_update), 0 = not known.
+     * The speedup policy's damping keeps an allocation while its target moves
+     * by less than twice what this noise alone would move it. Appended field.
+     */
+    double e_sd;
 };
 
 /* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
-static_assert(sizeof(struct scaf_policy_client) == 32, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(sizeof(struct scaf_policy_client) == 40, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(offsetof(struct scaf_policy_client, probe) == 12, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, efficiency) == 16, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, prev_coef) == 24, "ctypes mirror");
+static_assert(offsetof(struct scaf_policy_client, e_sd) == 32, "ctypes mirror");
 
 struct scaf_policy_input {
     uint32_t available; /* contexts clients may use (cpus after foreign load), >= 1 */
@@ -111,5 +128,50 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
  */
 int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *cap,
                          double *target);
+
+/*
+ * Re-probing a client held at one unit (src/policy/probe.c). The caller keeps
+ * one struct scaf_probe per client (zeroed at arrival) and calls
+ * scaf_probe_step once per round, before the policy, with the client's
+ * previous allocation, the allocation unit (chunk) and the p' of its report;
+ * the result is the round's `probe` field. Pure: time comes in as now_ns.
+ */
+struct scaf_probe {
+    uint64_t low_since_ns;   /* when it was last seen arriving at one unit; 0 = not at one unit */
+    uint64_t probe_since_ns; /* when the running probe began; 0 = none */
+    uint64_t probe_end_ns;   /* when the last probe ended; 0 = none yet */
+    uint32_t backoff;        /* probes in a row that put it back at one unit (the interval doubles) */
+    uint32_t reserved;
+};
+
+struct scaf_probe_timing {
+    uint64_t interval_ns; /* at one unit this long, probe; 0 = never. Doubles after each probe that
+                           * ends back at one unit, up to 4 x (SCAF_PROBE_BACKOFF_MAX doublings) */
+    uint64_t hold_min_ns; /* a probe lasts at least this long ... */
+    uint64_t hold_max_ns; /* ... and at most this long, report or not */
+};
+
+#define SCAF_PROBE_BACKOFF_MAX 2
+
+/*
+ * The noise of one client's reported E, tracked by the caller per round
+ * (src/policy/noise.c): an exponentially weighted mean and variance of E at
+ * one p', restarted when p' changes. scaf_noise_update returns the standard
+ * deviation once SCAF_NOISE_MIN_SAMPLES rounds at this p' were seen, else 0
+ * (not known yet: the damping then falls back to its fixed fraction).
+ */
+struct scaf_noise {
+    uint32_t p;   /* p' the samples are from; 0 = none */
+    uint32_t n;   /* samples at p' since it was last changed */
+    double mean;
+    double var;
+};
+
+#define SCAF_NOISE_MIN_SAMPLES 8
+
+double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alpha);
+
+int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
+                    const struct scaf_probe_timing *tm);
 
 #endif

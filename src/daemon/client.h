@@ -26,6 +26,8 @@ struct scaf_client {
     bool applied;                    /* alloc holds something written */
     uint32_t page_nclients;          /* nclients as last written */
     struct scaf_lookout_client lookout;
+    struct scaf_probe probe; /* re-probing at one chunk (scaf_probe_step) */
+    struct scaf_noise noise; /* how much its E wanders at its p' (scaf_noise_update) */
 };
 
 #endif

@@ -39,8 +39,8 @@ static void help(void)
            "SYNOPSIS\n"
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
-           "          [--no-lookout] [--gang-quantum MS] [--shared [--user-clients N]]\n"
-           "          [-v] [--help] [--version]\n"
+           "          [--no-lookout] [--gang-quantum MS] [--probe-interval SECS]\n"
+           "          [--shared [--user-clients N]] [-v] [--help] [--version]\n"
            "\n"
            "DESCRIPTION\n"
            "    scafd decides how many threads each client program may use. Programs become\n"
@@ -89,6 +89,11 @@ static void help(void)
            "                       100), parked by their own layer at region boundaries.\n"
            "                       0: they run unconfined\n"
            "                       side by side instead, as without scaf\n"
+           "    --probe-interval SECS\n"
+           "                       a client the speedup policy held at one chunk this long is\n"
+           "                       given an average share again until it reports from it, so a\n"
+           "                       program whose phase changed can regain threads (default 10,\n"
+           "                       the layer's SCAF_EXPERIMENT_INTERVAL_S; 0 = never)\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
            "                       any user's programs may join. Users are kept apart: each\n"
            "                       may hold --user-clients clients and 16 connections that have\n"
@@ -203,7 +208,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -216,6 +221,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"chunk", required_argument, NULL, O_CHUNK},
         {"no-lookout", no_argument, NULL, O_NOLOOK},
         {"gang-quantum", required_argument, NULL, O_GANG},
+        {"probe-interval", required_argument, NULL, O_PROBE},
         {"shared", no_argument, NULL, O_SHARED},
         {"user-clients", required_argument, NULL, O_USERC},
         {"verbose", no_argument, NULL, 'v'},
@@ -231,6 +237,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
     o->max_clients = 256;
     o->lookout = true;
     o->gang_quantum_s = 0.1;
+    o->probe_interval_s = 10.0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":t:vhV", opts, NULL)) != -1) {
         int r = 0;
@@ -268,6 +275,9 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         case O_GANG:
             r = parse_secs("--gang-quantum", optarg, 1, true, 60000, &o->gang_quantum_s);
             o->gang_quantum_s /= 1000.0;
+            break;
+        case O_PROBE:
+            r = parse_secs("--probe-interval", optarg, 0, false, 86400, &o->probe_interval_s);
             break;
         case O_SHARED:
             o->shared = true;

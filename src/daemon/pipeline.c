@@ -9,10 +9,12 @@
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
 #include "report/status.h"
+#include "scaf/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int scaf_pipeline_init(struct scafd *d)
 {
@@ -46,12 +48,22 @@ static void collect(struct scafd *d)
 static int decide(struct scafd *d)
 {
     struct scaf_referee_snapshot snap;
+    uint64_t now = scaf_clock_ns(CLOCK_MONOTONIC);
+    /* A probe lasts until the client reports from the larger team: 1 s lets the layer apply it and publish. */
+    const struct scaf_probe_timing tm = {(uint64_t)(d->opt.probe_interval_s * 1e9), 1000000000ull,
+                                         5000000000ull};
 
     for (uint32_t i = 0; i < d->nclients; i++) {
-        const struct scaf_client *c = d->clients[i];
+        struct scaf_client *c = d->clients[i];
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
         scaf_referee_cap(&d->rclients[i], d->cap.cpus);
         d->rclients[i].uid = c->uid;
+        d->rclients[i].pol.probe = (uint32_t)scaf_probe_step(&c->probe, now, c->applied ? c->alloc.share : 0,
+                                                             d->chunk, c->report.eff_threads, &tm);
+        /* About the last 20 rounds (5 s at the default rate): the load it measures changes too. */
+        d->rclients[i].pol.e_sd = c->report.estimate == SCAF_ESTIMATE_NONE
+                                      ? 0.0
+                                      : scaf_noise_update(&c->noise, c->report.eff_threads, c->report.efficiency, 0.05);
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,

@@ -7,13 +7,19 @@
 
 /*
  * Damping: a client keeps its previous allocation while its new target is
- * closer to it than max(DAMP_UNITS units, DAMP_FRACTION * prev). One unit is
- * the smallest step an allocation can take, so anything less is rounding
- * noise; the fraction covers large allocations, where a few percent of noise
- * in E moves the target by more than one context.
+ * closer to it than its threshold. One unit (DAMP_UNITS) is the smallest step
+ * an allocation can take, so anything less is rounding noise. Above that, the
+ * threshold follows the confidence in the client's estimate: where the caller
+ * measured how much E wanders (e_sd), DAMP_Z times the move of the target that
+ * this noise alone causes (at most DAMP_NOISE_CAP of the machine, so that a
+ * very noisy client is not frozen); where it did not, DAMP_FRACTION of prev,
+ * which covers large allocations, where a few percent of noise in E moves the
+ * target by more than one context.
  */
 #define DAMP_UNITS 1.0
 #define DAMP_FRACTION 0.10
+#define DAMP_Z 2.0
+#define DAMP_NOISE_CAP 0.25
 
 /*
  * Efficiencies above 1 are read as 1. Real superlinear speedups exist (cache
@@ -61,6 +67,8 @@ int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, 
         double e = cl->efficiency, p = cl->report_threads;
 
         known[i] = 0;
+        if (cl->probe)
+            continue; /* probed: unknown until the probe ends, so its first noisy windows at the new team do not bounce it */
         if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
             /* The dissertation's fit, unclamped: C < 0 when E p' < 1 (slower than serial). */
             if (e > E_MAX)
@@ -123,8 +131,8 @@ out:
  * an unkept client further from its target than both its threshold and the
  * undamped result, so damping never costs more than one threshold per client.
  */
-static int damp(const struct scaf_policy_input *in, const double *t, const uint32_t *cap, uint32_t unit,
-                const uint32_t *a, uint32_t *out)
+static int damp(const struct scaf_policy_input *in, const double *t, const double *thr_in, const uint32_t *cap,
+                uint32_t unit, const uint32_t *a, uint32_t *out)
 {
     uint32_t k = in->nclients, nrest = 0;
     uint64_t sum_a = 0, sum_kept = 0, rest_lo = 0, rest_hi = 0;
@@ -140,11 +148,10 @@ static int damp(const struct scaf_policy_input *in, const double *t, const uint3
     for (uint32_t i = 0; i < k; i++) {
         uint32_t prev = in->clients[i].prev, hi = cap[i] && cap[i] < in->available ? cap[i] : in->available;
         uint32_t lo = unit < hi ? unit : hi;
-        double thr = DAMP_UNITS * unit, diff = fabs(t[i] - (double)prev);
+        double thr = thr_in[i], diff = fabs(t[i] - (double)prev);
 
-        if (DAMP_FRACTION * prev > thr)
-            thr = DAMP_FRACTION * prev;
-        kept[i] = prev >= lo && prev <= hi && diff < thr;
+        /* A probed client must move: keeping it would be the ratchet the probe exists to break. */
+        kept[i] = !in->clients[i].probe && prev >= lo && prev <= hi && diff < thr;
         sum_a += a[i];
         if (kept[i]) {
             sum_kept += prev;
@@ -179,10 +186,8 @@ static int damp(const struct scaf_policy_input *in, const double *t, const uint3
     }
     for (uint32_t i = 0, j = 0; i < k; i++) {
         uint32_t prev = in->clients[i].prev;
-        double thr = DAMP_UNITS * unit;
+        double thr = thr_in[i];
 
-        if (DAMP_FRACTION * prev > thr)
-            thr = DAMP_FRACTION * prev;
         if (kept[i]) {
             out[i] = prev;
             continue;
@@ -205,10 +210,42 @@ out:
     return ret;
 }
 
+/*
+ * Each client's damping threshold (see DAMP_*). The target is t_i = N w_i / W
+ * with w = max(C, 0) and W the sum; C = (E p' - 1) / ln p', so noise sd in E
+ * moves t_i by about N (W - w_i) / W^2 * p' / ln p' * sd.
+ */
+static void thresholds(const struct scaf_policy_input *in, const double *c, uint32_t unit, double *thr)
+{
+    double wsum = 0.0;
+
+    for (uint32_t i = 0; i < in->nclients; i++)
+        wsum += c[i] > 0.0 ? c[i] : 0.0;
+    for (uint32_t i = 0; i < in->nclients; i++) {
+        const struct scaf_policy_client *cl = &in->clients[i];
+        double base = DAMP_UNITS * unit, p = cl->report_threads;
+
+        thr[i] = base;
+        if (isfinite(cl->e_sd) && cl->e_sd > 0.0 && p >= 2 && !cl->probe && wsum > 0.0) {
+            double w = c[i] > 0.0 ? c[i] : 0.0;
+            double move = in->available * (wsum - w) / (wsum * wsum) * p / log(p) * cl->e_sd;
+            double cap = DAMP_NOISE_CAP * in->available;
+
+            move *= DAMP_Z;
+            if (move > cap)
+                move = cap;
+            if (move > thr[i])
+                thr[i] = move;
+        } else if (DAMP_FRACTION * cl->prev > thr[i]) {
+            thr[i] = DAMP_FRACTION * cl->prev;
+        }
+    }
+}
+
 int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
 {
     uint32_t k, unit;
-    double *exact = NULL, *t = NULL;
+    double *exact = NULL, *t = NULL, *c = NULL, *thr = NULL;
     uint32_t *cap = NULL, *a = NULL;
     int ret = -1;
 
@@ -223,12 +260,16 @@ int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, d
     t = malloc(k * sizeof(*t));
     cap = malloc(k * sizeof(*cap));
     a = malloc(k * sizeof(*a));
-    if (!exact || !t || !cap || !a) {
+    c = malloc(k * sizeof(*c));
+    thr = malloc(k * sizeof(*thr));
+    if (!exact || !t || !cap || !a || !c || !thr) {
         errno = ENOMEM;
         goto out;
     }
-    if (scaf_policy_speedup_model(in, coef, exact) < 0)
+    if (scaf_policy_speedup_model(in, c, exact) < 0)
         goto out;
+    for (uint32_t i = 0; coef && i < k; i++)
+        coef[i] = c[i];
     for (uint32_t i = 0; i < k; i++)
         cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
     if (scaf_intpart_chunked(exact, k, in->available, in->chunk, cap, a) < 0)
@@ -243,8 +284,11 @@ int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, d
     if (scaf_intpart_targets(exact, k, in->available, in->chunk, cap, t) < 0)
         goto out;
     unit = (uint64_t)k * in->chunk <= in->available ? in->chunk : 1;
-    ret = damp(in, t, cap, unit, a, threads);
+    thresholds(in, c, unit, thr);
+    ret = damp(in, t, thr, cap, unit, a, threads);
 out:
+    free(c);
+    free(thr);
     free(exact);
     free(t);
     free(cap);

@@ -148,28 +148,76 @@ def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
             p.communicate()
 
 
+class Kept:
+    """A workload under the layer, started again whenever it ends (on a quiet machine crit --size A can
+    end inside a 20 s window). `ready()` is False for `settle` seconds after each (re)start, so the
+    re-partition at an arrival, and the average share a newcomer gets before it is measured, are left
+    out of averages."""
+
+    def __init__(self, name: str, env: dict[str, str], settle: float = 4.0) -> None:
+        self.name, self.env, self.settle = name, env, settle
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        self.restarts = -1
+        self.tick()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def tick(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            if self.proc is not None:
+                assert self.proc.returncode == 0, f"{self.name} failed: {self.proc.returncode}"
+            self.proc = subprocess.Popen([str(paths.workload(self.name)), "--size", "A"], env=self.env,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.started = time.monotonic()
+            self.restarts += 1
+
+    def ready(self) -> bool:
+        self.tick()
+        return time.monotonic() - self.started >= self.settle
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+def mean_threads(d: Daemon, progs: list[Kept], seconds: float, every: float = 0.5) -> dict[str, float]:
+    """Each program's thread count averaged over `seconds` of status samples taken while every one of
+    them is ready (the window is extended by the time some were not)."""
+    sums = {k.name: 0.0 for k in progs}
+    n = 0
+    while n * every < seconds:
+        if all(k.ready() for k in progs):
+            st = d.status()
+            cs = [client(st, k.pid) for k in progs]
+            if all(cs):
+                for k, c in zip(progs, cs, strict=True):
+                    sums[k.name] += c["threads"]  # type: ignore[index]
+                n += 1
+        time.sleep(every)
+    return {name: v / n for name, v in sums.items()}
+
+
 @pytest.mark.parametrize("policy", ["speedup", "equipartition"])
 def test_speedup_gives_ep_more_threads_than_crit(scafd_factory: Callable[..., Daemon], policy: str) -> None:
-    """End to end on a 4-context daemon: under speedup ep ends with more threads than crit; equal otherwise."""
+    """End to end on a 4-context daemon: averaged over 20 s, speedup gives ep more threads than crit;
+    equipartition gives each 2. On 2 real cores each of the 4 contexts is half a core: the layer takes
+    the time a team waited on the run queue out of its wall time, or both would look like non-scalers."""
     d = scafd_factory("--policy", policy, "--cpus", "4", "--no-lookout")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
-    with running("ep", env, "--size", "A") as ep, running("crit", env, "--size", "A") as crit:
-        if policy == "speedup":
-            settled_efficiency(d, ep)
-            settled_efficiency(d, crit)
-            st = d.wait_for(lambda s: (a := client(s, ep.pid)) is not None and (b := client(s, crit.pid)) is not None
-                            and a["threads"] > b["threads"], timeout=30, what="ep > crit threads")
-        else:
-            d.wait_for(lambda s: client(s, ep.pid) is not None and client(s, crit.pid) is not None, timeout=20,
-                       what="both clients")
-            time.sleep(1.0)
-            st = d.status()
-        a, b = client(st, ep.pid), client(st, crit.pid)
-        assert a is not None and b is not None
-        assert a["threads"] + b["threads"] == 4
-        if policy == "speedup":
-            # Efficiencies measured at different team sizes do not compare; the fitted
-            # coefficient C of S(p) = 1 + C ln p is what the shares follow.
-            assert a["coef"] > b["coef"]
-        else:
-            assert a["threads"] == b["threads"] == 2
+    ep, crit = Kept("ep", env), Kept("crit", env)
+    try:
+        settled_efficiency(d, ep.proc)  # type: ignore[arg-type]
+        settled_efficiency(d, crit.proc)  # type: ignore[arg-type]
+        mean = mean_threads(d, [ep, crit], 20.0)
+    finally:
+        ep.stop()
+        crit.stop()
+    if policy == "speedup":
+        assert mean["ep"] > mean["crit"] + 0.5, mean
+    else:
+        assert mean == {"ep": 2.0, "crit": 2.0}, mean

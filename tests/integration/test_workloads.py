@@ -35,6 +35,7 @@ WORKLOADS = [
     "banner",
     "split",
     "partials",
+    "phases",
 ]
 # Not malleable on purpose: each fails when its team changes between regions (one hazard each).
 NON_MALLEABLE = ["fixed", "split", "partials"]
@@ -53,6 +54,7 @@ SPLIT_BY_THREAD_NUMBER = [
     "banner",
     "split",
     "partials",
+    "phases",
 ]
 TIMEOUT = 120
 

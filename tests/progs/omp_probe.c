@@ -369,10 +369,12 @@ int main(int argc, char **argv)
         int n = atoi(argv[2]);
         omp_set_num_threads_(&n);
         rc = loop_until(argv[3], atof(argv[4]));
+#ifndef PROBE_NO_FORTRAN8 /* LLVM's libomp has no omp_set_num_threads_8_ */
     } else if (strcmp(mode, "fsetnum8") == 0 && argc == 5) {
         long long n = atoll(argv[2]);
         omp_set_num_threads_8_(&n);
         rc = loop_until(argv[3], atof(argv[4]));
+#endif
     } else if (strcmp(mode, "fmax") == 0 && argc == 4) {
         printf("max=%d\n", omp_get_max_threads_());
         rc = loop_until(argv[2], atof(argv[3]));

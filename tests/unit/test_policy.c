@@ -12,6 +12,10 @@
 #define UNKNOWN (-1.0)
 /* p', E, prev, cap, prev_coef */
 #define F(P, E, PREV, CAP, COEF) {.p = (P), .e = (E), .prev = (PREV), .cap = (CAP), .prev_coef = (COEF)}
+/* The same, with the noise of E measured by the caller. */
+#define FN(P, E, PREV, SD) {.p = (P), .e = (E), .prev = (PREV), .e_sd = (SD)}
+/* The same, probed this round. */
+#define FP(P, E, PREV, CAP, COEF) {.p = (P), .e = (E), .prev = (PREV), .cap = (CAP), .prev_coef = (COEF), .probe = 1}
 
 /* A client as the tables describe it: cap 0 = none, E < 0 = unknown. */
 struct cl {
@@ -20,6 +24,8 @@ struct cl {
     uint32_t prev; /* previous allocation */
     uint32_t cap;
     double prev_coef;
+    uint32_t probe;
+    double e_sd;
 };
 
 static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client *out)
@@ -31,6 +37,8 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
             .report_threads = c[i].p,
             .efficiency = c[i].e,
             .prev_coef = c[i].prev_coef,
+            .probe = c[i].probe,
+            .e_sd = c[i].e_sd,
         };
     }
 }
@@ -73,6 +81,21 @@ static const struct tcase cases[] = {
     {"equal E, equal p' = equipartition", "speedup", 16, 1, 3, {F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0)}, {6, 5, 5}},
     {"cap excess to the others", "speedup", 16, 1, 3, {F(8, 0.9, 0, 3, 0), F(8, 0.5, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {3, 7, 6}},
     {"known non-scalers, unknown newcomer", "speedup", 12, 1, 3, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {1, 1, 10}},
+    /* probing a client held at one unit: its one-thread report and old curve are set aside */
+    {"probe: one-thread non-scaler gets an average share", "speedup", 8, 1, 2, {FP(1, 1.0, 1, 0, -0.5), F(4, 0.9, 7, 0, 0)}, {4, 4}},
+    {"probe: the others' C is the average", "speedup", 12, 1, 3, {FP(1, 1.0, 1, 0, -0.5), F(4, 0.9, 6, 0, 0), F(4, 0.9, 5, 0, 0)}, {4, 4, 4}},
+    {"probe: reports during the probe are set aside", "speedup", 8, 1, 2, {FP(2, 0.1, 4, 0, -0.5), F(4, 0.9, 4, 0, 0)}, {4, 4}},
+    {"after the probe a fresh report decides", "speedup", 8, 1, 2, {F(4, 0.1, 4, 0, -0.5), F(4, 0.9, 4, 0, 0)}, {1, 7}},
+    {"probe: fresh report that scales", "speedup", 8, 1, 2, {FP(4, 0.9, 4, 0, -0.5), F(4, 0.9, 4, 0, 0)}, {4, 4}},
+    {"probe: among non-scalers it takes the rest", "speedup", 8, 1, 2, {FP(1, 1.0, 1, 0, -0.5), F(4, 0.1, 7, 0, 0)}, {7, 1}},
+    {"probe: chunk 2", "speedup", 8, 2, 2, {FP(2, 1.0, 2, 0, -0.5), F(4, 0.9, 4, 0, 0)}, {4, 4}},
+    {"probe: never kept by damping", "speedup", 4, 1, 2, {FP(1, 1.0, 1, 0, 0.3), F(2, 0.95, 3, 0, 0)}, {2, 2}},
+    {"no probe: the ratchet case stays down", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, -0.5), F(4, 0.9, 7, 0, 0)}, {1, 7}},
+    /* damping tied to the measured noise of E */
+    {"noise: a move within 2 sd of E is not followed", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0.35), FN(8, 0.5, 8, 0.35)}, {8, 8}},
+    {"noise: the same move, quiet estimates", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0.01), FN(8, 0.5, 8, 0.01)}, {11, 5}},
+    {"noise: unknown sd falls back to 10%", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0), FN(8, 0.5, 8, 0)}, {11, 5}},
+    {"noise: capped at a quarter of the machine", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 5.0), FN(8, 0.2, 8, 5.0)}, {15, 1}},
     /* damping: target 10.78/5.22, prev 10/6 is within one context of it */
     {"damping keeps prev", "speedup", 16, 1, 2, {F(8, 0.9, 10, 0, 0), F(8, 0.5, 6, 0, 0)}, {10, 6}},
     {"damping lets a real change through", "speedup", 16, 1, 2, {F(8, 0.9, 8, 0, 0), F(8, 0.2, 8, 0, 0)}, {15, 1}},
@@ -396,8 +419,157 @@ static void run_damping(void)
     }
 }
 
+/* The probe clock: rounds of (time, previous allocation, p' reported) and whether each is a probe. */
+struct probe_round {
+    uint64_t t_ms;
+    uint32_t prev, p;
+    int want;
+};
+
+static void run_probe_table(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t unit;
+        struct probe_round r[10];
+        int n;
+    } cases[] = {
+        {"never at one unit: no probe", 1, {{0, 4, 4, 0}, {20000, 3, 3, 0}, {40000, 2, 2, 0}}, 3},
+        {"new client (prev 0): no probe", 1, {{0, 0, 0, 0}, {20000, 0, 0, 0}}, 2},
+        {"at one unit 10 s: probed until it reports from 2+", 1,
+         {{0, 1, 1, 0}, {9999, 1, 1, 0}, {10000, 1, 1, 1}, {10250, 2, 1, 1}, {10500, 2, 2, 1}, {11000, 2, 2, 0},
+          {11250, 1, 2, 0}, {30999, 1, 1, 0}, {31000, 1, 1, 1}},
+         9},
+        {"a report that never comes: the probe ends after 5 s", 1,
+         {{0, 1, 1, 0}, {10000, 1, 1, 1}, {14999, 2, 1, 1}, {15000, 2, 1, 0}, {15250, 1, 1, 0}, {35000, 1, 1, 1}},
+         6},
+        {"probes that end at one unit back off: 10, 20, 40, 40 s", 1,
+         {{0, 1, 1, 0}, {10000, 1, 1, 1}, {11000, 2, 2, 0}, {31000, 1, 1, 1}, {32000, 2, 2, 0}, {72000, 1, 1, 1},
+          {73000, 2, 2, 0}, {112999, 1, 1, 0}, {113000, 1, 1, 1}},
+         9},
+        {"a probe after which it stays up resets the backoff", 1,
+         {{0, 1, 1, 0}, {10000, 1, 1, 1}, {11000, 2, 2, 0}, {31000, 1, 1, 1}, {32000, 2, 2, 0}, {32250, 2, 2, 0},
+          {34000, 2, 2, 0}, {35000, 1, 1, 0}, {45000, 1, 1, 1}},
+         9},
+        {"leaving one unit resets the clock", 1,
+         {{0, 1, 1, 0}, {8000, 1, 1, 0}, {9000, 3, 3, 0}, {10000, 1, 3, 0}, {19999, 1, 1, 0}, {20000, 1, 1, 1}},
+         6},
+        {"chunk 2: one unit is 2", 2, {{0, 2, 2, 0}, {10000, 2, 2, 1}, {11000, 4, 4, 0}}, 3},
+    };
+    const struct scaf_probe_timing tm = {10000000000ull, 1000000000ull, 5000000000ull};
+
+    for (size_t n = 0; n < sizeof(cases) / sizeof(cases[0]); n++) {
+        struct scaf_probe st = {0};
+
+        for (int j = 0; j < cases[n].n; j++) {
+            const struct probe_round *r = &cases[n].r[j];
+            int got = scaf_probe_step(&st, 1000000000ull + r->t_ms * 1000000ull, r->prev, cases[n].unit, r->p, &tm);
+            char msg[160];
+
+            snprintf(msg, sizeof(msg), "round %d (t=%llu ms, prev %u, p' %u): probe %d, want %d", j,
+                     (unsigned long long)r->t_ms, r->prev, r->p, got, r->want);
+            if (got != r->want)
+                fail(cases[n].name, msg);
+        }
+    }
+    {
+        struct scaf_probe st = {0};
+        const struct scaf_probe_timing off = {0, 1, 1};
+        int any = 0;
+
+        for (uint64_t t = 0; t < 100; t++)
+            any |= scaf_probe_step(&st, t * 1000000000ull, 1, 1, 1, &off);
+        if (any)
+            fail("interval 0 never probes", "probed");
+        if (scaf_probe_step(NULL, 1, 1, 1, 1, &tm) != 0 || scaf_probe_step(&st, 1, 1, 1, 1, NULL) != 0)
+            fail("NULL arguments", "probed");
+    }
+}
+
+/*
+ * The ratchet, closed loop: a client whose curve fell is put on one thread;
+ * then its program changes phase and would scale. With the probe clock fed
+ * as the daemon feeds it, it must regain a share; without, it never does.
+ */
+static void run_ratchet(void)
+{
+    for (int with_probe = 0; with_probe <= 1; with_probe++) {
+        struct scaf_probe st = {0};
+        const struct scaf_probe_timing tm = {with_probe ? 10000000000ull : 0, 1000000000ull, 5000000000ull};
+        struct scaf_policy_client cl[2] = {{.max_threads = 8, .prev = 4, .report_threads = 4, .efficiency = 0.1},
+                                           {.max_threads = 8, .prev = 4, .report_threads = 4, .efficiency = 0.9}};
+        uint32_t out[2];
+        double coef[2];
+        double late_sum = 0;
+        int late_n = 0;
+
+        for (int round = 0; round < 240; round++) { /* 4 Hz for 60 s; phase change at 20 s */
+            uint64_t now = 1000000000ull + (uint64_t)round * 250000000ull;
+            int scalable = round >= 80;
+
+            /* What the layer reports: from the team it was given, one thread says nothing. */
+            cl[0].report_threads = cl[0].prev;
+            cl[0].efficiency = cl[0].prev <= 1 ? 1.0 : scalable ? 0.9 : 0.1;
+            cl[0].probe = (uint32_t)scaf_probe_step(&st, now, cl[0].prev, 1, cl[0].report_threads, &tm);
+            if (scaf_policy_run("speedup", 8, 1, 2, cl, out, coef) != 0) {
+                fail("ratchet loop", strerror(errno));
+                return;
+            }
+            for (int i = 0; i < 2; i++) {
+                cl[i].prev = out[i];
+                cl[i].prev_coef = coef[i];
+            }
+            cl[1].report_threads = out[1];
+            if (round >= 160) {
+                late_sum += out[0];
+                late_n++;
+            }
+            if (round == 79 && out[0] != 1)
+                fail("ratchet loop", "the non-scaling phase should hold one thread");
+        }
+        if (with_probe && late_sum / late_n < 3.5) {
+            char msg[100];
+            snprintf(msg, sizeof(msg), "mean threads after the phase change %.2f, want >= 3.5", late_sum / late_n);
+            fail("probe breaks the ratchet", msg);
+        }
+        if (!with_probe && late_sum / late_n != 1.0)
+            fail("without probes the ratchet holds (the loop models it)", "it moved");
+    }
+}
+
+static void run_noise(void)
+{
+    struct scaf_noise st = {0};
+    double sd = 0.0;
+
+    for (int i = 0; i < 20; i++)
+        sd = scaf_noise_update(&st, 4, 0.7, 0.05);
+    if (sd != 0.0)
+        fail("noise: constant E", "sd not 0");
+    for (int i = 0; i < 400; i++)
+        sd = scaf_noise_update(&st, 4, i % 2 ? 0.6 : 0.4, 0.05);
+    if (!(sd > 0.07 && sd < 0.11)) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "E 0.5 +- 0.1 alternating: sd %.4f, want about 0.1", sd);
+        fail("noise: alternating E", msg);
+    }
+    if (scaf_noise_update(&st, 3, 0.5, 0.05) != 0.0)
+        fail("noise: a new p' starts over", "sd reported at once");
+    for (int i = 1; i < SCAF_NOISE_MIN_SAMPLES - 1; i++)
+        if (scaf_noise_update(&st, 3, i % 2 ? 0.3 : 0.7, 0.05) != 0.0)
+            fail("noise: too few samples", "sd reported");
+    if (scaf_noise_update(&st, 3, 0.3, 0.05) <= 0.0)
+        fail("noise: enough samples", "no sd");
+    if (scaf_noise_update(&st, 1, 0.3, 0.05) != 0.0 || scaf_noise_update(&st, 4, NAN, 0.05) != 0.0 ||
+        scaf_noise_update(&st, 4, 0.3, 0.0) != 0.0 || scaf_noise_update(NULL, 4, 0.3, 0.05) != 0.0)
+        fail("noise: p' < 2, NaN, bad alpha, NULL", "sd reported");
+}
+
 int main(void)
 {
+    run_noise();
+    run_probe_table();
+    run_ratchet();
     run_table();
     run_model();
     run_errors_and_registry();

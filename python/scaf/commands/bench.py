@@ -15,6 +15,7 @@ from scaf.lib.bench import (
     pairs,
     runner,
     solo,
+    stability,
     store,
     userprog,
 )
@@ -37,6 +38,7 @@ examples:
                                                      judged by exit status, stdout and out.ppm
   scaf bench report /tmp/b                           tables, CSV and PNGs again from results.json
   scaf bench overhead --rounds 20                    plain libgomp vs layer+daemon, alternating
+  scaf bench stability --workloads ep,crit --cpus 4  allocation changes per minute, mean threads
 
 configurations (pairs):
   unmodified     plain libgomp, default threads (one per CPU of the bench's set)
@@ -67,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_pairs(kinds, EPILOG)
     register_report(kinds, EPILOG)
     register_overhead(kinds, EPILOG)
+    register_stability(kinds, EPILOG)
 
     def no_kind(args: argparse.Namespace) -> int:
         p.print_help(sys.stderr)
@@ -371,3 +374,58 @@ def register_overhead(sub: argparse._SubParsersAction, epilog: str) -> None:
     p.add_argument("--retry-failed", action="store_true", help="rerun failed rounds when resuming")
     p.add_argument("--no-report", action="store_true", help="do not render the tables at the end")
     p.set_defaults(func=cmd_overhead)
+
+
+def cmd_stability(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    try:
+        workloads = common.resolve_workloads(args.workloads)
+        common.check_built(True)
+    except (BenchError, ValueError) as e:
+        print(f"scaf bench stability: {e}", file=sys.stderr)
+        return 2
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="scaf-stab-") as tmp:
+        for r in range(args.repeat):
+            try:
+                res = stability.measure(workloads, args.policy, args.cpus or 4, args.size, args.settle,
+                                        args.seconds, Path(tmp) / f"alloc.{r}.jsonl", list(args.daemon_arg or []))
+            except BenchError as e:
+                print(f"scaf bench stability: {e}", file=sys.stderr)
+                return 1
+            rows.append(res)
+            means = "  ".join(f"{k} {v:.2f}" for k, v in res["avg_threads"].items())
+            print(f"run {r + 1}: {res['seconds']:.1f} s, {res['changes']} changes "
+                  f"({res['changes_per_min']:.1f}/min), mean threads: {means}"
+                  + ("  (a program ended early)" if res["ended_early"] else ""))
+            for name, by_p in res["efficiency"].items():
+                print(f"  {name} E by p': " + "  ".join(f"p'={pp}: {v['mean']:.2f} sd {v['sd']:.2f} (n={v['n']})"
+                                                       for pp, v in by_p.items()))
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+def register_stability(sub: argparse._SubParsersAction, epilog: str) -> None:
+    p = sub.add_parser(
+        "stability",
+        help="programs together under one policy: allocation changes per minute, mean threads each",
+        description=("Run the workloads together under a private scafd (--cpus N contexts, no lookout), "
+                     "let the estimates settle, then read the daemon's allocation log over a window: "
+                     "how often the allocation changed and each program's time-averaged thread count."),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workloads", metavar="A,B,...", default="ep,crit", help="programs run together (default ep,crit)")
+    p.add_argument("--policy", default="speedup", help="the daemon's policy (default speedup)")
+    p.add_argument("--cpus", type=positive_int, metavar="N", help="the daemon's --cpus (default 4)")
+    p.add_argument("--size", choices=SIZES, default="A", help="workload size (default A: long enough)")
+    p.add_argument("--settle", type=nonneg_float, default=5.0, metavar="S",
+                   help="seconds after both are clients before the window opens (default 5)")
+    p.add_argument("--seconds", type=positive_float, default=20.0, metavar="S", help="window (default 20)")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="runs (default 1)")
+    p.add_argument("--daemon-arg", action="append", metavar="ARG", help="extra scafd argument (repeatable)")
+    p.add_argument("--json", action="store_true", help="also print every run as one JSON line")
+    p.set_defaults(func=cmd_stability)

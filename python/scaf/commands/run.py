@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, proto, rundir
+from scaf.lib import autostart, paths, proto, rundir, runtimes
 from scaf.lib.launch import append_preload, resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -25,12 +25,19 @@ EXIT_SCAF = 125
 EXIT_UNSAFE = 122
 
 DESCRIPTION = """\
-Run CMD with scaf's layer (libscaf_gomp.so) preloaded, so that every GNU OpenMP
-parallel region it opens uses the number of threads the daemon allocates to it.
+Run CMD with scaf's layer preloaded, so that every OpenMP parallel region it
+opens uses the number of threads the daemon allocates to it. The layer follows
+the OpenMP runtime CMD loads, read from its ELF dynamic dependencies (CMD is
+not run to find out): libscaf_gomp.so for GNU libgomp (gcc, gfortran), and for
+programs that load no runtime at start-up (python loads one later);
+libscaf_omp.so for LLVM libomp (clang -fopenmp) and Intel libiomp5 (icx, MKL).
 The program is not modified; its output is the same as without scaf as long
 as it is malleable (below).
 
 scaf run
+  - says on stderr at once when CMD loads a parallel runtime that scaf cannot
+    steer (Intel TBB, a statically linked OpenMP runtime) or two OpenMP
+    runtimes (then it runs CMD without the layer),
   - appends the layer to LD_PRELOAD (keeping any libraries already there),
   - sets SCAF_SOCKET to the socket it resolved, so the layer talks to the
     same daemon,
@@ -102,12 +109,15 @@ environment:
                     before --policy and --daemon-arg), e.g. "--policy equipartition"
   SCAF_DAEMON_USER  a shared daemon's user (name or uid) to trust besides you and root
   SCAF_MALLEABLE    yes, no or auto (default): what --malleable/--fixed set
+  SCAF_LAYER        auto (default), gomp or omp: what --layer sets
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)
   LD_PRELOAD        the layer is appended to it
   GOMP_SPINCOUNT    set to 10000 unless it or OMP_WAIT_POLICY is set: libgomp's idle
                     threads then spin for microseconds, not milliseconds, before they
                     sleep, so a team waiting for its turn gives the CPUs back
+  KMP_BLOCKTIME     the same for libomp and libiomp5: set to 1 (ms) unless it or
+                    OMP_WAIT_POLICY is set
   SCAF_VERBOSE=1    the layer reports on stderr what it does
   SCAF_DISABLE=1    the layer stays inert
   (the layer's other settings: docs/settings.md in scaf's source tree)
@@ -124,6 +134,7 @@ examples:
   scaf run --fixed -- ./solver input.dat       bitwise-reproducible sums: keep the team
   scaf run --malleable -- ./render scene       checked with `scaf check`: let scaf steer it
   SCAF_VERBOSE=1 scaf run -- ./prog            see what the layer decides
+  scaf run --verbose -- ./clang_prog           say which layer and runtime scaf chose
 """
 
 
@@ -135,7 +146,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="scaf run [-h] [--socket P] [--no-start] [--policy NAME] [--daemon-arg ARG]\n"
-              "                [--malleable | --fixed] -- CMD [ARGS...]",
+              "                [--layer auto|gomp|omp] [--verbose] [--malleable | --fixed] -- CMD [ARGS...]",
     )
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above); "
                    "no daemon is started on it")
@@ -144,6 +155,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--daemon-arg", metavar="ARG", action="append", default=[],
                    help="one more scafd option for a daemon this run starts (repeatable: "
                         "--daemon-arg=--cpus --daemon-arg=4)")
+    p.add_argument("--layer", choices=("auto", "gomp", "omp"), default=None,
+                   help="the layer to preload: auto (default: by the OpenMP runtime CMD loads), gomp "
+                        "(libscaf_gomp.so, GNU libgomp) or omp (libscaf_omp.so, LLVM libomp and Intel libiomp5); "
+                        "default $SCAF_LAYER, else auto")
+    p.add_argument("--verbose", action="store_true",
+                   help="say on stderr which layer and OpenMP runtime scaf chose, and why")
     m = p.add_mutually_exclusive_group()
     m.add_argument("--malleable", dest="malleable", action="store_const", const="yes",
                    help="scaf may change the team at every region, whatever the evidence or rules say "
@@ -287,15 +304,6 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
 
-    layer = paths.layer()
-    if not layer.is_file():
-        _err(f"the layer {layer} is missing; run make")
-        return EXIT_SCAF
-    if any(c in str(layer) for c in " :"):
-        _err(f"the layer's path {layer} has a space or a colon, which LD_PRELOAD cannot carry; "
-             "build scaf in another directory")
-        return EXIT_SCAF
-
     # Find the program first: a typo should not start a daemon.
     path, code = resolve(argv[0], os.environ.get("PATH"))
     if path is None:
@@ -304,6 +312,32 @@ def main(args: argparse.Namespace) -> int:
         else:
             _err(f"{argv[0]}: Permission denied" if not os.path.isdir(argv[0]) else f"{argv[0]}: Is a directory")
         return code
+
+    want = args.layer or os.environ.get("SCAF_LAYER") or "auto"
+    if want not in ("auto", "gomp", "omp"):
+        _err(f"SCAF_LAYER={want!r} is not auto, gomp or omp")
+        return 2
+    if want == "auto":
+        try:
+            choice = runtimes.choose(path)
+        except (ValueError, KeyError, IndexError, AssertionError, OSError) as e:  # a damaged ELF: the old default
+            choice = runtimes.Choice("gomp", "GNU libgomp (default)", f"its ELF headers could not be read ({e})")
+    else:
+        choice = runtimes.Choice(want, "GNU libgomp" if want == "gomp" else "LLVM libomp or Intel libiomp5",
+                                 "--layer" if args.layer else "SCAF_LAYER")
+    if choice.warning:
+        _err(choice.warning)
+    layer = paths.layer(choice.layer) if choice.layer else None
+    if args.verbose:
+        _err(f"layer {layer.name if layer else 'none'} for {choice.runtime}: {choice.reason}")
+    if layer is not None:
+        if not layer.is_file():
+            _err(f"the layer {layer} is missing; run make")
+            return EXIT_SCAF
+        if any(c in str(layer) for c in " :"):
+            _err(f"the layer's path {layer} has a space or a colon, which LD_PRELOAD cannot carry; "
+                 "build scaf in another directory")
+            return EXIT_SCAF
     sock = args.socket or paths.default_socket()
     # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
     own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
@@ -312,9 +346,10 @@ def main(args: argparse.Namespace) -> int:
         if code:
             return code
     env = dict(os.environ)
-    env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
+    if layer is not None:
+        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
+        env.update(paths.wait_defaults(env, choice.layer or "gomp"))
     env["SCAF_SOCKET"] = sock
-    env.update(paths.wait_defaults(env))
     if args.malleable:
         env["SCAF_MALLEABLE"] = args.malleable
 

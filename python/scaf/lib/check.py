@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaf.lib import paths
+from scaf.lib import paths, runtimes
 from scaf.lib.launch import append_preload, strip_layer
 
 if TYPE_CHECKING:
@@ -129,7 +129,11 @@ class Checker:
 
     def scaf_env(self, extra: dict[str, str]) -> dict[str, str]:
         env = self.base_env()
-        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(paths.layer()))
+        try:  # the layer for PROG's OpenMP runtime, as `scaf run` picks it
+            kind = runtimes.choose(self.exe).layer or "gomp"
+        except (ValueError, KeyError, IndexError, AssertionError, OSError):
+            kind = "gomp"
+        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(paths.layer(kind)))
         assert self.daemon is not None
         env["SCAF_SOCKET"] = self.daemon.socket
         env.update(extra)

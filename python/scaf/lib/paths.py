@@ -38,22 +38,35 @@ def lib_dir() -> Path:
     return build_dir() / "lib"
 
 
-def layer() -> Path:
-    return lib_dir() / "libscaf_gomp.so"
+def layer(kind: str = "gomp") -> Path:
+    """The preload layer: "gomp" (GNU libgomp, the default) or "omp" (LLVM libomp, Intel libiomp5)."""
+    return lib_dir() / ("libscaf_omp.so" if kind == "omp" else "libscaf_gomp.so")
 
 
 def policy_lib() -> Path:
     return lib_dir() / "libscaf_policy.so"
 
 
-def workloads_dir() -> Path:
-    if is_installed():
-        return Path(_installed.PKGLIBDIR) / "workloads"
-    return build_dir() / "workloads"
+# A workload's build: "spin" is gcc's (libgomp); "spin@clang", "spin@iomp5-clang" and
+# "spin@iomp5-gcc" are the same source built by clang (libomp) and against Intel's libiomp5.
+WORKLOAD_BUILDS = ("clang", "iomp5-clang", "iomp5-gcc")
 
 
 def workload(name: str) -> Path:
-    return workloads_dir() / name
+    base, _, build = name.partition("@")
+    return workloads_dir(build) / base
+
+
+def workloads_dir(build: str = "") -> Path:
+    folder = f"workloads-{build}" if build else "workloads"
+    if is_installed():
+        return Path(_installed.PKGLIBDIR) / folder
+    return build_dir() / folder
+
+
+def workload_layer(name: str) -> str:
+    """The layer kind a workload's build needs: "omp" for the LLVM/Intel builds, else "gomp"."""
+    return "omp" if "@" in name else "gomp"
 
 
 # libgomp's idle threads spin this many times before they sleep (its own default is 300000,
@@ -64,9 +77,18 @@ def workload(name: str) -> Path:
 SPINCOUNT = "10000"
 
 
-def wait_defaults(env: dict[str, str]) -> dict[str, str]:
-    """The libgomp waiting settings scaf runs programs with, unless the user chose their own."""
-    if "GOMP_SPINCOUNT" in env or "OMP_WAIT_POLICY" in env:
+# The same for libomp and libiomp5, whose idle threads spin KMP_BLOCKTIME milliseconds (200 by
+# default) before they sleep: 1 ms.
+BLOCKTIME = "1"
+
+
+def wait_defaults(env: dict[str, str], kind: str = "gomp") -> dict[str, str]:
+    """The runtime's waiting settings scaf runs programs with, unless the user chose their own."""
+    if "OMP_WAIT_POLICY" in env:
+        return {}
+    if kind == "omp":
+        return {} if "KMP_BLOCKTIME" in env else {"KMP_BLOCKTIME": BLOCKTIME}
+    if "GOMP_SPINCOUNT" in env:
         return {}
     return {"GOMP_SPINCOUNT": SPINCOUNT}
 

@@ -60,6 +60,8 @@ class Client:
     prev: the previous allocation (0 = new client); the speedup policy damps around it.
     max_threads: never allocate more than this (0 = no cap).
     prev_coef: the coef this client got last time (0.0 = none); used when p' = 1.
+    e_sd: standard deviation of E at p' from round to round (0.0 = unknown); damping follows it.
+    probe: probe it this round (its estimate and prev_coef are ignored: unknown, an average share).
     """
 
     report_threads: int = 0
@@ -67,6 +69,8 @@ class Client:
     prev: int = 0
     max_threads: int = 0
     prev_coef: float = 0.0
+    probe: bool = False
+    e_sd: float = 0.0
 
 
 class _CClient(ctypes.Structure):
@@ -76,8 +80,10 @@ class _CClient(ctypes.Structure):
         ("max_threads", ctypes.c_uint32),
         ("prev", ctypes.c_uint32),
         ("report_threads", ctypes.c_uint32),
+        ("probe", ctypes.c_uint32),
         ("efficiency", ctypes.c_double),
         ("prev_coef", ctypes.c_double),
+        ("e_sd", ctypes.c_double),
     ]
 
 
@@ -179,8 +185,10 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
             max_threads=_u32(c.max_threads, f"client {i}: max_threads") or UINT32_MAX,
             prev=_u32(c.prev, f"client {i}: prev"),
             report_threads=_u32(c.report_threads, f"client {i}: report_threads"),
+            probe=1 if c.probe else 0,
             efficiency=float(e),
             prev_coef=pc if math.isfinite(pc) else 0.0,
+            e_sd=float(c.e_sd) if math.isfinite(c.e_sd) and c.e_sd > 0 else 0.0,
         )
     return arr
 
@@ -300,6 +308,57 @@ class Batch:
         if self._lib.scaf_policy_run(self._name, self.cpus, self.chunk, k, self._arr, self._shares, self._coef):
             raise OSError(ctypes.get_errno(), f"scaf_policy_run({self.policy}) refused the input")
         return self._shares_view[:k].copy(), self._coef_view[:k].copy()
+
+class _CProbe(ctypes.Structure):
+    """Mirror of struct scaf_probe (include/scaf/policy.h)."""
+
+    _fields_ = [("low_since_ns", ctypes.c_uint64), ("probe_since_ns", ctypes.c_uint64),
+                ("probe_end_ns", ctypes.c_uint64), ("backoff", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+
+
+class _CProbeTiming(ctypes.Structure):
+    _fields_ = [("interval_ns", ctypes.c_uint64), ("hold_min_ns", ctypes.c_uint64), ("hold_max_ns", ctypes.c_uint64)]
+
+
+class _CNoise(ctypes.Structure):
+    """Mirror of struct scaf_noise."""
+
+    _fields_ = [("p", ctypes.c_uint32), ("n", ctypes.c_uint32), ("mean", ctypes.c_double), ("var", ctypes.c_double)]
+
+
+# What scafd feeds scaf_probe_step and scaf_noise_update (src/daemon/pipeline.c): keep them equal.
+PROBE_INTERVAL_S = 10.0
+PROBE_HOLD_MIN_S = 1.0
+PROBE_HOLD_MAX_S = 5.0
+NOISE_ALPHA = 0.05
+
+
+class ClientState:
+    """The per-client state the daemon keeps between rounds for the speedup policy (the probe clock and
+    the noise of E), stepped by the library's own scaf_probe_step and scaf_noise_update."""
+
+    def __init__(self, interval_s: float = PROBE_INTERVAL_S) -> None:
+        lib = _load()
+        if not getattr(lib, "_scaf_state_typed", False):
+            lib.scaf_probe_step.restype = ctypes.c_int
+            lib.scaf_probe_step.argtypes = [ctypes.POINTER(_CProbe), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
+                                            ctypes.c_uint32, ctypes.POINTER(_CProbeTiming)]
+            lib.scaf_noise_update.restype = ctypes.c_double
+            lib.scaf_noise_update.argtypes = [ctypes.POINTER(_CNoise), ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
+            lib._scaf_state_typed = True
+        self._lib = lib
+        self._probe = _CProbe()
+        self._noise = _CNoise()
+        self._tm = _CProbeTiming(int(interval_s * 1e9), int(PROBE_HOLD_MIN_S * 1e9), int(PROBE_HOLD_MAX_S * 1e9))
+
+    def step(self, now_s: float, prev: int, unit: int, report_threads: int, efficiency: float | None) -> tuple[int, float]:
+        """One round: (probe, e_sd) for the client's policy input, as the daemon computes them."""
+        probe = self._lib.scaf_probe_step(ctypes.byref(self._probe), int(now_s * 1e9) + 1, prev, unit, report_threads,
+                                          ctypes.byref(self._tm))
+        if efficiency is None or not math.isfinite(efficiency) or efficiency < 0:
+            return probe, 0.0
+        return probe, self._lib.scaf_noise_update(ctypes.byref(self._noise), report_threads, efficiency, NOISE_ALPHA)
+
 
 # Check the layout as soon as the module is imported, when the library is there;
 # a missing library is reported by the first call instead, so that `scaf --help` works.

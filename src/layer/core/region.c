@@ -38,7 +38,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     t = scaf_team_decide(&in);
     if (in.mode == SCAF_TEAM_STEER) {
         /* The estimator sees the steered team and may ask for a mode; team.c has the last word. */
-        in.est = scaf_estimate_begin(&r->est, fn, data, t.team, forkable);
+        in.est = scaf_estimate_begin(&r->est, fn, r->run, data, t.team, forkable);
         r->est_on = 1;
         if (in.est != SCAF_TEAM_EST_PLAIN)
             t = scaf_team_decide(&in);

@@ -20,6 +20,7 @@ void scaf_region_init(const struct scaf_runtime *rt);
 /* One outermost region instance, from its wrapper's entry to its exit (on the wrapper's stack). */
 struct scaf_region_rec {
     struct scaf_region est;     /* the estimator's record */
+    void (*run)(void *);        /* set by the adapter: what an experiment runs as run(data); NULL: fn */
     struct scaf_mall_region mall;
     unsigned team;              /* the team it ran with (the runtime's own count when not ours) */
     unsigned char live;         /* connected and outermost: scaf_region_end has work to do */
@@ -30,7 +31,7 @@ struct scaf_region_rec {
  * The region entry, in three steps so that an inert process pays one load and
  * one branch (the adapter inlines them):
  *
- *     p = scaf_page_get(); r->live = r->est_on = 0;
+ *     p = scaf_page_get(); r->live = r->est_on = 0; r->run = NULL (or a runner);
  *     if (p) n = scaf_region_begin_live(p, r, ...);
  *     else if (scaf_region_inert()) n = num_threads;
  *     else { run the adapter's init once; n = scaf_region_begin_slow(r, ...); }

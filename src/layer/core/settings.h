@@ -25,6 +25,7 @@ struct scaf_settings {
     int lazy;              /* SCAF_LAZY */
     int experiments;       /* SCAF_EXPERIMENTS */
     int cpu_view;          /* SCAF_CPU_VIEW */
+    int run_delay;         /* SCAF_RUN_DELAY */
     int counters;          /* SCAF_COUNTERS: -1 auto (unset), 0 off, 1 wanted */
     double tau_s;          /* SCAF_RC_TAU_S */
     uint64_t interval_ns;  /* SCAF_EXPERIMENT_INTERVAL_S */

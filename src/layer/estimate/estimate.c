@@ -12,6 +12,7 @@
 #include "filter.h"
 #include "perfctr.h"
 #include "publish.h"
+#include "rundelay.h"
 #include "schedule.h"
 #include "scaf/clock.h"
 #include "site.h"
@@ -42,6 +43,9 @@ static __thread int tl_pc_tried;
  */
 #define CPU_SAMPLE_MIN_NS 200000ull
 #define CPU_SAMPLE_EVERY 16
+/* At most this share of a region's wall time is taken as run-queue wait: a team starved
+ * outright says little, and the correction must not divide by ~0. */
+#define RUN_DELAY_MAX 0.9
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -70,20 +74,22 @@ static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct sca
         }
     } else if (LD(s->par_ns) && forkable && cfg->experiments && !LD(E.exp.disabled) &&
                !(LD(s->flags) & SCAF_SITE_NOFORK)) {
-        r->exp_pid = scaf_schedule_start(&E.exp, r->fn, r->data, pg, s, now, cfg->exp_max_ns, cfg->interval_ns);
+        r->exp_pid = scaf_schedule_start(&E.exp, r->run, r->data, pg, s, now, cfg->exp_max_ns, cfg->interval_ns);
         if (r->exp_pid)
             return SCAF_TEAM_EST_EXPERIMENT;
     }
     return SCAF_TEAM_EST_PLAIN;
 }
 
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned team, int forkable)
+int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(void *), void *data,
+                        unsigned team, int forkable)
 {
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
     struct scaf_site *s;
     uint64_t now, par;
 
     r->fn = fn;
+    r->run = run ? run : fn;
     r->data = data;
     r->site = NULL;
     r->t0_ns = 0;
@@ -93,6 +99,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
     r->cpu0_ns = 0;
     r->slot = -1;
     r->pc_on = 0;
+    r->rd0_ns = UINT64_MAX;
     if (!pg || !cfg->estimate)
         return r->mode;
     if (scaf_experiment_in_child())
@@ -119,6 +126,11 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, u
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }
+    /* Time the team spent waiting for a CPU is not the program's parallelism: sampled on the
+     * calling thread, the other threads of a team see about the same run queues. */
+    if (cfg->run_delay && team >= 2 && LD(s->serial_ns) &&
+        (par >= CPU_SAMPLE_MIN_NS || LD(s->instances) % CPU_SAMPLE_EVERY == 0))
+        r->rd0_ns = scaf_rundelay_ns();
     /* Off by default: CPU time cannot see threads that sleep on a lock (a critical
      * section looked more efficient than ep), which the wall formula does. */
     if (cfg->cpu_view && team >= 2 && LD(s->serial_ns) && !scaf_perfctr_available() &&
@@ -156,14 +168,31 @@ static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, ui
 static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el)
 {
     int counted = 0;
-    uint64_t cpu = 0;
+    uint64_t cpu = 0, ran = el;
     double e;
 
     if (r->team >= 2) {
         ST(s->par_ns, el);
         ST(s->par_threads, r->team);
     }
-    e = instance_efficiency(r, s, el, &counted);
+    if (cfg->run_delay && r->team >= 2 && LD(s->serial_ns)) {
+        /* The wall time the team could have run: without the share it waited on run queues
+         * (other programs, or its own threads on fewer CPUs than threads). The serial
+         * baseline is CPU time, which excludes waiting, so both sides now agree. */
+        uint64_t rd1 = r->rd0_ns != UINT64_MAX ? scaf_rundelay_ns() : UINT64_MAX;
+        double f;
+
+        if (rd1 != UINT64_MAX && rd1 >= r->rd0_ns) {
+            f = scaf_rundelay_fraction(rd1 - r->rd0_ns, el, RUN_DELAY_MAX);
+            ST(s->delay_ppm, (uint32_t)(f * 1e6));
+        } else {
+            f = LD(s->delay_ppm) / 1e6;
+        }
+        ran = (uint64_t)((double)el * (1.0 - f));
+        if (ran == 0)
+            ran = 1;
+    }
+    e = instance_efficiency(r, s, ran, &counted);
     if (r->cpu0_ns && !counted) {
         uint64_t c = scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 

@@ -11,7 +11,8 @@ struct scaf_page;
 
 /* Lives on the wrapper's stack (or in a thread-local for the split _start/_end API). */
 struct scaf_region {
-    void (*fn)(void *);
+    void (*fn)(void *);  /* the region's code: its site's identity */
+    void (*run)(void *); /* what a forked experiment calls, run(data): fn itself, or an adapter's runner */
     void *data;
     void *site;       /* estimator's per-call-site record */
     uint64_t t0_ns;   /* CLOCK_MONOTONIC at entry; 0 = not timed (scaf_estimate_end does nothing) */
@@ -21,20 +22,25 @@ struct scaf_region {
     uint64_t cpu0_ns; /* in-place baseline: thread CPU time at entry; CPU view: process CPU time */
     int slot;         /* long-region watch slot, or -1 */
     int pc_on;        /* counters were started for this instance */
+    uint64_t rd0_ns;  /* the thread's run-queue delay at entry; UINT64_MAX = not sampled */
 };
 
 /*
  * Called for every steered outermost region with the team team.c chose
  * for it (`team`). `forkable` is nonzero only where running fn(data) alone on one
  * thread is a complete serial execution of the region (GOMP_parallel), so an
- * experiment is allowed. Returns the mode it requests (enum scaf_team_est):
+ * experiment is allowed. `run`: what the experiment calls instead of fn, with
+ * data (NULL: fn); an adapter whose region code does not take one pointer
+ * (LLVM's variadic microtasks) passes a runner that calls it. `fn` stays the
+ * site's identity. Returns the mode it requests (enum scaf_team_est):
  * PLAIN, INPLACE (the caller runs one thread) or EXPERIMENT (a child was
  * forked and runs the instance serially; the caller runs one thread fewer).
  * team.c turns the mode into the number. In an experiment child the fork does
  * not return here: the child runs the region, reports and _exits.
  * Must stay cheap: a clock read and a lookup.
  */
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void *data, unsigned team, int forkable);
+int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(void *), void *data,
+                        unsigned team, int forkable);
 
 /* Called after the real runtime entry returned. */
 void scaf_estimate_end(struct scaf_region *r);

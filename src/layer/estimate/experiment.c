@@ -43,6 +43,12 @@ struct exp_msg {
 };
 
 static int in_child;
+static void (*child_prepare)(void);
+
+void scaf_experiment_set_child_prepare(void (*prepare)(void))
+{
+    child_prepare = prepare;
+}
 
 /* Children that reported or were killed but are not reaped yet. Only ever our exact pids. */
 #define REAP_SLOTS 16
@@ -351,6 +357,8 @@ static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wf
     uint64_t bound;
 
     in_child = 1;
+    if (child_prepare)
+        child_prepare();
     /* Die with the parent; if it is already gone, we were orphaned before this line: stop now. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(0);

@@ -66,6 +66,14 @@ void scaf_experiment_stop_early(struct scaf_experiment *e);
 /* Kill the child (if still ours and alive) and forget it; reaped later. */
 void scaf_experiment_abort(struct scaf_experiment *e);
 
+/*
+ * An adapter's preparation of a child, called first in every experiment
+ * child, before the sandbox: a runtime that re-initialises itself in a forked
+ * child (LLVM's libomp, Intel's libiomp5) finishes that here, where its system
+ * calls are allowed. Set once, from the adapter's constructor; NULL: none.
+ */
+void scaf_experiment_set_child_prepare(void (*prepare)(void));
+
 /* Nonzero in an experiment child. */
 int scaf_experiment_in_child(void);
 

@@ -54,13 +54,42 @@ void scaf_filter_close(struct scaf_filter *f, struct scaf_page *pg, uint64_t now
     if (now - start >= window_ns) {
         if (scaf_mix_value(&f->win, &e, &team)) {
             double dt = f->have ? (double)(now - f->last_pub_ns) / 1e9 : 0.0;
+            int publish = 1;
 
-            f->value = scaf_rc_filter(f->value, f->have, e, dt, tau_s);
-            f->have = 1;
-            f->team = team;
+            /*
+             * An estimate belongs to its team size: E at 1 thread is near 1 whatever the
+             * program, so carrying it into the first windows at 4 threads would make a
+             * program that serialises look scalable for a time constant; and one window
+             * at the new size alone is a single noisy sample. So a new team size gets a
+             * filter of its own and replaces the published (E, p') only once it has a
+             * time constant of windows; until then the old pair, still true, stands.
+             */
+            if (f->have && team != f->team) {
+                uint64_t need = (uint64_t)(tau_s * 1e9);
+
+                if (f->cand_team != team) {
+                    f->cand = e;
+                    f->cand_team = team;
+                    f->cand_start_ns = now;
+                } else {
+                    f->cand = scaf_rc_filter(f->cand, 1, e, (double)(now - f->last_pub_ns) / 1e9, tau_s);
+                }
+                f->last_pub_ns = now;
+                publish = now - f->cand_start_ns >= need;
+                if (publish) {
+                    f->value = f->cand;
+                    f->team = team;
+                    f->cand_team = 0;
+                }
+            } else {
+                f->value = scaf_rc_filter(f->value, f->have, e, dt, tau_s);
+                f->have = 1;
+                f->team = team;
+                f->cand_team = 0;
+                f->last_pub_ns = now;
+            }
             f->kind = f->win_counters ? SCAF_ESTIMATE_COUNTERS : SCAF_ESTIMATE_MEASURED;
-            f->last_pub_ns = now;
-            if (!atomic_load_explicit(hold, memory_order_relaxed))
+            if (publish && !atomic_load_explicit(hold, memory_order_relaxed))
                 scaf_page_publish_estimate(pg, f->value, f->team, f->kind);
             scaf_mix_reset(&f->win);
             f->win_counters = 0;

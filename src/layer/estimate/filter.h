@@ -26,6 +26,10 @@ struct scaf_filter {
     unsigned team;    /* the team size it was measured at */
     int win_counters; /* the open window used the IPC ratio */
     uint32_t kind;    /* enum scaf_estimate of value */
+    /* A team size other than `team`: filtered apart, published once it has a time constant of windows. */
+    double cand;
+    unsigned cand_team; /* 0 = none */
+    uint64_t cand_start_ns;
 };
 
 #define SCAF_FILTER_INIT {.lock = ATOMIC_FLAG_INIT, .kind = SCAF_ESTIMATE_NONE}

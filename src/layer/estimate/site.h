@@ -29,6 +29,7 @@ struct scaf_site {
     _Atomic uint64_t serial_cyc;     /* and cycles */
     _Atomic uint32_t flags;          /* SCAF_SITE_* */
     _Atomic uint32_t failures;       /* experiments that ended without a baseline */
+    _Atomic uint32_t delay_ppm;      /* run-queue share of the last sampled plain instance's wall time */
 };
 
 /* The record for `fn`, inserted on first use; NULL when fn is NULL or the table is full. Lock-free. */

@@ -1,4 +1,4 @@
-/* gomp.c — the GNU OpenMP adapter: resolves libgomp's real entry points and wraps them around the core's region calls. */
+/* gomp.c — the GNU OpenMP ABI adapter: wraps GOMP_* and omp_* around the core (libgomp, and libomp's and libiomp5's compatibility names). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -12,6 +12,7 @@
 #include "../core/malleable.h"
 #include "../core/region.h"
 #include "../core/say.h"
+#include "gomp.h"
 
 typedef void (*scaf_fn_t)(void *);
 
@@ -109,7 +110,7 @@ static void *resolve_or_die(const char *name)
 
     if (!f) {
         char msg[160];
-        int n = snprintf(msg, sizeof msg, "scaf: no libgomp in this process provides %s\n", name);
+        int n = snprintf(msg, sizeof msg, "scaf: no OpenMP runtime in this process provides %s\n", name);
         if (write(STDERR_FILENO, msg, (size_t)n) < 0)
             abort();
         abort();
@@ -173,11 +174,17 @@ static void init(void)
 
     resolve_all();
     rt.level = scaf_real.get_level;
-    /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. */
+    /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. In
+     * libscaf_omp.so the runtime is libomp or libiomp5, which initialises itself on this call. */
     rt.max_threads = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
     if (!scaf_real.parallel || !scaf_real.get_level || !scaf_real.get_max_threads)
-        rt.unusable = "libgomp entry points not found";
+        rt.unusable = "no OpenMP runtime's entry points found";
     scaf_region_init(&rt);
+}
+
+void scaf_gomp_init(void)
+{
+    pthread_once(&init_once, init);
 }
 
 /* Connecting is lazy (first outermost region), so the constructor only resolves and reads settings. */
@@ -321,6 +328,7 @@ static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, voi
 
     r->live = 0;
     r->est_on = 0;
+    r->run = NULL;
     if (__builtin_expect(p != NULL, 1))
         return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
     if (__builtin_expect(scaf_region_inert(), 1))

@@ -41,11 +41,19 @@ def bench_cpus(cpus: int | None, taskset: str | None) -> list[int]:
     return chosen
 
 
-def available_workloads() -> list[str]:
-    d = paths.workloads_dir()
+def _built(d: Path) -> list[str]:
     if not d.is_dir():
         return []
     return sorted(p.name for p in d.iterdir() if p.is_file() and os.access(p, os.X_OK))
+
+
+def available_workloads() -> list[str]:
+    """The gcc builds (the default set); name@build for the others is also accepted (available_builds)."""
+    return _built(paths.workloads_dir())
+
+
+def available_builds() -> list[str]:
+    return [f"{w}@{b}" for b in paths.WORKLOAD_BUILDS for w in _built(paths.workloads_dir(b))]
 
 
 def resolve_workloads(text: str | None) -> list[str]:
@@ -55,7 +63,7 @@ def resolve_workloads(text: str | None) -> list[str]:
             raise BenchError(f"no workloads in {paths.workloads_dir()} (run `make`)")
         return have
     names = list(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
-    missing = [w for w in names if w not in have]
+    missing = [w for w in names if w not in have and w not in available_builds()]
     if missing or not names:
         raise BenchError(f"unknown or unbuilt workload(s): {', '.join(missing) or '(none)'}; "
                          f"built: {', '.join(have) or 'none (run `make`)'}")

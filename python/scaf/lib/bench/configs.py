@@ -55,8 +55,9 @@ def partition(cpus: list[int], slot: int, nslots: int) -> list[int]:
 
 
 def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
-                     socket: str | None) -> tuple[dict[str, str], list[int]]:
-    """(environment additions, CPU set) for one program of a pair under `config`."""
+                     socket: str | None, workload: str = "") -> tuple[dict[str, str], list[int]]:
+    """(environment additions, CPU set) for one program of a pair under `config`; the layer follows the
+    workload's build (name@clang and the libiomp5 builds: libscaf_omp.so)."""
     env: dict[str, str] = {}
     mine = list(cpus)
     if config == "omp-dynamic":
@@ -67,9 +68,10 @@ def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
         env["OMP_NUM_THREADS"] = str(2 * len(cpus))
     elif CONFIGS[config].policy is not None:
         assert socket is not None
-        env["LD_PRELOAD"] = str(paths.layer())
+        kind = paths.workload_layer(workload)
+        env["LD_PRELOAD"] = str(paths.layer(kind))
         env["SCAF_SOCKET"] = socket
-        env.update(paths.wait_defaults(dict(os.environ)))
+        env.update(paths.wait_defaults(dict(os.environ), kind))
         env.update(dict(CONFIGS[config].env))
     return env, mine
 

@@ -29,7 +29,7 @@ def overhead_unit(variant: str, spec: tuple[bool, bool, dict[str, str]], rnd: in
         env = runner.base_env(tag)
         settings = dict(extra)
         if layer:
-            settings["LD_PRELOAD"] = str(paths.layer())
+            settings["LD_PRELOAD"] = str(paths.layer(paths.workload_layer(workload)))
             settings["SCAF_SOCKET"] = NOWHERE
             if with_daemon:
                 d = daemon[0]

@@ -37,7 +37,7 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
             progs = []
             for slot, name in enumerate((a, b)):
                 extra, mine = configs.program_settings(config, slot, 2, cpus,
-                                                       daemon.socket if daemon else None)
+                                                       daemon.socket if daemon else None, name)
                 env = runner.base_env(tag)
                 env.update(extra)
                 progs.append(common.bench_program(name, size, env, mine, extra, programs))

@@ -119,6 +119,9 @@ class Simulation:
         self.prev = np.zeros(n, dtype=np.int64)
         self.prev_coef = np.zeros(n)
         self.noise_now = np.zeros(n)
+        self.cand = np.zeros(n)  # the estimate at a new team size, not published yet
+        self.cand_team = np.zeros(n, dtype=np.int64)
+        self.cand_age = np.zeros(n)
         # Sums over the time two or more programs shared the machine.
         self.mp_time = 0.0
         self.mp_work = np.zeros(n)
@@ -134,6 +137,8 @@ class Simulation:
             from scaf.lib import policy
 
             self.batch = policy.Batch(config, self.cpus, self.chunk, n)
+            # What the daemon keeps per client between rounds: the probe clock and the noise of E.
+            self.state = [policy.ClientState() for _ in progs]
         self.greedy_cache: dict[tuple[int, ...], list[int]] = {}
         self.rates_fixed = oracle.rate_table(sc, self.curves) if config == "oracle-dynamic" else None
         self.caps = oracle.caps(sc)
@@ -194,6 +199,10 @@ class Simulation:
         v["report_threads"] = np.where(known, self.estimate_team, 0)[idx]
         v["efficiency"] = np.where(known, self.estimate, -1.0)[idx]
         v["prev_coef"] = self.prev_coef[idx]
+        for i, j in enumerate(idx):
+            v["probe"][i], v["e_sd"][i] = self.state[j].step(
+                self.t, int(self.prev[j]), self.chunk, int(v["report_threads"][i]),
+                float(v["efficiency"][i]) if known[j] else None)
         return self.batch.run(k)
 
     def rates(self) -> np.ndarray:
@@ -304,9 +313,23 @@ class Simulation:
         first = ready & np.isnan(est)
         est[first] = x[first]
         a = 1.0 - math.exp(-dt / self.tau) if self.tau > 0 else 1.0
-        upd = ready & ~first
-        est[upd] += a * (x[upd] - est[upd])
-        self.estimate_team[ready] = team[ready]
+        same = ready & ~first & (self.estimate_team == team)
+        est[same] += a * (x[same] - est[same])
+        self.estimate_team[first | same] = team[first | same]
+        # As in the layer (filter.c): a new team size is filtered apart and replaces the published
+        # pair once it has a time constant of samples; until then the old pair stands.
+        moved = ready & ~first & ~same
+        restart = moved & (self.cand_team != team)
+        self.cand[restart] = x[restart]
+        self.cand_team[restart] = team[restart]
+        self.cand_age[restart] = 0.0
+        cont = moved & ~restart
+        self.cand[cont] += a * (x[cont] - self.cand[cont])
+        self.cand_age[cont] += dt
+        promote = moved & (self.cand_age >= self.tau)
+        est[promote] = self.cand[promote]
+        self.estimate_team[promote] = team[promote]
+        self.cand_team[promote | first | same] = 0
 
     def run(self, label: str | None = None) -> Result:
         """Step to the end and return the result."""

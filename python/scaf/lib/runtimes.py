@@ -1,0 +1,222 @@
+"""Which parallel runtime a program will load, from its ELF dependencies (never by running it): picks scaf's layer."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+from scaf.lib import paths
+
+# The layer for each steerable runtime family; the names are those of `scaf run --layer`.
+LAYERS = {"gomp": "libscaf_gomp.so", "omp": "libscaf_omp.so"}
+
+# Sonames (the part before ".so") of the OpenMP runtimes scaf steers, and the layer for each.
+STEERABLE = {
+    "libgomp": ("gomp", "GNU libgomp"),
+    "libomp": ("omp", "LLVM libomp"),
+    "libiomp5": ("omp", "Intel libiomp5"),
+}
+
+# Parallel runtimes with their own thread pool that scaf cannot steer, and why.
+UNSTEERABLE = {
+    "libtbb": "Intel TBB (oneTBB) schedules its own worker threads",
+}
+
+# Symbols that only a runtime's own code defines: a program that defines them has one linked in.
+STATIC_MARKERS = {
+    "__kmp_fork_call": "a statically linked LLVM/Intel OpenMP runtime",
+    "gomp_team_start": "a statically linked GNU libgomp",
+    "GOMP_parallel": "a statically linked GNU libgomp",
+    "__kmpc_fork_call": "a statically linked LLVM/Intel OpenMP runtime",
+}
+
+_SO = re.compile(r"^(lib[A-Za-z0-9_+]+?)(?:-[0-9][0-9.]*)?\.so")
+
+
+@dataclass
+class Deps:
+    """What a program loads at start-up, as the dynamic loader would find it."""
+
+    found: dict[str, str] = field(default_factory=dict)  # soname -> path
+    missing: list[str] = field(default_factory=list)
+    static: list[str] = field(default_factory=list)  # STATIC_MARKERS descriptions seen in the program itself
+    not_elf: bool = False
+
+
+@dataclass
+class Choice:
+    """The layer `scaf run` preloads (None: none), which runtime it is for, and what to tell the user."""
+
+    layer: str | None
+    runtime: str
+    reason: str
+    warning: str | None = None  # said on stderr at once: a runtime scaf cannot steer, or two runtimes
+
+
+def _family(soname: str) -> str:
+    m = _SO.match(os.path.basename(soname))
+    return m.group(1) if m else os.path.basename(soname)
+
+
+def _ldconfig_cache() -> dict[str, str]:
+    """soname -> path from the loader's cache (`ldconfig -p` reads /etc/ld.so.cache; it runs nothing else)."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], check=False, capture_output=True, text=True, timeout=10,
+                             env={"PATH": "/usr/sbin:/sbin:/usr/bin:/bin", "LC_ALL": "C"}).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    native = "x86-64" if os.uname().machine == "x86_64" else ""
+    cache: dict[str, str] = {}
+    for line in out.splitlines()[1:]:
+        m = re.match(r"\s*(\S+) \(([^)]*)\) => (\S+)", line)
+        if m and m.group(1) not in cache and native in m.group(2):
+            cache[m.group(1)] = m.group(3)
+    return cache
+
+
+_DEFAULT_DIRS = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+
+
+def _dynamic(path: str) -> tuple[list[str], list[str], list[str], set[str]]:
+    """(DT_NEEDED, DT_RPATH, DT_RUNPATH, defined symbol names of interest) of an ELF file."""
+    needed: list[str] = []
+    rpath: list[str] = []
+    runpath: list[str] = []
+    defined: set[str] = set()
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        origin = os.path.dirname(os.path.realpath(path))
+        for sec in elf.iter_sections():
+            if isinstance(sec, DynamicSection):
+                for tag in sec.iter_tags():
+                    if tag.entry.d_tag == "DT_NEEDED":
+                        needed.append(tag.needed)
+                    elif tag.entry.d_tag == "DT_RPATH":
+                        rpath += [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)
+                                  for d in tag.rpath.split(":") if d]
+                    elif tag.entry.d_tag == "DT_RUNPATH":
+                        runpath += [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)
+                                    for d in tag.runpath.split(":") if d]
+        for name in (".dynsym", ".symtab"):
+            sec = elf.get_section_by_name(name)
+            if sec is None or not hasattr(sec, "iter_symbols"):
+                continue
+            for sym in sec.iter_symbols():
+                if sym.name in STATIC_MARKERS and sym["st_shndx"] != "SHN_UNDEF":
+                    defined.add(sym.name)
+    return needed, rpath, runpath, defined
+
+
+def _interpreter(path: str) -> str | None:
+    """The interpreter of a `#!` script, as the kernel would run it (None for anything else)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env" and len(words) > 1:
+        for d in os.environ.get("PATH", os.defpath).split(":"):
+            cand = os.path.join(d or ".", words[1])
+            if os.path.isfile(cand) and os.access(cand, os.X_OK):
+                return cand
+        return None
+    return words[0]
+
+
+def dependencies(program: str, env: dict[str, str] | None = None) -> Deps:
+    """Every shared object PROGRAM needs, breadth first, as ld.so searches (RPATH, LD_LIBRARY_PATH, RUNPATH,
+    the cache, the default directories). The program is read, never run."""
+    env = os.environ if env is None else env
+    deps = Deps()
+    interp = _interpreter(program)
+    if interp:
+        program = interp
+    try:
+        needed, rpath, runpath, defined = _dynamic(program)
+    except (OSError, ELFError):
+        deps.not_elf = True
+        return deps
+    deps.static = sorted({STATIC_MARKERS[s] for s in defined})
+    ld_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
+    cache: dict[str, str] | None = None
+    queue: list[tuple[str, list[str], list[str]]] = [(n, rpath, runpath) for n in needed]
+    exe_rpath = rpath if not runpath else []
+    while queue:
+        name, rp, rup = queue.pop(0)
+        if name in deps.found or name in deps.missing:
+            continue
+        where: str | None = None
+        if "/" in name:
+            where = name if os.path.isfile(name) else None
+        else:
+            dirs = ([] if rup else rp + exe_rpath) + ld_path + rup
+            for d in dirs:
+                cand = os.path.join(d, name)
+                if os.path.isfile(cand):
+                    where = cand
+                    break
+            if where is None:
+                if cache is None:
+                    cache = _ldconfig_cache()
+                where = cache.get(name)
+            if where is None:
+                for d in _DEFAULT_DIRS:
+                    cand = os.path.join(d, name)
+                    if os.path.isfile(cand):
+                        where = cand
+                        break
+        if where is None:
+            deps.missing.append(name)
+            continue
+        deps.found[name] = where
+        try:
+            sub, srp, srup, _ = _dynamic(where)
+        except (OSError, ELFError):
+            continue
+        queue += [(n, srp, srup) for n in sub]
+    return deps
+
+
+def layer_path(kind: str) -> Path:
+    return paths.build_dir() / "lib" / LAYERS[kind]
+
+
+def choose(program: str, env: dict[str, str] | None = None) -> Choice:
+    """The layer for PROGRAM: by the OpenMP runtime it loads at start-up; libscaf_gomp.so when it loads none
+    (an interpreter such as python may load libgomp later, and that layer handles a wheel's bundled copy)."""
+    deps = dependencies(program, env)
+    kinds: dict[str, str] = {}
+    for soname, where in deps.found.items():
+        fam = _family(soname)
+        if fam in STEERABLE:
+            kind, label = STEERABLE[fam]
+            kinds.setdefault(kind, f"{label} ({where})")
+    foreign = sorted({UNSTEERABLE[_family(s)] for s in deps.found if UNSTEERABLE.get(_family(s))})
+    warning = None
+    if deps.static:
+        foreign.insert(0, f"it contains {deps.static[0]}, which scaf cannot reach by preloading")
+    if foreign:
+        warning = f"{os.path.basename(program)} cannot be steered by scaf: " + "; ".join(foreign)
+    if len(kinds) > 1:
+        both = " and ".join(kinds[k] for k in sorted(kinds))
+        return Choice(None, "two OpenMP runtimes", f"it loads {both}",
+                      f"{os.path.basename(program)} loads two OpenMP runtimes ({both}); scaf steers a process "
+                      "with one only: running it without the layer, unsteered")
+    if "omp" in kinds:
+        return Choice("omp", kinds["omp"], "from its dynamic dependencies", warning)
+    if "gomp" in kinds:
+        return Choice("gomp", kinds["gomp"], "from its dynamic dependencies", warning)
+    why = "not an ELF program" if deps.not_elf else "no OpenMP runtime among its dynamic dependencies"
+    return Choice("gomp", "GNU libgomp (default)", why, warning)

@@ -1,0 +1,51 @@
+/* probe.c — when a client held at one unit is given a larger share again, so a phase change is seen (no ratchet). */
+#include "scaf/policy.h"
+
+/*
+ * At one unit a client reports from one thread, which says nothing about
+ * scaling, so the speedup policy keeps its last fitted curve. Without a probe
+ * a client whose curve once fell would stay at one unit for good, even after
+ * its program entered a phase that scales. So after `interval_ns` at one unit
+ * it is probed: treated as unknown (an average share) until it reports from 2
+ * or more threads, for at least `hold_min_ns` (time for the layer to apply
+ * the team and publish from it) and at most `hold_max_ns` (a program that
+ * runs no regions never reports). Its fresh estimate then decides; if the
+ * curve still falls it goes back to one unit and the interval starts again,
+ * doubled (up to SCAF_PROBE_BACKOFF_MAX times): a program that stays serial
+ * costs fewer and fewer re-sizings, one that grew resets the interval.
+ */
+int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
+                    const struct scaf_probe_timing *tm)
+{
+    if (!st || !tm || tm->interval_ns == 0)
+        return 0;
+    if (st->probe_since_ns) {
+        uint64_t age = now_ns > st->probe_since_ns ? now_ns - st->probe_since_ns : 0;
+
+        if ((report_threads >= 2 && age >= tm->hold_min_ns) || age >= tm->hold_max_ns) {
+            st->probe_since_ns = 0;
+            st->probe_end_ns = now_ns ? now_ns : 1;
+            st->low_since_ns = now_ns;
+            if (st->backoff < SCAF_PROBE_BACKOFF_MAX)
+                st->backoff++; /* undone below if it stays above one unit */
+            return 0;
+        }
+        return 1;
+    }
+    if (prev == 0 || prev > (unit ? unit : 1)) {
+        /* Above one unit beyond the round or two a probe's end takes to apply: it grew for real. */
+        if (prev > 0 && (!st->probe_end_ns || now_ns - st->probe_end_ns > tm->hold_min_ns))
+            st->backoff = 0;
+        st->low_since_ns = 0;
+        return 0;
+    }
+    if (!st->low_since_ns) {
+        st->low_since_ns = now_ns;
+        return 0;
+    }
+    if (now_ns - st->low_since_ns >= tm->interval_ns << st->backoff) {
+        st->probe_since_ns = now_ns ? now_ns : 1;
+        return 1;
+    }
+    return 0;
+}

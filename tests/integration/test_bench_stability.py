@@ -1,0 +1,47 @@
+"""`scaf bench stability`: the allocation log's changes per minute and time-averaged threads, and the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scaf.lib.bench.stability import read_log, stability
+from test_bench import bench
+
+
+def rec(t: float, *clients: tuple[int, str, int]) -> dict:
+    return {"time": t, "clients": [{"pid": p, "name": n, "threads": k} for p, n, k in clients]}
+
+
+def test_figure_from_a_log(tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    lines = [rec(0.0, (1, "ep", 4)), rec(1.0, (1, "ep", 2), (2, "crit", 2)), rec(5.0, (1, "ep", 3), (2, "crit", 1)),
+             rec(9.0, (1, "ep", 2), (2, "crit", 2)), rec(11.0, (1, "ep", 4))]
+    log.write_text("\n".join(json.dumps(r) for r in lines) + "\nnot json\n[1]\n")
+    recs = read_log(log)
+    assert len(recs) == 5  # the malformed lines are skipped
+    st = stability(recs, 1.0, 11.0)
+    # 1..5: 2/2, 5..9: 3/1, 9..11: 2/2; the arrival at 1.0 and the departure at 11.0 are not changes.
+    assert st.changes == 2
+    assert st.avg_threads["ep"] == (2 * 4 + 3 * 4 + 2 * 2) / 10
+    assert st.avg_threads["crit"] == (2 * 4 + 1 * 4 + 2 * 2) / 10
+    assert st.changes_per_min == 12.0
+    assert stability([], 0, 1).changes == 0
+    assert stability(recs, 5.0, 5.0).seconds == 0
+
+
+def test_stability_command_runs_a_window() -> None:
+    res = bench("stability", "--workloads", "ep,crit", "--policy", "equipartition", "--size", "W", "--settle", "1",
+                "--seconds", "3", "--json")
+    assert res.returncode == 0, res.stderr
+    row = json.loads(res.stdout.strip().splitlines()[-1])[0]
+    assert row["policy"] == "equipartition" and row["cpus"] == 4
+    assert 2.5 < row["seconds"] < 8
+    # Equal shares, nobody moves: exactly 2 each.
+    assert row["avg_threads"] == {"crit": 2.0, "ep": 2.0} and row["changes"] == 0
+    assert "mean threads: crit 2.00  ep 2.00" in res.stdout
+
+
+def test_stability_bad_workload_is_a_clear_error() -> None:
+    res = bench("stability", "--workloads", "nosuch")
+    assert res.returncode == 2 and "nosuch" in res.stderr and res.stdout == ""
