@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     /* Phase 1 as crit checks it: acc[j] = (j+1) * sum(v), every item stored and counted once,
      * a sample recomputed serially. Phase 2: no block left at 0 (a skipped one), and a sample
      * of blocks recomputed serially must match exactly. */
-    uint64_t sum = 0, total = 0;
+    uint64_t sum = 0, total = 0; /* total: the blocks' sum, printed beside the checksum */
     long missing = 0, wrong = 0, bad = 0, bad_blocks = 0;
     for (long i = 0; i < n; i++) {
         sum += v[i];
@@ -120,7 +120,8 @@ int main(int argc, char **argv)
                 missing, wrong, bad, bad_blocks, updates, n);
 
     wl_checksum_print(wl_hash_u64s(wl_hash_u64s(0, acc, ACC), bs, (size_t)nblocks));
-    printf("items=%ld rounds=%ld blocks=%llu\n", n, rounds, (unsigned long long)nblocks);
+    printf("items=%ld rounds=%ld blocks=%llu total=%016llx\n", n, rounds, (unsigned long long)nblocks,
+           (unsigned long long)total);
     free(v);
     free(bs);
     return wl_result_print(spec.name, elapsed, ok);
