@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import pwd
-import shutil
 import signal
 import subprocess
 import time
@@ -23,6 +22,7 @@ import pytest
 from conftest import Daemon, daemon_binaries
 from scaf.lib import paths
 from support import wire
+from support.users import real_users
 
 USERS = ("scaft-flood", "scaft-other")
 BINARIES = daemon_binaries()
@@ -32,24 +32,8 @@ IDS = ["plain" if i == 0 else "asan" for i in range(len(BINARIES))]
 @pytest.fixture(scope="module")
 def users() -> Iterator[list[pwd.struct_passwd]]:
     """Two real users (created now, deleted afterwards unless they existed before)."""
-    if os.geteuid() != 0:
-        pytest.skip("two-user tests need root: they create users and run processes as them")
-    for tool in ("useradd", "userdel", "setpriv"):
-        if not shutil.which(tool):
-            pytest.skip(f"two-user tests need {tool}")
-    created = []
-    for name in USERS:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                           check=True, capture_output=True)
-            created.append(name)
-    try:
-        yield [pwd.getpwnam(n) for n in USERS]
-    finally:
-        for name in created:
-            subprocess.run(["userdel", name], check=False, capture_output=True)
+    with real_users(USERS) as pair:
+        yield pair
 
 
 class AsUser:

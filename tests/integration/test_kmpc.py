@@ -282,8 +282,9 @@ def test_experiments_run_on_llvm_runtimes(rt: str, scafd: Daemon) -> None:
     exe = paths.build_dir() / RUNTIMES[rt][2] / "stencil"
     forced = {"SCAF_LAZY": "0", "SCAF_INPLACE_MAX_MS": "0", "SCAF_EXPERIMENT_INTERVAL_S": "0",
               "SCAF_VERBOSE": "1", "OMP_NUM_THREADS": "2"}
-    plain = subprocess.run([str(exe), "--size", "S"], capture_output=True, text=True, timeout=180, check=False)
-    under = subprocess.run([str(exe), "--size", "S"], env=layer_env(scafd.socket, forced), capture_output=True,
+    # W, not S: an S run can end while its only experiment is still running (no outcome line at all).
+    plain = subprocess.run([str(exe), "--size", "W"], capture_output=True, text=True, timeout=180, check=False)
+    under = subprocess.run([str(exe), "--size", "W"], env=layer_env(scafd.socket, forced), capture_output=True,
                            text=True, timeout=180, check=False)
     assert under.returncode == 0, under.stderr
     assert checksum(plain.stdout) == checksum(under.stdout)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pwd
 import re
 import shutil
 import signal
@@ -30,6 +29,7 @@ import pytest
 from conftest import ROOT, short_tmpdir
 from scaf.lib import paths
 from support import wire
+from support.users import real_users
 from test_cli_daemon import CLIENT_C
 
 NAMES = ("scaft-victim", "scaft-squat")
@@ -44,30 +44,13 @@ class User(NamedTuple):
 @pytest.fixture(scope="module")
 def users() -> Iterator[tuple[User, User]]:
     """(A, B): two real users, created now and deleted afterwards (unless they existed before)."""
-    if os.geteuid() != 0:
-        pytest.skip("two-user tests need root: they create users and run processes as them")
-    for tool in ("useradd", "userdel", "setpriv"):
-        if not shutil.which(tool):
-            pytest.skip(f"two-user tests need {tool}")
-    created = []
-    for name in NAMES:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                           check=True, capture_output=True)
-            created.append(name)
-    try:
-        a, b = (pwd.getpwnam(n) for n in NAMES)
+    with real_users(NAMES) as (a, b):
         pair = User(a.pw_name, a.pw_uid, a.pw_gid), User(b.pw_name, b.pw_uid, b.pw_gid)
         for u in pair:
             for what in (paths.scafd(), paths.layer()):
                 if run_as(u, ["test", "-r", str(what)]).returncode != 0:
                     pytest.skip(f"{what} is not readable by another user (the checkout sits in a private directory)")
         yield pair
-    finally:
-        for name in created:
-            subprocess.run(["userdel", name], check=False, capture_output=True)
 
 
 def as_user(u: User, argv: list[str], env: dict[str, str] | None = None, **kw: object) -> list[str]:

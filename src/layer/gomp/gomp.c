@@ -11,6 +11,7 @@
 
 #include "../core/malleable.h"
 #include "../core/region.h"
+#include "../core/resolve.h"
 #include "../core/say.h"
 #include "gomp.h"
 
@@ -55,27 +56,7 @@ static struct scaf_real scaf_real;
 
 /* ---- resolving the real entry points ---- */
 
-struct gomp_search {
-    const char *name;
-    void *found;
-};
-
-/* Any other loaded libgomp (a wheel's bundled, renamed copy) that has `name`. */
-static int search_loaded(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct gomp_search *s = arg;
-    void *h;
-
-    (void)size;
-    if (!info->dlpi_name || !strstr(info->dlpi_name, "libgomp"))
-        return 0;
-    h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    s->found = dlsym(h, s->name);
-    dlclose(h);
-    return s->found != NULL;
-}
+static const char *const GOMP_LIBS[] = {"libgomp", NULL};
 
 /*
  * The system libgomp comes first: it is our DT_NEEDED, so RTLD_NEXT finds it
@@ -95,11 +76,8 @@ static void *resolve(const char *name)
             dlclose(h);
         }
     }
-    if (!f) {
-        struct gomp_search s = {name, NULL};
-        dl_iterate_phdr(search_loaded, &s);
-        f = s.found;
-    }
+    if (!f)
+        f = scaf_resolve_loaded(GOMP_LIBS, name);
     return f;
 }
 

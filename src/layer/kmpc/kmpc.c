@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../core/region.h"
+#include "../core/resolve.h"
 #include "../core/say.h"
 #include "../estimate/experiment.h"
 #include "../gomp/gomp.h"
@@ -58,32 +59,7 @@ static struct kmpc_real K;
 
 /* ---- resolving the real entry points ---- */
 
-struct kmpc_search {
-    const char *name;
-    void *found;
-};
-
-/* A loaded LLVM or Intel runtime (libomp.so.5, libomp-14.so.5, libiomp5.so) that has `name`. */
-static int search_loaded(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct kmpc_search *s = arg;
-    const char *base;
-    void *h;
-
-    (void)size;
-    if (!info->dlpi_name || !info->dlpi_name[0])
-        return 0;
-    base = strrchr(info->dlpi_name, '/');
-    base = base ? base + 1 : info->dlpi_name;
-    if (strncmp(base, "libomp", 6) != 0 && strncmp(base, "libiomp5", 8) != 0)
-        return 0;
-    h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    s->found = dlsym(h, s->name);
-    dlclose(h);
-    return s->found != NULL;
-}
+static const char *const KMPC_LIBS[] = {"libomp", "libiomp5", NULL};
 
 /*
  * This layer has no DT_NEEDED on any OpenMP runtime: the program's own
@@ -95,11 +71,8 @@ static void *resolve(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);
 
-    if (!f) {
-        struct kmpc_search s = {name, NULL};
-        dl_iterate_phdr(search_loaded, &s);
-        f = s.found;
-    }
+    if (!f)
+        f = scaf_resolve_loaded(KMPC_LIBS, name);
     return f;
 }
 
