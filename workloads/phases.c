@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     /* Phase 1 as crit checks it: acc[j] = (j+1) * sum(v), every item stored and counted once,
      * a sample recomputed serially. Phase 2: no block left at 0 (a skipped one), and a sample
      * of blocks recomputed serially must match exactly. */
-    uint64_t sum = 0, total = 0;
+    uint64_t sum = 0;
     long missing = 0, wrong = 0, bad = 0, bad_blocks = 0;
     for (long i = 0; i < n; i++) {
         sum += v[i];
@@ -106,10 +106,8 @@ int main(int argc, char **argv)
         wrong += v[i] != chain((uint64_t)i, CHAIN);
     for (int j = 0; j < ACC; j++)
         bad += acc[j] != sum * (uint64_t)(j + 1);
-    for (uint64_t b = 0; b < nblocks; b++) {
-        total += bs[b];
+    for (uint64_t b = 0; b < nblocks; b++)
         missing += bs[b] == 0;
-    }
     for (uint64_t b = 3; b < nblocks; b += 29)
         bad_blocks += bs[b] != block_sum(b);
     const int ok = missing == 0 && wrong == 0 && bad == 0 && bad_blocks == 0 && updates == n;
