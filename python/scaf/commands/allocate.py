@@ -30,9 +30,15 @@ E above 1 is read as 1. With --prev, a client keeps its previous allocation
 while its share is within max(one chunk, 10%) of it (damping). docs/policy.md
 in scaf's source tree explains every rule.
 
+The consumption policy fits Amdahl's law through each client's point
+(sigma = (1/E - 1) / (p' - 1)) and gives contexts one chunk at a time to the
+client whose modelled speedup rises most, until the best rise per context is
+below --min-gain (default 0.5); the rest stay idle. A client with an unknown
+E gets an equal share.
+
 Every client gets at least one thread (one chunk when N allows); with more
 clients than contexts everyone gets 1; otherwise the allocations sum to N
-(less only if every client is at its --cap).
+(less only if every client is at its --cap, or under consumption).
 """
 
 EPILOG = """\
@@ -122,7 +128,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--cpus", metavar="N", type=int, required=True, help="contexts to allocate (N >= 1)")
-    p.add_argument("--policy", metavar="P", help="speedup or equipartition (default: the daemon's default, speedup)")
+    p.add_argument("--policy", metavar="P",
+                   help="speedup, equipartition or consumption (default: the daemon's default, speedup)")
+    p.add_argument("--min-gain", metavar="G", type=float, default=0.5,
+                   help="consumption: the least speedup one more context must add (0.001 to 1, default 0.5)")
     p.add_argument("--chunk", metavar="C", type=int, default=1,
                    help="allocation granularity, e.g. the SMT width (default 1)")
     p.add_argument("--prev", metavar="a,b,...",
@@ -193,6 +202,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--cpus must be 1 or more, got {args.cpus}")
         if args.chunk < 1:
             raise UsageError(f"--chunk must be 1 or more, got {args.chunk}")
+        if not (0.001 <= args.min_gain <= 1):  # NaN fails too
+            raise UsageError(f"--min-gain must be a number from 0.001 to 1, got {args.min_gain}")
         specs = [parse_client(t) for t in args.clients]
         prev = parse_list(args.prev, "--prev", len(specs))
         caps = parse_list(args.cap, "--cap", len(specs))
@@ -221,7 +232,7 @@ def main(args: argparse.Namespace) -> int:
         for i, s in enumerate(specs)
     ]
     try:
-        shares, coef = pol.allocate(policy, args.cpus, clients, args.chunk)
+        shares, coef = pol.allocate(policy, args.cpus, clients, args.chunk, min_gain=args.min_gain)
     except ValueError as e:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
