@@ -30,6 +30,7 @@ class ProgramResult:
     # Its serial work done while it shared the machine (>= 2 programs present)
     # over the time it shared it: its average speedup among others.
     period_speedup: float | None
+    mean_threads: float = 0.0  # threads it ran, averaged over its life
 
 
 @dataclass
@@ -57,6 +58,8 @@ class Result:
     steps: int = 0
     decisions: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    cpu_s: float = 0.0  # CPU-seconds the programs' threads used (at most contexts x time)
+    end_s: float = 0.0  # when the run ended
 
 
 def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, record: bool = True,
@@ -78,7 +81,8 @@ class Simulation:
         import numpy as np
 
         if config not in (*CONFIGS, "fixed") or config == "oracle-static":
-            raise ValueError(f"simulate() runs unmodified, equipartition, speedup, oracle-dynamic or fixed, not {config!r}")
+            raise ValueError(f"simulate() runs unmodified, equipartition, speedup, consumption, oracle-dynamic or fixed, "
+                             f"not {config!r}")
         progs = sc.programs
         n = len(progs)
         mach = sc.machine
@@ -126,6 +130,10 @@ class Simulation:
         self.mp_time = 0.0
         self.mp_work = np.zeros(n)
         self.mp_present = np.zeros(n)
+        # Contexts in use: each program's thread-seconds, and the machine's CPU-seconds (threads
+        # running, at most the contexts: oversubscribed threads share them).
+        self.thread_s = np.zeros(n)
+        self.cpu_s = 0.0
         self.rng = np.random.default_rng(sc.seed)
         self.order = sorted(range(n), key=lambda j: (progs[j].arrival_s, j))
         self.rank = np.empty(n, dtype=np.int64)
@@ -281,6 +289,9 @@ class Simulation:
         done[fin_now] = self.work[fin_now]
         bnd_now = pend & (tb <= t1)
         done[bnd_now] = np.maximum(done[bnd_now], nb[bnd_now])
+        running = team * present
+        self.thread_s += running * dt
+        self.cpu_s += min(float(running.sum()), float(self.cpus)) * dt
         if int(present.sum()) >= 2:
             self.mp_time += dt
             self.mp_work += r * dt
@@ -352,6 +363,7 @@ class Simulation:
                 finish_s=float(self.finish[j]) if finished else None,
                 speedup=float(self.done[j] / life) if life > 0 else 0.0,
                 period_speedup=float(self.mp_work[j] / self.mp_present[j]) if self.mp_present[j] > 0 else None,
+                mean_threads=float(self.thread_s[j] / life) if life > 0 else 0.0,
             ))
         tl = None
         if self.record:
@@ -367,6 +379,8 @@ class Simulation:
             partition=list(self.partition) if self.partition is not None else None,
             steps=self.steps,
             decisions=self.decisions,
+            cpu_s=self.cpu_s,
+            end_s=t,
         )
 
 
