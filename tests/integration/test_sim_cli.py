@@ -89,6 +89,19 @@ def test_memory_bound_alone_consumption_right_sizes() -> None:
     assert cons["programs"]["stream"]["speedup"] >= eq["programs"]["stream"]["speedup"]
 
 
+def test_min_gain_moves_consumption_towards_the_peak() -> None:
+    """A lower threshold gives the saturating program more threads (its peak is at 12.6)."""
+    threads = []
+    for g in ("0.5", "0.1"):
+        r = scaf("run", "memory-bound-alone", "--json", "--configs", "consumption", "--min-gain", g)
+        assert r.returncode == 0, r.stderr
+        threads.append(json.loads(r.stdout)["configs"]["consumption"]["programs"]["stream"]["mean_threads"])
+    assert threads[0] < threads[1] < 32, threads
+    for bad in ("0", "2", "x"):
+        r = scaf("run", "memory-bound-alone", "--configs", "consumption", "--min-gain", bad)
+        assert r.returncode == 2 and "--min-gain" in r.stderr and r.stdout == ""
+
+
 def test_run_shipped_by_name_with_subset_and_table(small: Path) -> None:
     r = scaf("run", "cg-lu-36", "--json", "--configs", "equipartition,speedup")
     assert r.returncode == 0, r.stderr

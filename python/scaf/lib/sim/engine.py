@@ -63,9 +63,10 @@ class Result:
 
 
 def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, record: bool = True,
-             label: str | None = None) -> Result:
-    """Run one configuration to the end (every program finished, or the horizon)."""
-    return Simulation(sc, config, partition=partition, record=record).run(label)
+             label: str | None = None, min_gain: float = 0.0) -> Result:
+    """Run one configuration to the end (every program finished, or the horizon); min_gain: the
+    consumption policy's threshold (0 = its default)."""
+    return Simulation(sc, config, partition=partition, record=record, min_gain=min_gain).run(label)
 
 
 class Simulation:
@@ -77,7 +78,7 @@ class Simulation:
     """
 
     def __init__(self, sc: Scenario, config: str, *, partition: list[int] | None = None,
-                 record: bool = True) -> None:
+                 record: bool = True, min_gain: float = 0.0) -> None:
         import numpy as np
 
         if config not in (*CONFIGS, "fixed") or config == "oracle-static":
@@ -144,7 +145,7 @@ class Simulation:
         if config in POLICY_CONFIGS:
             from scaf.lib import policy
 
-            self.batch = policy.Batch(config, self.cpus, self.chunk, n)
+            self.batch = policy.Batch(config, self.cpus, self.chunk, n, min_gain=min_gain)
             # What the daemon keeps per client between rounds: the probe clock and the noise of E.
             self.state = [policy.ClientState() for _ in progs]
         self.greedy_cache: dict[tuple[int, ...], list[int]] = {}
@@ -384,10 +385,10 @@ class Simulation:
         )
 
 
-def run(sc: Scenario, config: str, *, record: bool = True) -> Result:
+def run(sc: Scenario, config: str, *, record: bool = True, min_gain: float = 0.0) -> Result:
     """One configuration of CONFIGS, oracle-static included."""
     if config != "oracle-static":
-        return simulate(sc, config, record=record)
+        return simulate(sc, config, record=record, min_gain=min_gain)
     n = len(sc.programs)
     if n > oracle.MAX_STATIC_PROGRAMS:
         return Result(sc.name, config, None, 0.0, [], None,
@@ -398,5 +399,6 @@ def run(sc: Scenario, config: str, *, record: bool = True) -> Result:
     return res
 
 
-def run_all(sc: Scenario, configs: list[str] | tuple[str, ...] = CONFIGS, *, record: bool = True) -> list[Result]:
-    return [run(sc, c, record=record) for c in configs]
+def run_all(sc: Scenario, configs: list[str] | tuple[str, ...] = CONFIGS, *, record: bool = True,
+            min_gain: float = 0.0) -> list[Result]:
+    return [run(sc, c, record=record, min_gain=min_gain) for c in configs]
