@@ -184,3 +184,14 @@ def test_consumption_bad_min_gain(value: str) -> None:
     assert r.returncode == 2
     assert "--min-gain" in r.stderr
     assert r.stdout == ""
+
+
+def test_consumption_verbose_shows_the_curve_and_idle() -> None:
+    r = run("--cpus", "16", "--policy", "consumption", "-v", "16:0.4")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "4"
+    assert "min_gain=0.5" in lines[1] and "idle=12" in lines[1]
+    # sigma = (1/0.4 - 1) / 15 = 0.1; S(4) = 4 / 1.3; S(5) - S(4) = 0.49 < 0.5
+    assert lines[3].split()[:7] == ["0", "16", "0.400", "0.1000", "4", "3.08", "0.495"]
+    assert "below min_gain" in lines[3]

@@ -162,6 +162,36 @@ def _note(spec: Spec, coef: float, cap: int, shares: int, undamped: int, cpus: i
     return "; ".join(notes) or "measured"
 
 
+def _verbose_consumption(cpus: int, chunk: int, specs: list[Spec], shares: list[int], coef: list[float],
+                         min_gain: float) -> None:
+    """Each client's fitted curve as the policy read it (coef = E(2) = 1 / (1 + sigma), 0 = none): its
+    speedup at the threads it got, and what one more chunk would have added per context."""
+    k = len(specs)
+    unit = chunk if k * chunk <= cpus else 1
+    print(f"policy consumption, N={cpus}, chunk={chunk}, min_gain={min_gain:g}, {k} client(s), "
+          f"sum={sum(shares)}, idle={max(cpus - sum(shares), 0)}")
+    header = ("client", "p'", "E", "sigma", "threads", "S(threads)", "next gain", "note")
+    rows = []
+    for i, sp in enumerate(specs):
+        if coef[i] > 0:
+            sigma = 1.0 / coef[i] - 1.0
+
+            def speedup(p: float, sigma: float = sigma) -> float:
+                return p / (1.0 + sigma * (p - 1.0))
+
+            t = shares[i]
+            gain = (speedup(t + unit) - speedup(t)) / unit
+            note = "below min_gain: stops here" if gain < min_gain else "capped or out of contexts"
+            rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}",
+                         f"{sigma:.4f}", str(t), f"{speedup(t):.2f}", f"{gain:.3f}", note))
+        else:
+            rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}", "-",
+                         str(shares[i]), "-", "-", "no curve (E unknown, p' < 2, or probed): equal share"))
+    widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
+    for r in [header, *rows]:
+        print("  ".join(v.ljust(widths[j]) if j in (0, 7) else v.rjust(widths[j]) for j, v in enumerate(r)).rstrip())
+
+
 def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: list, shares: list[int],
              coef: list[float], caps: list[int] | None) -> None:
     from scaf.lib import policy as pol
@@ -237,6 +267,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
     print(" ".join(str(t) for t in shares))
-    if args.verbose:
+    if args.verbose and policy == "consumption":
+        _verbose_consumption(args.cpus, args.chunk, specs, shares, coef, args.min_gain)
+    elif args.verbose:
         _verbose(policy, args.cpus, args.chunk, specs, clients, shares, coef, caps)
     return 0
