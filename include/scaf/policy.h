@@ -54,7 +54,16 @@ struct scaf_policy_input {
     uint32_t chunk;     /* allocation granularity (SMT width), >= 1 */
     uint32_t nclients;  /* may exceed available */
     const struct scaf_policy_client *clients;
+    /*
+     * The consumption policy's threshold: the smallest speedup one more
+     * context must add for a client to get it (0, negative or not finite =
+     * SCAF_MIN_GAIN_DEFAULT). Other policies ignore it. Appended field:
+     * zero-initialising callers get the default.
+     */
+    double min_gain;
 };
+
+#define SCAF_MIN_GAIN_DEFAULT 0.5
 
 /*
  * A policy fills threads[i] (>= 1 for every client) and coef[i] (its model
@@ -70,6 +79,11 @@ struct scaf_policy {
     const char *name;        /* "equipartition", "speedup" */
     const char *description; /* one line for --help */
     scaf_policy_fn decide;
+    /*
+     * Nonzero: the policy may leave contexts idle (the sum can be below
+     * `available` even without caps); every other guarantee holds.
+     */
+    int leaves_idle;
 };
 
 /* NULL with errno = ENOENT when no policy has that name. */
@@ -85,12 +99,17 @@ size_t scaf_policy_count(void);
 int scaf_policy_run(const char *name, uint32_t available, uint32_t chunk, uint32_t nclients,
                     const struct scaf_policy_client *clients, uint32_t *threads, double *coef);
 
+/* The same with the consumption policy's min_gain (see struct scaf_policy_input). */
+int scaf_policy_run_gain(const char *name, uint32_t available, uint32_t chunk, double min_gain, uint32_t nclients,
+                         const struct scaf_policy_client *clients, uint32_t *threads, double *coef);
+
 /* sizeof(struct scaf_policy_client), so that ctypes mirrors can check their layout. */
 size_t scaf_policy_client_size(void);
 
 /* The registered policies, callable directly (the daemon may also go through the registry). */
 int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
 int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
+int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
 
 /*
  * The speedup model alone, before integer rounding and damping: coef[i] is the

@@ -40,7 +40,7 @@ static void help(void)
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
            "          [--no-lookout] [--gang-quantum MS] [--probe-interval SECS]\n"
-           "          [--shared [--user-clients N]] [-v] [--help] [--version]\n"
+           "          [--min-gain G] [--shared [--user-clients N]] [-v] [--help] [--version]\n"
            "\n"
            "DESCRIPTION\n"
            "    scafd decides how many threads each client program may use. Programs become\n"
@@ -94,6 +94,9 @@ static void help(void)
            "                       given an average share again until it reports from it, so a\n"
            "                       program whose phase changed can regain threads (default 10,\n"
            "                       the layer's SCAF_EXPERIMENT_INTERVAL_S; 0 = never)\n"
+           "    --min-gain G       the consumption policy gives a program one more context only\n"
+           "                       while that adds at least G to its modelled speedup (0.001 to\n"
+           "                       1, default 0.5: half a context's worth); the rest stay idle\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
            "                       any user's programs may join. Users are kept apart: each\n"
            "                       may hold --user-clients clients and 16 connections that have\n"
@@ -136,6 +139,7 @@ static void help(void)
            "EXAMPLES\n"
            "    scafd                                  per-user daemon on the default socket\n"
            "    scafd --policy equipartition -t 5      equal shares, scoreboard every 5 s\n"
+           "    scafd --policy consumption --min-gain 0.3   leave contexts idle that add < 0.3 each\n"
            "    scafd --cpus 16 --log alloc.jsonl      allocate as if there were 16 contexts\n"
            "    sudo scafd --socket /run/scaf/scafd.sock --shared\n"
            "                                           system-wide daemon; clients then set\n"
@@ -208,7 +212,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -222,6 +226,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"no-lookout", no_argument, NULL, O_NOLOOK},
         {"gang-quantum", required_argument, NULL, O_GANG},
         {"probe-interval", required_argument, NULL, O_PROBE},
+        {"min-gain", required_argument, NULL, O_MINGAIN},
         {"shared", no_argument, NULL, O_SHARED},
         {"user-clients", required_argument, NULL, O_USERC},
         {"verbose", no_argument, NULL, 'v'},
@@ -238,6 +243,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
     o->lookout = true;
     o->gang_quantum_s = 0.1;
     o->probe_interval_s = 10.0;
+    o->min_gain = SCAF_MIN_GAIN_DEFAULT;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":t:vhV", opts, NULL)) != -1) {
         int r = 0;
@@ -278,6 +284,9 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             break;
         case O_PROBE:
             r = parse_secs("--probe-interval", optarg, 0, false, 86400, &o->probe_interval_s);
+            break;
+        case O_MINGAIN:
+            r = parse_secs("--min-gain", optarg, 0.001, false, 1, &o->min_gain);
             break;
         case O_SHARED:
             o->shared = true;

@@ -75,6 +75,7 @@ static int decide(struct scafd *d)
         .cpu_list_len = d->cap.cpu_list_len,
         .gang = d->opt.gang_quantum_s > 0,
         .per_user = d->opt.shared,
+        .min_gain = d->opt.min_gain,
     };
     if (scaf_referee_decide(d->policy, &snap, d->rallocs) < 0) {
         scaf_say("policy %s failed (%s); allocations unchanged", d->policy->name, strerror(errno));

@@ -31,6 +31,7 @@ struct scafd_opts {
     bool lookout;            /* false with --no-lookout */
     double gang_quantum_s;   /* --gang-quantum; 0 = fixed teams that do not fit run unconfined */
     double probe_interval_s; /* --probe-interval; 0 = a client at one chunk is never probed */
+    double min_gain;         /* --min-gain: the consumption policy's threshold */
     bool shared;             /* --shared: socket mode 0666, per-user quotas and shares, private status */
     uint32_t user_clients;   /* --shared: the most clients one user may hold (--user-clients) */
     int verbose;

@@ -6,8 +6,9 @@
 
 /* The first entry is the default; SIGUSR1 steps through them in this order. */
 static const struct scaf_policy policies[] = {
-    {"speedup", "shares by fitted speedup curves S(p) = 1 + C ln p, damped", scaf_policy_speedup},
-    {"equipartition", "equal shares: floor(N/k) each, the remainder spread", scaf_policy_equipartition},
+    {"speedup", "shares by fitted speedup curves S(p) = 1 + C ln p, damped", scaf_policy_speedup, 0},
+    {"equipartition", "equal shares: floor(N/k) each, the remainder spread", scaf_policy_equipartition, 0},
+    {"consumption", "chunk by chunk by marginal speedup; idle below --min-gain", scaf_policy_consumption, 1},
 };
 
 size_t scaf_policy_count(void)
@@ -32,8 +33,14 @@ const struct scaf_policy *scaf_policy_lookup(const char *name)
 int scaf_policy_run(const char *name, uint32_t available, uint32_t chunk, uint32_t nclients,
                     const struct scaf_policy_client *clients, uint32_t *threads, double *coef)
 {
+    return scaf_policy_run_gain(name, available, chunk, 0.0, nclients, clients, threads, coef);
+}
+
+int scaf_policy_run_gain(const char *name, uint32_t available, uint32_t chunk, double min_gain, uint32_t nclients,
+                         const struct scaf_policy_client *clients, uint32_t *threads, double *coef)
+{
     const struct scaf_policy *p = scaf_policy_lookup(name);
-    struct scaf_policy_input in = {available, chunk, nclients, clients};
+    struct scaf_policy_input in = {available, chunk, nclients, clients, min_gain};
 
     if (!p)
         return -1;

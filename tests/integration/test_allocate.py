@@ -134,7 +134,7 @@ def test_missing_library_says_run_make() -> None:
 
 def test_api_layout_and_names() -> None:
     assert pol.policy_names()[0] == "speedup"
-    assert set(pol.policy_names()) == {"speedup", "equipartition"}
+    assert set(pol.policy_names()) == {"speedup", "equipartition", "consumption"}
     assert pol._load().scaf_policy_client_size() == pol.ctypes.sizeof(pol._CClient)
 
 
@@ -169,3 +169,29 @@ def test_docs_examples_match() -> None:
         r = run(*shlex.split(cmd))
         assert r.returncode == 0, (cmd, r.stderr)
         assert r.stdout == expected, cmd
+
+
+def test_consumption_leaves_contexts_idle() -> None:
+    """E = 0.4 at 16: sigma = 0.1; one more context adds >= 0.5 up to 4 threads, >= 0.3 up to 8."""
+    assert alloc("--cpus", "16", "--policy", "consumption", "16:0.4") == [4]
+    assert alloc("--cpus", "16", "--policy", "consumption", "--min-gain", "0.3", "16:0.4", "0:?") == [8, 8]
+    assert alloc("--cpus", "16", "--policy", "consumption", "8:1.0") == [16]
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "nan", "-1", "x"])
+def test_consumption_bad_min_gain(value: str) -> None:
+    r = run("--cpus", "16", "--policy", "consumption", "--min-gain", value, "16:0.4")
+    assert r.returncode == 2
+    assert "--min-gain" in r.stderr
+    assert r.stdout == ""
+
+
+def test_consumption_verbose_shows_the_curve_and_idle() -> None:
+    r = run("--cpus", "16", "--policy", "consumption", "-v", "16:0.4")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "4"
+    assert "min_gain=0.5" in lines[1] and "idle=12" in lines[1]
+    # sigma = (1/0.4 - 1) / 15 = 0.1; S(4) = 4 / 1.3; S(5) - S(4) = 0.49 < 0.5
+    assert lines[3].split()[:7] == ["0", "16", "0.400", "0.1000", "4", "3.08", "0.495"]
+    assert "below min_gain" in lines[3]

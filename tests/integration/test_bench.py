@@ -298,3 +298,47 @@ def test_a_daemon_that_cannot_start_is_a_recorded_failure(tmp_path: Path) -> Non
     assert "scafd exited" in runs["equipartition"]["error"]
     assert runs["equipartition"]["programs"] == []
     assert "scafd exited" in res.stdout and "FAILED" in res.stdout
+
+
+def test_consumption_reports_cpu_seconds_saved(tmp_path: Path) -> None:
+    """The resources table: CPU-seconds per configuration, what consumption saves against
+    equipartition, and energy (or why there is none)."""
+    out = tmp_path / "b"
+    r = bench("pairs", "--workloads", "ep", "--configs", "equipartition,consumption", "--size", "S",
+              "--stagger", "0", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((out / "results.json").read_text())
+    runs = [x for x in data["runs"] if x["kind"] == "pair"]
+    assert {x["config"] for x in runs} == {"equipartition", "consumption"}
+    for x in runs:
+        assert all(p["cpu_s"] is not None and p["cpu_s"] > 0 for p in x["programs"]), x
+        assert x["daemon"]["argv"][x["daemon"]["argv"].index("--policy") + 1] == x["config"]
+    rows = {row["config"]: row for row in csv.DictReader((out / "resources.csv").open())}
+    assert set(rows) == {"equipartition", "consumption"}
+    assert rows["equipartition"]["saved_s_vs_equipartition"] == ""
+    assert rows["consumption"]["saved_s_vs_equipartition"] != ""
+    assert "resources: CPU-seconds" in r.stdout and "saved vs equipartition" in r.stdout
+    has_energy = any(x.get("energy_j") is not None for x in runs)
+    assert ("energy: not readable here (no RAPL)" in r.stdout) == (not has_energy)
+
+
+def test_rapl_reading_from_a_powercap_tree(tmp_path: Path) -> None:
+    """This machine has no RAPL; the reader is checked on a tree laid out as the kernel lays it out:
+    packages summed, their subzones not counted again, a wrapped counter unwrapped, unreadable = None."""
+    from scaf.lib.bench import energy
+
+    def zone(name: str, uj: int, rng: int = 1000) -> None:
+        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name / "energy_uj").write_text(f"{uj}\n")
+        (tmp_path / name / "max_energy_range_uj").write_text(f"{rng}\n")
+
+    assert energy.read_uj(tmp_path) is None
+    zone("intel-rapl:0", 100)
+    zone("intel-rapl:1", 900)
+    zone("intel-rapl:0:0", 50)  # core: part of package 0
+    before = energy.read_uj(tmp_path)
+    assert before is not None and set(before) == {"intel-rapl:0", "intel-rapl:1"}
+    zone("intel-rapl:0", 400)
+    zone("intel-rapl:1", 100)  # wrapped at 1000: 200 used
+    assert energy.joules_between(before, energy.read_uj(tmp_path)) == pytest.approx(500e-6)
+    assert energy.joules_between(None, before) is None

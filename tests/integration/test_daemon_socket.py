@@ -81,6 +81,10 @@ def test_version() -> None:
         (["--cpus"], "needs a value"),
         (["stray"], "unexpected argument 'stray'"),
         (["--policy", "nope"], "unknown policy 'nope' (known: "),
+        (["--min-gain", "0"], "invalid --min-gain '0': expected a number from 0.001 to 1"),
+        (["--min-gain", "1.5"], "invalid --min-gain"),
+        (["--min-gain", "nan"], "invalid --min-gain"),
+        (["--policy", "consumption", "--min-gain", "x"], "invalid --min-gain 'x'"),
     ],
 )
 def test_bad_command_line_exits_2(args: list[str], message: str, tmpdir_short: str) -> None:
@@ -88,6 +92,12 @@ def test_bad_command_line_exits_2(args: list[str], message: str, tmpdir_short: s
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert not os.path.exists(os.path.join(tmpdir_short, "s.sock")), "nothing was started"
+
+
+def test_consumption_min_gain_accepted(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--no-lookout", "--policy", "consumption", "--min-gain", "0.3")
+    assert d.status()["policy"] == "consumption"
+    assert "--min-gain G" in run("--help").stdout
 
 
 def test_unknown_policy_lists_known_ones() -> None:

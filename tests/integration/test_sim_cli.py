@@ -39,7 +39,7 @@ curve = { kind = "usl", sigma = 0.2, kappa = 0.01 }
 sum_speedup = 7.0
 """
 
-CONFIGS = ["unmodified", "equipartition", "speedup", "oracle-static", "oracle-dynamic"]
+CONFIGS = ["unmodified", "equipartition", "speedup", "consumption", "oracle-static", "oracle-dynamic"]
 
 
 def scaf(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -74,6 +74,32 @@ def test_run_json_has_every_configuration(small: Path) -> None:
             assert prog["speedup"] > 0 and prog["finish_s"] > 0
     assert data["configs"]["oracle-static"]["partition"] is not None
     assert data["expect"] == {"equipartition": {"sum_speedup": 7.0}}
+
+
+def test_memory_bound_alone_consumption_right_sizes() -> None:
+    """A program whose speedup falls past 12 threads, alone on 32: consumption runs it on fewer threads
+    than the machine, uses fewer CPU-seconds than equipartition and is not slower."""
+    r = scaf("run", "memory-bound-alone", "--json", "--configs", "equipartition,consumption")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    eq, cons = data["configs"]["equipartition"], data["configs"]["consumption"]
+    assert eq["programs"]["stream"]["mean_threads"] == 32
+    assert 1 <= cons["programs"]["stream"]["mean_threads"] < 16
+    assert cons["cpu_s"] < 0.5 * eq["cpu_s"]
+    assert cons["programs"]["stream"]["speedup"] >= eq["programs"]["stream"]["speedup"]
+
+
+def test_min_gain_moves_consumption_towards_the_peak() -> None:
+    """A lower threshold gives the saturating program more threads (its peak is at 12.6)."""
+    threads = []
+    for g in ("0.5", "0.1"):
+        r = scaf("run", "memory-bound-alone", "--json", "--configs", "consumption", "--min-gain", g)
+        assert r.returncode == 0, r.stderr
+        threads.append(json.loads(r.stdout)["configs"]["consumption"]["programs"]["stream"]["mean_threads"])
+    assert threads[0] < threads[1] < 32, threads
+    for bad in ("0", "2", "x"):
+        r = scaf("run", "memory-bound-alone", "--configs", "consumption", "--min-gain", bad)
+        assert r.returncode == 2 and "--min-gain" in r.stderr and r.stdout == ""
 
 
 def test_run_shipped_by_name_with_subset_and_table(small: Path) -> None:

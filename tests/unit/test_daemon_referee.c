@@ -137,7 +137,7 @@ static int failing(const struct scaf_policy_input *in, uint32_t *threads, double
 
 static void decide_clamps(void)
 {
-    const struct scaf_policy wp = {"wild", "test", wild}, fp = {"failing", "test", failing};
+    const struct scaf_policy wp = {"wild", "test", wild, 0}, fp = {"failing", "test", failing, 0};
     int cpu[] = {0, 1, 2, 3};
     struct scaf_referee_client cl[2] = {mk(3, 1, 0, false), mk(8, 1, 0, false)};
     struct scaf_referee_alloc out[2];

@@ -101,6 +101,24 @@ static const struct tcase cases[] = {
     {"damping lets a real change through", "speedup", 16, 1, 2, {F(8, 0.9, 8, 0, 0), F(8, 0.2, 8, 0, 0)}, {15, 1}},
     {"damping: arrival re-partitions", "speedup", 16, 1, 3, {F(8, 0.8, 8, 0, 0), F(8, 0.8, 8, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {6, 5, 5}},
     {"damping: prev sum != N is ignored", "speedup", 15, 1, 2, {F(8, 0.8, 8, 0, 0), F(8, 0.8, 8, 0, 0)}, {8, 7}},
+    /*
+     * consumption (min_gain 0.5): one point per client, Amdahl through it, sigma = (1/E - 1) / (p' - 1).
+     * E = 0.4 at 16: sigma = 0.1, S(p) = 10p / (9 + p), S(p+1) - S(p) = 90 / ((10 + p)(9 + p)):
+     * 0.58 at p = 3, 0.49 at p = 4, so it stops at 4.
+     */
+    {"cons: perfect scaler takes all", "consumption", 16, 1, 1, {F(8, 1.0, 0, 0, 0)}, {16}},
+    {"cons: E > 1 read as 1", "consumption", 16, 1, 1, {F(8, 1.7, 0, 0, 0)}, {16}},
+    {"cons: saturating alone stops at 4", "consumption", 16, 1, 1, {F(16, 0.4, 0, 0, 0)}, {4}},
+    {"cons: two saturating, 8 idle", "consumption", 16, 1, 2, {F(16, 0.4, 0, 0, 0), F(16, 0.4, 0, 0, 0)}, {4, 4}},
+    {"cons: a perfect scaler outbids", "consumption", 16, 1, 2, {F(16, 0.4, 0, 0, 0), F(8, 1.0, 0, 0, 0)}, {1, 15}},
+    {"cons: unknown gets an equal share", "consumption", 16, 1, 2, {F(0, UNKNOWN, 0, 0, 0), F(16, 0.4, 0, 0, 0)}, {8, 4}},
+    {"cons: all unknown = equipartition", "consumption", 16, 1, 3, {F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(1, 1.0, 0, 0, 0)}, {6, 5, 5}},
+    {"cons: probed = unknown", "consumption", 16, 1, 2, {FP(8, 0.1, 1, 0, 0.5), F(16, 0.4, 0, 0, 0)}, {8, 4}},
+    {"cons: p'=1 uses prev_coef = E(2)", "consumption", 16, 1, 1, {F(1, 1.0, 4, 0, 1.0 / 1.1)}, {4}},
+    {"cons: chunk 2 steps in 2s", "consumption", 16, 2, 1, {F(16, 0.4, 0, 0, 0)}, {4}},
+    {"cons: cap", "consumption", 16, 1, 1, {F(8, 1.0, 0, 5, 0)}, {5}},
+    {"cons: E = 0 gets one chunk", "consumption", 8, 2, 2, {F(4, 0.0, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {2, 4}},
+    {"cons: k > N gives 1", "consumption", 2, 1, 3, {F(8, 1.0, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(4, 0.1, 0, 0, 0)}, {1, 1, 1}},
 };
 
 static void run_table(void)
@@ -136,7 +154,7 @@ static void run_model(void)
 {
     struct cl c[4] = {F(8, 0.9, 0, 0, 0), F(1, 1.0, 0, 0, -0.25), F(4, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)};
     struct scaf_policy_client cl[4];
-    struct scaf_policy_input in = {16, 1, 4, cl};
+    struct scaf_policy_input in = {16, 1, 4, cl, 0};
     double coef[4], exact[4], c0 = (0.9 * 8 - 1) / log(8), c2 = (0.1 * 4 - 1) / log(4);
     char msg[200];
 
@@ -171,8 +189,8 @@ static void run_errors_and_registry(void)
 
     for (size_t p = 0; p < scaf_policy_count(); p++) {
         const struct scaf_policy *pol = scaf_policy_at(p);
-        struct scaf_policy_input zero_n = {0, 1, 2, cl}, zero_chunk = {4, 0, 2, cl}, no_clients = {4, 1, 2, NULL};
-        struct scaf_policy_input none = {4, 1, 0, NULL};
+        struct scaf_policy_input zero_n = {0, 1, 2, cl, 0}, zero_chunk = {4, 0, 2, cl, 0}, no_clients = {4, 1, 2, NULL, 0};
+        struct scaf_policy_input none = {4, 1, 0, NULL, 0};
 
         errno = 0;
         if (pol->decide(&zero_n, out, NULL) != -1 || errno != EINVAL)
@@ -188,9 +206,11 @@ static void run_errors_and_registry(void)
         if (scaf_policy_lookup(pol->name) != pol)
             fail(pol->name, "lookup by name");
     }
-    if (scaf_policy_count() != 2 || strcmp(scaf_policy_at(0)->name, "speedup") != 0 ||
-        strcmp(scaf_policy_at(1)->name, "equipartition") != 0 || scaf_policy_at(2) != NULL)
-        fail("registry", "want speedup (default) then equipartition");
+    if (scaf_policy_count() != 3 || strcmp(scaf_policy_at(0)->name, "speedup") != 0 ||
+        strcmp(scaf_policy_at(1)->name, "equipartition") != 0 || strcmp(scaf_policy_at(2)->name, "consumption") != 0 ||
+        scaf_policy_at(3) != NULL || scaf_policy_at(0)->leaves_idle || scaf_policy_at(1)->leaves_idle ||
+        !scaf_policy_at(2)->leaves_idle)
+        fail("registry", "want speedup (default), equipartition, consumption (the one that leaves contexts idle)");
     errno = 0;
     if (scaf_policy_lookup("nosuch") != NULL || errno != ENOENT)
         fail("registry", "unknown name must be NULL with ENOENT");
@@ -213,7 +233,7 @@ static void run_garbage(void)
 
     for (size_t p = 0; p < scaf_policy_count(); p++) {
         const struct scaf_policy *pol = scaf_policy_at(p);
-        struct scaf_policy_input in = {64, 3, 4, cl};
+        struct scaf_policy_input in = {64, 3, 4, cl, 0};
         uint32_t out[4];
         double coef[4];
         char msg[200];
@@ -222,7 +242,8 @@ static void run_garbage(void)
             fail(pol->name, "garbage fields must still give an allocation");
             continue;
         }
-        if (out[0] + out[1] + out[2] + out[3] != 64 || out[2] != 1 || out[3] > 2 || !out[0] || !out[1]) {
+        if ((pol->leaves_idle ? out[0] + out[1] + out[2] + out[3] > 64 : out[0] + out[1] + out[2] + out[3] != 64) ||
+            out[2] != 1 || out[3] > 2 || !out[0] || !out[1]) {
             snprintf(msg, sizeof(msg), "garbage fields gave %u %u %u %u", out[0], out[1], out[2], out[3]);
             fail(pol->name, msg);
         }
@@ -272,7 +293,7 @@ static void run_properties(uint32_t rounds)
         }
         for (size_t p = 0; p < scaf_policy_count(); p++) {
             const struct scaf_policy *pol = scaf_policy_at(p);
-            struct scaf_policy_input in = {n, chunk, k, cl};
+            struct scaf_policy_input in = {n, chunk, k, cl, 0};
             uint64_t sum = 0;
 
             snprintf(where, sizeof(where), "%s round %u (N=%u k=%u chunk=%u)", pol->name, r, n, k, chunk);
@@ -294,7 +315,7 @@ static void run_properties(uint32_t rounds)
                 if (k > n && out[i] != 1)
                     fail(where, "k > N must give everyone 1");
             }
-            if (k <= n && sum != (sum_cap < n ? sum_cap : n)) {
+            if (k <= n && pol->leaves_idle ? sum > n : k <= n && sum != (sum_cap < n ? sum_cap : n)) {
                 snprintf(msg, sizeof(msg), "sum %llu, want %llu (contexts given twice or left idle)",
                          (unsigned long long)sum, (unsigned long long)(sum_cap < n ? sum_cap : n));
                 fail(where, msg);
@@ -302,7 +323,7 @@ static void run_properties(uint32_t rounds)
         }
         /* Equal efficiencies at equal p', new clients: speedup must be exactly equipartition. */
         {
-            struct scaf_policy_input in = {n, chunk, k, cl};
+            struct scaf_policy_input in = {n, chunk, k, cl, 0};
             double e = 1.2 * urand();
             uint32_t p = rnd(n + 2);
 
@@ -340,7 +361,7 @@ static void run_properties(uint32_t rounds)
 static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped, uint32_t rounds)
 {
     struct scaf_policy_client cl[MAXK];
-    struct scaf_policy_input in = {n, chunk, k, cl};
+    struct scaf_policy_input in = {n, chunk, k, cl, 0};
     uint32_t out[MAXK], last[MAXK], changes = 0;
     double coef[MAXK], exact[MAXK];
 
@@ -382,6 +403,44 @@ static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped,
     return changes;
 }
 
+/* The consumption policy's threshold: (min_gain, want) for one client with E = 0.4 at 16 on 16 contexts. */
+static void run_min_gain(void)
+{
+    static const struct {
+        double min_gain;
+        uint32_t want;
+    } rows[] = {
+        {0.5, 4},    /* the default, named */
+        {0.0, 4},    /* 0 = the default */
+        {NAN, 4},    /* not finite = the default */
+        {-1.0, 4},   /* negative = the default */
+        {0.3, 8},    /* 90 / ((10 + p)(9 + p)) >= 0.3 up to p = 7 */
+        {0.9, 1},    /* even the second thread adds only 0.82 */
+        {0.001, 16}, /* a tiny threshold gives everything that helps at all */
+    };
+    struct scaf_policy_client cl = {.max_threads = 64, .report_threads = 16, .efficiency = 0.4};
+    char msg[120];
+
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        uint32_t out = 0;
+        double coef = 0;
+
+        if (scaf_policy_run_gain("consumption", 16, 1, rows[r].min_gain, 1, &cl, &out, &coef) != 0 ||
+            out != rows[r].want || fabs(coef - 1.0 / 1.1) > 1e-12) {
+            snprintf(msg, sizeof(msg), "min_gain %g: got %u (coef %g), want %u (coef E(2) = 1/1.1)",
+                     rows[r].min_gain, out, coef, rows[r].want);
+            fail("consumption min_gain", msg);
+        }
+    }
+    /* Other policies ignore it. */
+    {
+        uint32_t out = 0;
+
+        if (scaf_policy_run_gain("speedup", 16, 1, 0.9, 1, &cl, &out, NULL) != 0 || out != 16)
+            fail("min_gain", "speedup must ignore it");
+    }
+}
+
 static void run_damping(void)
 {
     static const struct {
@@ -411,7 +470,7 @@ static void run_damping(void)
             {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.8},
             {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.25},
         };
-        struct scaf_policy_input in = {16, 1, 2, cl};
+        struct scaf_policy_input in = {16, 1, 2, cl, 0};
         uint32_t out[2];
 
         if (scaf_policy_speedup(&in, out, NULL) != 0 || out[1] >= 8)
@@ -571,6 +630,7 @@ int main(void)
     run_probe_table();
     run_ratchet();
     run_table();
+    run_min_gain();
     run_model();
     run_errors_and_registry();
     run_garbage();

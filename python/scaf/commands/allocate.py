@@ -30,9 +30,15 @@ E above 1 is read as 1. With --prev, a client keeps its previous allocation
 while its share is within max(one chunk, 10%) of it (damping). docs/policy.md
 in scaf's source tree explains every rule.
 
+The consumption policy fits Amdahl's law through each client's point
+(sigma = (1/E - 1) / (p' - 1)) and gives contexts one chunk at a time to the
+client whose modelled speedup rises most, until the best rise per context is
+below --min-gain (default 0.5); the rest stay idle. A client with an unknown
+E gets an equal share.
+
 Every client gets at least one thread (one chunk when N allows); with more
 clients than contexts everyone gets 1; otherwise the allocations sum to N
-(less only if every client is at its --cap).
+(less only if every client is at its --cap, or under consumption).
 """
 
 EPILOG = """\
@@ -122,7 +128,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--cpus", metavar="N", type=int, required=True, help="contexts to allocate (N >= 1)")
-    p.add_argument("--policy", metavar="P", help="speedup or equipartition (default: the daemon's default, speedup)")
+    p.add_argument("--policy", metavar="P",
+                   help="speedup, equipartition or consumption (default: the daemon's default, speedup)")
+    p.add_argument("--min-gain", metavar="G", type=float, default=0.5,
+                   help="consumption: the least speedup one more context must add (0.001 to 1, default 0.5)")
     p.add_argument("--chunk", metavar="C", type=int, default=1,
                    help="allocation granularity, e.g. the SMT width (default 1)")
     p.add_argument("--prev", metavar="a,b,...",
@@ -151,6 +160,36 @@ def _note(spec: Spec, coef: float, cap: int, shares: int, undamped: int, cpus: i
     if shares != undamped:
         notes.append(f"damped (undamped: {undamped})")
     return "; ".join(notes) or "measured"
+
+
+def _verbose_consumption(cpus: int, chunk: int, specs: list[Spec], shares: list[int], coef: list[float],
+                         min_gain: float) -> None:
+    """Each client's fitted curve as the policy read it (coef = E(2) = 1 / (1 + sigma), 0 = none): its
+    speedup at the threads it got, and what one more chunk would have added per context."""
+    k = len(specs)
+    unit = chunk if k * chunk <= cpus else 1
+    print(f"policy consumption, N={cpus}, chunk={chunk}, min_gain={min_gain:g}, {k} client(s), "
+          f"sum={sum(shares)}, idle={max(cpus - sum(shares), 0)}")
+    header = ("client", "p'", "E", "sigma", "threads", "S(threads)", "next gain", "note")
+    rows = []
+    for i, sp in enumerate(specs):
+        if coef[i] > 0:
+            sigma = 1.0 / coef[i] - 1.0
+
+            def speedup(p: float, sigma: float = sigma) -> float:
+                return p / (1.0 + sigma * (p - 1.0))
+
+            t = shares[i]
+            gain = (speedup(t + unit) - speedup(t)) / unit
+            note = "below min_gain: stops here" if gain < min_gain else "capped or out of contexts"
+            rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}",
+                         f"{sigma:.4f}", str(t), f"{speedup(t):.2f}", f"{gain:.3f}", note))
+        else:
+            rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}", "-",
+                         str(shares[i]), "-", "-", "no curve (E unknown, p' < 2, or probed): equal share"))
+    widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
+    for r in [header, *rows]:
+        print("  ".join(v.ljust(widths[j]) if j in (0, 7) else v.rjust(widths[j]) for j, v in enumerate(r)).rstrip())
 
 
 def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: list, shares: list[int],
@@ -193,6 +232,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--cpus must be 1 or more, got {args.cpus}")
         if args.chunk < 1:
             raise UsageError(f"--chunk must be 1 or more, got {args.chunk}")
+        if not (0.001 <= args.min_gain <= 1):  # NaN fails too
+            raise UsageError(f"--min-gain must be a number from 0.001 to 1, got {args.min_gain}")
         specs = [parse_client(t) for t in args.clients]
         prev = parse_list(args.prev, "--prev", len(specs))
         caps = parse_list(args.cap, "--cap", len(specs))
@@ -221,11 +262,13 @@ def main(args: argparse.Namespace) -> int:
         for i, s in enumerate(specs)
     ]
     try:
-        shares, coef = pol.allocate(policy, args.cpus, clients, args.chunk)
+        shares, coef = pol.allocate(policy, args.cpus, clients, args.chunk, min_gain=args.min_gain)
     except ValueError as e:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
     print(" ".join(str(t) for t in shares))
-    if args.verbose:
+    if args.verbose and policy == "consumption":
+        _verbose_consumption(args.cpus, args.chunk, specs, shares, coef, args.min_gain)
+    elif args.verbose:
         _verbose(policy, args.cpus, args.chunk, specs, clients, shares, coef, caps)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,16 @@ def _configs(text: str) -> list[str]:
     return vals
 
 
+def _min_gain(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not 0.001 <= v <= 1:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a number from 0.001 to 1, got {text!r}")
+    return v
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "sim",
@@ -92,6 +103,8 @@ def register(sub: Any) -> None:
                    help="write results.json, timeline.csv and timeline.png into DIR")
     q.add_argument("--configs", type=_configs, metavar="LIST", help="comma-separated subset of configurations")
     q.add_argument("--seed", type=int, help="override the scenario's noise seed")
+    q.add_argument("--min-gain", type=_min_gain, default=0.5, metavar="G",
+                   help="the consumption configuration's threshold, as scafd --min-gain (0.001 to 1, default 0.5)")
     q.set_defaults(func=cmd_run)
 
     q = s.add_parser("sweep", help="one scenario across machine sizes and noise levels",
@@ -178,7 +191,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     sc = _load(args.scenario, args.seed)
     configs = args.configs or list(CONFIGS)
     want_files = args.out is not None
-    results = engine.run_all(sc, configs, record=want_files)
+    results = engine.run_all(sc, configs, record=want_files, min_gain=args.min_gain)
     data = report.to_json(sc, results)
     if want_files:
         try:

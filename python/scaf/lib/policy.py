@@ -4,7 +4,7 @@ Stable API (the simulator and `scaf allocate` depend on it)::
 
     from scaf.lib.policy import Client, allocate, policy_names
 
-    policy_names()                      # ['speedup', 'equipartition']; [0] is the default
+    policy_names()                      # ["speedup", "equipartition", "consumption"]; [0] is the default
     shares, coef = allocate("speedup", 16, [Client(8, 0.9), Client(8, 0.5)])
     # shares == [11, 5]: one int per client, in input order
     # coef    == [2.98..., 1.44...]: each client's model coefficient C (0.0 where none)
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 UINT32_MAX = 0xFFFFFFFF
+MIN_GAIN_DEFAULT = 0.5  # SCAF_MIN_GAIN_DEFAULT in include/scaf/policy.h
 
 
 class PolicyLibraryMissing(RuntimeError):
@@ -118,6 +119,11 @@ def _load() -> ctypes.CDLL:
         ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
         ctypes.POINTER(_CClient), ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_double),
     ]
+    lib.scaf_policy_run_gain.restype = ctypes.c_int
+    lib.scaf_policy_run_gain.argtypes = [
+        ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_double, ctypes.c_uint32,
+        ctypes.POINTER(_CClient), ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_double),
+    ]
     lib.scaf_policy_speedup_model.restype = ctypes.c_int
     lib.scaf_policy_speedup_model.argtypes = [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
@@ -144,6 +150,7 @@ class _CInput(ctypes.Structure):
         ("chunk", ctypes.c_uint32),
         ("nclients", ctypes.c_uint32),
         ("clients", ctypes.POINTER(_CClient)),
+        ("min_gain", ctypes.c_double),
     ]
 
 
@@ -198,20 +205,31 @@ def _check(cpus: int, chunk: int) -> None:
     _u32(chunk, "chunk", 1)
 
 
+def _min_gain(min_gain: float) -> float:
+    if isinstance(min_gain, bool) or not isinstance(min_gain, (int, float)) or not math.isfinite(min_gain) \
+            or min_gain < 0:
+        raise ValueError(f"min_gain must be a finite number >= 0 (0 = the default), got {min_gain!r}")
+    return float(min_gain)
+
+
 def allocate(
-    policy: str, cpus: int, clients: Sequence[Client], chunk: int = 1
+    policy: str, cpus: int, clients: Sequence[Client], chunk: int = 1, min_gain: float = 0.0
 ) -> tuple[list[int], list[float]]:
-    """Run policy `policy` once: (share per client, model coefficient per client)."""
+    """Run policy `policy` once: (share per client, model coefficient per client).
+
+    min_gain: the consumption policy's threshold (0 = its default, MIN_GAIN_DEFAULT); others ignore it.
+    """
     lib = _load()
     names = policy_names()
     if policy not in names:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(names)}")
     _check(cpus, chunk)
+    gain = _min_gain(min_gain)
     n = len(clients)
     arr = _c_clients(clients)
     shares = (ctypes.c_uint32 * max(n, 1))()
     coef = (ctypes.c_double * max(n, 1))()
-    if lib.scaf_policy_run(policy.encode(), cpus, chunk, n, arr, shares, coef) != 0:
+    if lib.scaf_policy_run_gain(policy.encode(), cpus, chunk, gain, n, arr, shares, coef) != 0:
         err = ctypes.get_errno()
         raise ValueError(f"policy {policy} refused the input (errno {err})")
     return [int(shares[i]) for i in range(n)], [float(coef[i]) for i in range(n)]
@@ -282,7 +300,7 @@ class Batch:
     allocate() gives.
     """
 
-    def __init__(self, policy: str, cpus: int, chunk: int = 1, capacity: int = 1) -> None:
+    def __init__(self, policy: str, cpus: int, chunk: int = 1, capacity: int = 1, min_gain: float = 0.0) -> None:
         import numpy as np
 
         names = policy_names()
@@ -302,11 +320,13 @@ class Batch:
         self.policy = policy
         self._name = policy.encode()
         self.cpus, self.chunk = cpus, chunk
+        self.min_gain = _min_gain(min_gain)
 
     def run(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Decide for the first K clients: (share per client, model coefficient per client), copies."""
-        if self._lib.scaf_policy_run(self._name, self.cpus, self.chunk, k, self._arr, self._shares, self._coef):
-            raise OSError(ctypes.get_errno(), f"scaf_policy_run({self.policy}) refused the input")
+        if self._lib.scaf_policy_run_gain(self._name, self.cpus, self.chunk, self.min_gain, k, self._arr,
+                                          self._shares, self._coef):
+            raise OSError(ctypes.get_errno(), f"scaf_policy_run_gain({self.policy}) refused the input")
         return self._shares_view[:k].copy(), self._coef_view[:k].copy()
 
 class _CProbe(ctypes.Structure):

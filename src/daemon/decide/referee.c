@@ -35,7 +35,7 @@ static int run_policy(const struct scaf_policy *policy, const struct scaf_refere
                       uint32_t chunk, uint32_t nmall, const struct scaf_policy_client *pc, const uint32_t *idx,
                       uint32_t *given, double *coef)
 {
-    struct scaf_policy_input in = {rest, chunk, nmall, pc};
+    struct scaf_policy_input in = {rest, chunk, nmall, pc, snap->min_gain};
     struct scaf_policy_client *sub = NULL;
     uint32_t *group = NULL, *demand = NULL, *count = NULL, *quota = NULL, *sgiven = NULL;
     uid_t *uid = NULL;
@@ -75,7 +75,7 @@ static int run_policy(const struct scaf_policy *policy, const struct scaf_refere
         for (uint32_t k = 0; k < nmall; k++)
             if (group[k] == g)
                 sub[n++] = pc[k];
-        in = (struct scaf_policy_input){quota[g], chunk, n, sub};
+        in = (struct scaf_policy_input){quota[g], chunk, n, sub, snap->min_gain};
         if (policy->decide(&in, sgiven, scoef) < 0)
             goto out;
         n = 0;

@@ -31,6 +31,7 @@ struct scaf_referee_snapshot {
     /* --shared: the contexts for malleable clients are split between users first (decide/peruser.c),
      * then the policy splits each user's part between that user's clients. */
     bool per_user;
+    double min_gain; /* the consumption policy's threshold (0 = its default) */
 };
 
 struct scaf_referee_alloc {

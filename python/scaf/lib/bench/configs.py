@@ -24,6 +24,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("share2", "oversubscribed: OMP_NUM_THREADS = 2 x CPUs for each program"),
     Config("equipartition", "scaf, equipartition policy (private scafd)", policy="equipartition"),
     Config("speedup", "scaf, speedup policy (private scafd)", policy="speedup"),
+    Config("consumption", "scaf, consumption policy (private scafd): contexts whose modelled speedup gain "
+           "is below --min-gain (scafd's default) stay idle", policy="consumption"),
     Config("fixed-gang", "scaf, every program declared fixed (--fixed); fixed teams that do not fit "
            "take turns (gangs, scafd's default)", policy="speedup", env=(("SCAF_MALLEABLE", "no"),)),
     Config("fixed-unconfined", "scaf, every program declared fixed (--fixed); fixed teams that do not "
@@ -32,8 +34,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
 )}
 
 # The fixed-* configurations answer one question (what scaf does with programs it must not
-# reshape); ask for them by name.
-DEFAULT_CONFIGS = [c for c in CONFIGS if not c.startswith("fixed-")]
+# reshape), consumption another (what leaving contexts idle saves); ask for them by name.
+DEFAULT_CONFIGS = [c for c in CONFIGS if not c.startswith("fixed-") and c != "consumption"]
 
 
 def parse_configs(text: str) -> list[str]:

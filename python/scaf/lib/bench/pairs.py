@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaf.lib.bench import common, configs, runner
+from scaf.lib.bench import common, configs, energy, runner
 from scaf.lib.bench.common import Unit
 from scaf.lib.bench.runner import BenchError
 
@@ -41,7 +41,9 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
                 env = runner.base_env(tag)
                 env.update(extra)
                 progs.append(common.bench_program(name, size, env, mine, extra, programs))
+            before = energy.read_uj()
             record["programs"] = runner.run_together(progs, [0.0, stagger], timeout)
+            record["energy_j"] = energy.joules_between(before, energy.read_uj())
         except BenchError as e:
             record["error"] = str(e)
             record.setdefault("programs", [])

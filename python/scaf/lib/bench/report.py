@@ -14,7 +14,7 @@ from scaf.lib.bench import configs, machine, store
 WIN = 1.05   # improvement factor at or above: a win
 LOSS = 0.95  # below: a loss; in between: even
 
-FILES = ("summary.csv", "pairs.csv", "improvement.csv", "solo.csv", "overhead.csv", "report.md",
+FILES = ("summary.csv", "pairs.csv", "improvement.csv", "solo.csv", "overhead.csv", "resources.csv", "report.md",
          "improvement_sorted.png", "pairs_bars.png", "solo_speedup.png")
 
 
@@ -234,6 +234,49 @@ def overhead_rows(runs: list[dict]) -> list[dict]:
 # ---------------------------------------------------------------- plots
 
 
+@dataclass
+class ResourceRow:
+    config: str
+    runs: int  # pair runs whose programs all ran, verified, with their CPU time known
+    cpu_s: float | None  # CPU-seconds of both programs, mean per pair run
+    saved_s: float | None  # against equipartition, per pair run, over the pairs both ran
+    saved_pct: float | None
+    energy_j: float | None  # mean per pair run where RAPL was readable
+
+
+def resource_rows(runs: list[dict], baseline: str = "equipartition") -> list[ResourceRow]:
+    """CPU-seconds (and energy) per configuration from the pair runs that worked."""
+    per: dict[str, dict[tuple[str, str], list[float]]] = {}
+    energy: dict[str, list[float]] = {}
+    for r in runs:
+        progs = r.get("programs") or []
+        if r.get("kind") != "pair" or r.get("error") or not progs:
+            continue
+        if any(p.get("error") is not None or p.get("cpu_s") is None for p in progs):
+            continue
+        pair = (r["pair"][0], r["pair"][1])
+        per.setdefault(r["config"], {}).setdefault(pair, []).append(sum(p["cpu_s"] for p in progs))
+        if r.get("energy_j") is not None:
+            energy.setdefault(r["config"], []).append(r["energy_j"])
+    rows = []
+    base = per.get(baseline, {})
+    for cfg in config_order(runs):
+        if cfg not in per:
+            continue
+        cpu = [x for xs in per[cfg].values() for x in xs]
+        saved_s = saved_pct = None
+        both = [pr for pr in per[cfg] if pr in base]
+        if cfg != baseline and both:
+            b = sum(statistics.mean(base[pr]) for pr in both)
+            c = sum(statistics.mean(per[cfg][pr]) for pr in both)
+            saved_s = (b - c) / len(both)
+            saved_pct = 100.0 * (b - c) / b if b > 0 else None
+        en = energy.get(cfg)
+        rows.append(ResourceRow(cfg, len(cpu), statistics.mean(cpu), saved_s, saved_pct,
+                                statistics.mean(en) if en else None))
+    return rows
+
+
 def _plt():
     import matplotlib
 
@@ -431,6 +474,28 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                    f"loss < {LOSS}, even otherwise; mean factor = geometric mean of the class."), "",
                    _md_table(header, cells), ""]
             plot_improvement(entries, cand, baselines, directory / "improvement_sorted.png")
+
+    rrows = resource_rows(runs)
+    if rrows:
+        header = ["config", "runs", "CPU-s per run", "saved vs equipartition", "energy J per run"]
+        t = Table(title="resources: CPU-seconds of both programs of a pair (user + system, from wait4)")
+        for h in header:
+            t.add_column(h, justify="left" if h == "config" else "right")
+        cells = [[r.config, str(r.runs), _fmt(r.cpu_s, 1),
+                  "-" if r.saved_s is None else f"{r.saved_s:+.2f} s ({r.saved_pct:+.0f}%)"
+                  if r.saved_pct is not None else f"{r.saved_s:+.2f} s",
+                  _fmt(r.energy_j, 1)] for r in rrows]
+        for c in cells:
+            t.add_row(*c)
+        console.print(t)
+        _write_csv(directory / "resources.csv", ["config", "runs", "cpu_s", "saved_s_vs_equipartition",
+                   "saved_pct_vs_equipartition", "energy_j"],
+                   [[r.config, r.runs, r.cpu_s, r.saved_s, r.saved_pct, r.energy_j] for r in rrows])
+        md += ["## Resources: CPU-seconds per pair run", "", _md_table(header, cells), ""]
+        if all(r.energy_j is None for r in rrows):
+            line = "energy: not readable here (no RAPL)"
+            console.print(line, highlight=False)
+            md += [line, ""]
 
     orows = overhead_rows(runs)
     if orows:

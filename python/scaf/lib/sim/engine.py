@@ -30,6 +30,7 @@ class ProgramResult:
     # Its serial work done while it shared the machine (>= 2 programs present)
     # over the time it shared it: its average speedup among others.
     period_speedup: float | None
+    mean_threads: float = 0.0  # threads it ran, averaged over its life
 
 
 @dataclass
@@ -57,12 +58,15 @@ class Result:
     steps: int = 0
     decisions: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    cpu_s: float = 0.0  # CPU-seconds the programs' threads used (at most contexts x time)
+    end_s: float = 0.0  # when the run ended
 
 
 def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, record: bool = True,
-             label: str | None = None) -> Result:
-    """Run one configuration to the end (every program finished, or the horizon)."""
-    return Simulation(sc, config, partition=partition, record=record).run(label)
+             label: str | None = None, min_gain: float = 0.0) -> Result:
+    """Run one configuration to the end (every program finished, or the horizon); min_gain: the
+    consumption policy's threshold (0 = its default)."""
+    return Simulation(sc, config, partition=partition, record=record, min_gain=min_gain).run(label)
 
 
 class Simulation:
@@ -74,11 +78,12 @@ class Simulation:
     """
 
     def __init__(self, sc: Scenario, config: str, *, partition: list[int] | None = None,
-                 record: bool = True) -> None:
+                 record: bool = True, min_gain: float = 0.0) -> None:
         import numpy as np
 
         if config not in (*CONFIGS, "fixed") or config == "oracle-static":
-            raise ValueError(f"simulate() runs unmodified, equipartition, speedup, oracle-dynamic or fixed, not {config!r}")
+            raise ValueError(f"simulate() runs unmodified, equipartition, speedup, consumption, oracle-dynamic or fixed, "
+                             f"not {config!r}")
         progs = sc.programs
         n = len(progs)
         mach = sc.machine
@@ -126,6 +131,10 @@ class Simulation:
         self.mp_time = 0.0
         self.mp_work = np.zeros(n)
         self.mp_present = np.zeros(n)
+        # Contexts in use: each program's thread-seconds, and the machine's CPU-seconds (threads
+        # running, at most the contexts: oversubscribed threads share them).
+        self.thread_s = np.zeros(n)
+        self.cpu_s = 0.0
         self.rng = np.random.default_rng(sc.seed)
         self.order = sorted(range(n), key=lambda j: (progs[j].arrival_s, j))
         self.rank = np.empty(n, dtype=np.int64)
@@ -136,7 +145,7 @@ class Simulation:
         if config in POLICY_CONFIGS:
             from scaf.lib import policy
 
-            self.batch = policy.Batch(config, self.cpus, self.chunk, n)
+            self.batch = policy.Batch(config, self.cpus, self.chunk, n, min_gain=min_gain)
             # What the daemon keeps per client between rounds: the probe clock and the noise of E.
             self.state = [policy.ClientState() for _ in progs]
         self.greedy_cache: dict[tuple[int, ...], list[int]] = {}
@@ -281,6 +290,9 @@ class Simulation:
         done[fin_now] = self.work[fin_now]
         bnd_now = pend & (tb <= t1)
         done[bnd_now] = np.maximum(done[bnd_now], nb[bnd_now])
+        running = team * present
+        self.thread_s += running * dt
+        self.cpu_s += min(float(running.sum()), float(self.cpus)) * dt
         if int(present.sum()) >= 2:
             self.mp_time += dt
             self.mp_work += r * dt
@@ -352,6 +364,7 @@ class Simulation:
                 finish_s=float(self.finish[j]) if finished else None,
                 speedup=float(self.done[j] / life) if life > 0 else 0.0,
                 period_speedup=float(self.mp_work[j] / self.mp_present[j]) if self.mp_present[j] > 0 else None,
+                mean_threads=float(self.thread_s[j] / life) if life > 0 else 0.0,
             ))
         tl = None
         if self.record:
@@ -367,13 +380,15 @@ class Simulation:
             partition=list(self.partition) if self.partition is not None else None,
             steps=self.steps,
             decisions=self.decisions,
+            cpu_s=self.cpu_s,
+            end_s=t,
         )
 
 
-def run(sc: Scenario, config: str, *, record: bool = True) -> Result:
+def run(sc: Scenario, config: str, *, record: bool = True, min_gain: float = 0.0) -> Result:
     """One configuration of CONFIGS, oracle-static included."""
     if config != "oracle-static":
-        return simulate(sc, config, record=record)
+        return simulate(sc, config, record=record, min_gain=min_gain)
     n = len(sc.programs)
     if n > oracle.MAX_STATIC_PROGRAMS:
         return Result(sc.name, config, None, 0.0, [], None,
@@ -384,5 +399,6 @@ def run(sc: Scenario, config: str, *, record: bool = True) -> Result:
     return res
 
 
-def run_all(sc: Scenario, configs: list[str] | tuple[str, ...] = CONFIGS, *, record: bool = True) -> list[Result]:
-    return [run(sc, c, record=record) for c in configs]
+def run_all(sc: Scenario, configs: list[str] | tuple[str, ...] = CONFIGS, *, record: bool = True,
+            min_gain: float = 0.0) -> list[Result]:
+    return [run(sc, c, record=record, min_gain=min_gain) for c in configs]

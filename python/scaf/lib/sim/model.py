@@ -11,8 +11,8 @@ if TYPE_CHECKING:  # numpy is imported inside functions: `scaf --help` must stay
 # Configurations `scaf sim run` compares, in table order. "fixed" (a given
 # partition held for the whole run) is an API-only configuration that the
 # static oracle and the tests use.
-CONFIGS = ("unmodified", "equipartition", "speedup", "oracle-static", "oracle-dynamic")
-POLICY_CONFIGS = ("equipartition", "speedup")
+CONFIGS = ("unmodified", "equipartition", "speedup", "consumption", "oracle-static", "oracle-dynamic")
+POLICY_CONFIGS = ("equipartition", "speedup", "consumption")
 
 # Calibrated in docs/simulator.md ("Calibration"): the value that brings the
 # unmodified Σspeedup of cg-lu-36 and three-way-64 closest (least squares on

@@ -30,11 +30,14 @@ def to_json(sc: Scenario, results: list[Result]) -> dict[str, Any]:
             "multiprogrammed_s": _r(r.multiprogrammed_s),
             "note": r.note,
             "partition": r.partition,
+            "cpu_s": _r(r.cpu_s, 1),
+            "end_s": _r(r.end_s, 1),
             "programs": {
                 p.name: {
                     "speedup": _r(p.speedup),
                     "finish_s": _r(p.finish_s),
                     "period_speedup": _r(p.period_speedup),
+                    "mean_threads": _r(p.mean_threads),
                 }
                 for p in r.programs
             },
@@ -56,15 +59,18 @@ def table(sc: Scenario, results: list[Result]) -> Any:
     t = Table(title=f"{sc.name}: {sc.machine.contexts} contexts, chunk {sc.machine.granule}",
               caption="Σ: time-average of the summed speedups while >= 2 programs ran; per program: its speedup "
                       "while it shared the machine; (n): the original's number; "
-                      "s: finish time from the start",
+                      "s: finish time from the start; t: threads it ran, time-averaged (its speedup over its "
+                      "whole life where it never shared the machine); CPU-s: thread-seconds used, at most "
+                      "contexts x time",
               caption_justify="left")
     t.add_column("configuration", no_wrap=True)
     t.add_column("Σspeedup", justify="right", no_wrap=True)
+    t.add_column("CPU-s", justify="right", no_wrap=True)
     for p in sc.programs:
         t.add_column(p.name, justify="right", no_wrap=True)
     for r in results:
         exp = sc.expect.get(r.config, {})
-        row = [r.config, _cell(r.sum_speedup, exp.get("sum_speedup"))]
+        row = [r.config, _cell(r.sum_speedup, exp.get("sum_speedup")), f"{r.cpu_s:.0f}" if r.programs else ""]
         byname = {p.name: p for p in r.programs}
         for p in sc.programs:
             pr = byname.get(p.name)
@@ -72,7 +78,8 @@ def table(sc: Scenario, results: list[Result]) -> Any:
                 row.append("")
                 continue
             fin = "unfinished" if pr.finish_s is None else f"{pr.finish_s:.0f}s"
-            row.append(f"{_cell(pr.period_speedup, exp.get(p.name))} {fin}")
+            sp = pr.period_speedup if pr.period_speedup is not None else pr.speedup
+            row.append(f"{_cell(sp, exp.get(p.name))} {fin} {pr.mean_threads:.1f}t")
         t.add_row(*row)
     return t
 
