@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from scaf.lib.bench.stability import read_log, stability
@@ -37,9 +38,12 @@ def test_stability_command_runs_a_window() -> None:
     row = json.loads(res.stdout.strip().splitlines()[-1])[0]
     assert row["policy"] == "equipartition" and row["cpus"] == 4
     assert 2.5 < row["seconds"] < 8
-    # Equal shares, nobody moves: exactly 2 each.
-    assert row["avg_threads"] == {"crit": 2.0, "ep": 2.0} and row["changes"] == 0
-    assert "mean threads: crit 2.00  ep 2.00" in res.stdout
+    # Equal shares, nobody moves: 2 each. Not exactly: on a loaded machine a W run can end inside the window,
+    # and the other then holds all 4 until it is restarted (2.031 was seen).
+    assert set(row["avg_threads"]) == {"crit", "ep"}, row
+    assert all(abs(v - 2.0) <= 0.15 for v in row["avg_threads"].values()), row
+    assert row["changes"] <= 1, row
+    assert re.search(r"mean threads: crit 2\.\d\d  ep [12]\.\d\d", res.stdout), res.stdout
 
 
 def test_stability_bad_workload_is_a_clear_error() -> None:

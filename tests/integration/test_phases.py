@@ -46,7 +46,7 @@ def test_phase_change_regains_threads(scafd_factory: Callable[..., Daemon]) -> N
     ep = Kept("ep", env)  # ep --size A outlasts the test; were it to end, samples pause while a new one settles
     try:
         d.wait_for(lambda s: client(s, p.pid) is not None, timeout=20, what="phases a client")
-        time.sleep(5.0)  # estimates settle
+        time.sleep(3.0)  # estimates settle (phase 1 lasts about 10 s at size A, less on an idle machine)
         first: list[int] = []
         while not changed.is_set() and p.poll() is None:
             c = client(d.status(), p.pid)
@@ -72,7 +72,7 @@ def test_phase_change_regains_threads(scafd_factory: Callable[..., Daemon]) -> N
         if p.poll() is None:
             p.kill()
         p.communicate(timeout=30)
-    assert len(first) >= 6 and len(later) >= 12, (first, later)
+    assert len(first) >= 3 and len(later) >= 12, (first, later)
     m1 = sum(first) / len(first)
     m2 = sum(c["threads"] for c in later) / len(later)
     # Phase 1 serialises: it sits at one thread except for the probes.

@@ -104,7 +104,8 @@ def register(sub: Any) -> None:
     q.add_argument("--configs", type=_configs, metavar="LIST", help="comma-separated subset of configurations")
     q.add_argument("--seed", type=int, help="override the scenario's noise seed")
     q.add_argument("--min-gain", type=_min_gain, default=0.5, metavar="G",
-                   help="the consumption configuration's threshold, as scafd --min-gain (0.001 to 1, default 0.5)")
+                   help="the consumption configuration's threshold: the least marginal speedup a context "
+                        "must add (scafd's option of the same name; 0.001 to 1, default 0.5)")
     q.set_defaults(func=cmd_run)
 
     q = s.add_parser("sweep", help="one scenario across machine sizes and noise levels",
