@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const long rounds = WL_PICK(args.size, 4, 250, 400);
+    const long rounds = WL_PICK(args.size, 4, 250, 1200); /* A: a first phase of 10 s and more, even on an idle machine */
     const long regions2 = WL_PICK(args.size, 2, 100, 1000);
     const long n = PER_ROUND * rounds;
     const uint64_t nblocks = (uint64_t)regions2 * BLOCKS;
