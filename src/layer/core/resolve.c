@@ -5,7 +5,10 @@
 #include <link.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A runtime loaded RTLD_LOCAL by a Python extension is one of a handful of candidates at most. */
 #define MAX_CANDIDATES 8
@@ -56,4 +59,20 @@ void *scaf_resolve_loaded(const char *const *prefixes, const char *name)
     }
     pthread_mutex_unlock(&lock);
     return found;
+}
+
+void *scaf_resolve_late(void *slot, void *(*resolve)(const char *name), const char *name, const char *runtime)
+{
+    void *f = resolve(name);
+
+    if (!f) {
+        char msg[200];
+        int n = snprintf(msg, sizeof msg, "scaf: no %s in this process provides %s\n", runtime, name);
+
+        if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
+            abort();
+        abort();
+    }
+    memcpy(slot, &f, sizeof f);
+    return f;
 }

@@ -12,4 +12,12 @@
  */
 void *scaf_resolve_loaded(const char *const *prefixes, const char *name);
 
+/*
+ * Resolves `name` with `resolve` and stores it into `slot` (a function
+ * pointer's storage), for an entry point first called after start-up. When
+ * no loaded `runtime` has it, nothing can run the call: says so on stderr and
+ * aborts, as the program would have failed to link without the layer.
+ */
+void *scaf_resolve_late(void *slot, void *(*resolve)(const char *name), const char *name, const char *runtime);
+
 #endif

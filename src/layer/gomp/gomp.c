@@ -81,34 +81,10 @@ static void *resolve(const char *name)
     return f;
 }
 
-/* Only reached when no loaded libgomp has the entry the program called: nothing can run the region. */
-static void *resolve_or_die(const char *name)
-{
-    void *f = resolve(name);
-
-    if (!f) {
-        char msg[160];
-        int n = snprintf(msg, sizeof msg, "scaf: no OpenMP runtime in this process provides %s\n", name);
-        if (write(STDERR_FILENO, msg, (size_t)n) < 0)
-            abort();
-        abort();
-    }
-    return f;
-}
-
-/* Stores the late-resolved entry into its (function pointer) slot and returns it. */
-static void *resolve_late(void *slot, const char *name)
-{
-    void *f = resolve_or_die(name);
-
-    memcpy(slot, &f, sizeof f);
-    return f;
-}
-
 #define REAL(member, name)                                                                     \
     (__builtin_expect(scaf_real.member != NULL, 1)                                             \
          ? scaf_real.member                                                                    \
-         : (__typeof__(scaf_real.member))resolve_late(&scaf_real.member, name))
+         : (__typeof__(scaf_real.member))scaf_resolve_late(&scaf_real.member, resolve, name, "OpenMP runtime"))
 
 static void resolve_all(void)
 {

@@ -76,32 +76,9 @@ static void *resolve(const char *name)
     return f;
 }
 
-static void *resolve_or_die(const char *name)
-{
-    void *f = resolve(name);
-
-    if (!f) {
-        char msg[160];
-        int n = snprintf(msg, sizeof msg, "scaf: no LLVM or Intel OpenMP runtime in this process provides %s\n",
-                         name);
-        if (write(STDERR_FILENO, msg, (size_t)n) < 0)
-            abort();
-        abort();
-    }
-    return f;
-}
-
-static void *resolve_late(void *slot, const char *name)
-{
-    void *f = resolve_or_die(name);
-
-    memcpy(slot, &f, sizeof f);
-    return f;
-}
-
 #define REAL(member, name)                                                                     \
     (__builtin_expect(K.member != NULL, 1) ? K.member                                          \
-                                           : (__typeof__(K.member))resolve_late(&K.member, name))
+                                           : (__typeof__(K.member))scaf_resolve_late(&K.member, resolve, name, "LLVM or Intel OpenMP runtime"))
 
 static pthread_once_t kmpc_once = PTHREAD_ONCE_INIT;
 
