@@ -40,10 +40,23 @@ struct scaf_policy_client {
      * by less than twice what this noise alone would move it. Appended field.
      */
     double e_sd;
+    /*
+     * A second point of the same client's curve: E measured earlier at another
+     * team size (alt_threads >= 2, != report_threads; 0 = none), chosen by the
+     * caller (scaf_points_update). The speedup and consumption policies fit a
+     * curve that can fall through both points when the larger team was
+     * measured no faster than the smaller: saturation is believed when seen.
+     * Appended fields: zero-initialising callers keep the one-point model.
+     */
+    double alt_efficiency;
+    uint32_t alt_threads;
+    uint32_t reserved; /* 0 */
 };
 
 /* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
-static_assert(sizeof(struct scaf_policy_client) == 40, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(sizeof(struct scaf_policy_client) == 56, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(offsetof(struct scaf_policy_client, alt_efficiency) == 40, "ctypes mirror");
+static_assert(offsetof(struct scaf_policy_client, alt_threads) == 48, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, probe) == 12, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, efficiency) == 16, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, prev_coef) == 24, "ctypes mirror");
@@ -192,5 +205,29 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
 
 int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
                     const struct scaf_probe_timing *tm);
+
+/*
+ * The points of one client's curve the caller has seen (src/policy/points.c):
+ * the latest E at each of up to SCAF_POINTS_MAX team sizes, with when it was
+ * last seen. Zeroed at arrival. scaf_points_update records this round's
+ * report (p >= 2) and returns in *alt_p and *alt_e the point at another team
+ * size, no older than max_age_ns, that says most about saturation: one that
+ * shows a larger team no faster than a smaller one if there is one, else the
+ * freshest (*alt_p = 0: none). Points older than max_age_ns are forgotten, so
+ * that a phase change is not judged by the last phase's curve.
+ */
+#define SCAF_POINTS_MAX 4
+
+struct scaf_points {
+    uint32_t p[SCAF_POINTS_MAX]; /* 0 = empty slot */
+    double e[SCAF_POINTS_MAX];
+    uint64_t seen_ns[SCAF_POINTS_MAX];
+};
+
+void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
+                        uint32_t *alt_p, double *alt_e);
+
+/* How long a point at another team size stays evidence (the daemon's and the simulator's setting). */
+#define SCAF_POINTS_MAX_AGE_NS 60000000000ull
 
 #endif

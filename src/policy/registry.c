@@ -6,7 +6,7 @@
 
 /* The first entry is the default; SIGUSR1 steps through them in this order. */
 static const struct scaf_policy policies[] = {
-    {"speedup", "shares by fitted speedup curves S(p) = 1 + C ln p, damped", scaf_policy_speedup, 0},
+    {"speedup", "each context to the largest gain on fitted speedup curves (they may peak), damped", scaf_policy_speedup, 1},
     {"equipartition", "equal shares: floor(N/k) each, the remainder spread", scaf_policy_equipartition, 0},
     {"consumption", "chunk by chunk by marginal speedup; idle below --min-gain", scaf_policy_consumption, 1},
 };

@@ -1,0 +1,304 @@
+/* marginal.c — a saturating curve per client, contexts one unit at a time to the largest marginal gain, moves damped by confidence. */
+#include "marginal.h"
+
+#include "scaf/usl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * A reading of E = 0 at p' >= 2 (no progress at all) is read as this, so that
+ * the fit gets a point it can use: sigma near 1e9, a client no context helps.
+ */
+#define E_MIN 1e-9
+
+/*
+ * Damping. A new allocation replaces the previous one only if it is better
+ * even when judged pessimistically: every client it gives more contexts to is
+ * read at E - DAMP_Z sd, every client it takes contexts from at E + DAMP_Z sd
+ * (sd: how much that client's E wanders from round to round, as the caller
+ * measured it; DAMP_SD_UNKNOWN until it has), and the summed speedup must
+ * still rise by more than DAMP_REL of what the previous allocation gives.
+ * A move that noise alone could explain is not followed, however large; a
+ * move the estimates agree on is followed at once, however small.
+ */
+#define DAMP_Z 2.0
+#define DAMP_SD_UNKNOWN 0.05
+#define DAMP_REL 0.01
+
+/* Gains within this relative distance are ties: equal clients then alternate, as equipartition would. */
+#define TIE 1e-12
+
+enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
+
+/*
+ * The client's curve with its E at p' moved by `shift`. From its report at
+ * p' >= 2: through that point and the caller's second point when the larger
+ * of the two teams was measured no faster than the smaller (FIT_TWO: a USL
+ * curve that peaks), else Amdahl through the report alone (FIT_ONE: one point
+ * cannot tell contention from coherency, and a curve that keeps rising is the
+ * reading that takes nothing away). Without a report: the curve of last round
+ * (prev_coef = E(2) = 1 / (1 + sigma)). Probed clients are unknown.
+ */
+static enum fit client_model(const struct scaf_policy_client *cl, double shift, struct scaf_usl *m)
+{
+    double e = cl->efficiency;
+
+    if (cl->probe)
+        return FIT_NONE;
+    if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
+        uint32_t p[2] = {cl->report_threads, cl->alt_threads};
+        double ev[2] = {e > 1.0 ? 1.0 : e, cl->alt_efficiency > 1.0 ? 1.0 : cl->alt_efficiency};
+        int two = p[1] >= 2 && p[1] != p[0] && isfinite(ev[1]) && ev[1] > 0.0;
+
+        if (two) {
+            uint32_t small = p[0] < p[1] ? 0 : 1, big = 1 - small;
+
+            two = ev[big] * p[big] <= ev[small] * p[small];
+        }
+        ev[0] += shift;
+        if (ev[0] > 1.0)
+            ev[0] = 1.0;
+        if (!(ev[0] >= E_MIN))
+            ev[0] = E_MIN;
+        if (scaf_usl_fit(p, ev, two ? 2 : 1, m) < 0)
+            return FIT_NONE;
+        return two ? FIT_TWO : FIT_ONE;
+    }
+    if (isfinite(cl->prev_coef) && cl->prev_coef > 0.0 && cl->prev_coef <= 1.0) {
+        m->sigma = 1.0 / cl->prev_coef - 1.0;
+        m->kappa = 0.0;
+        return FIT_ONE;
+    }
+    return FIT_NONE;
+}
+
+static int gain_ok(double g, double min_gain)
+{
+    return min_gain > 0.0 ? g >= min_gain : g > 0.0;
+}
+
+/* b beats a: larger gain per context; on a tie, fewer threads, then the lower index (b > a always). */
+static int better(double gb, uint32_t tb, double ga, uint32_t ta)
+{
+    double tol = TIE * (fabs(ga) > fabs(gb) ? fabs(ga) : fabs(gb));
+
+    if (gb > ga + tol)
+        return 1;
+    return gb >= ga - tol && tb < ta;
+}
+
+struct work {
+    uint32_t k, unit;
+    const uint32_t *hi;
+    const enum fit *fit;
+    const struct scaf_usl *m;
+};
+
+/* Contexts one unit at a time to the known client whose curve gains most per context; returns those used. */
+static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uint32_t *t)
+{
+    uint32_t used = 0;
+
+    while (used < room) {
+        uint32_t best = w->k, best_step = 0;
+        double best_gain = 0.0;
+
+        for (uint32_t i = 0; i < w->k; i++) {
+            uint32_t step = w->unit;
+            double g;
+
+            if (w->fit[i] == FIT_NONE || t[i] >= w->hi[i])
+                continue;
+            if (step > w->hi[i] - t[i])
+                step = w->hi[i] - t[i];
+            if (step > room - used)
+                step = room - used;
+            g = scaf_usl_gain(&w->m[i], t[i], step) / step;
+            if (best == w->k || better(g, t[i], best_gain, t[best])) {
+                best = i;
+                best_gain = g;
+                best_step = step;
+            }
+        }
+        if (best == w->k || !gain_ok(best_gain, min_gain))
+            break;
+        t[best] += best_step;
+        used += best_step;
+    }
+    return used;
+}
+
+/* What no curve gains from goes round-robin (fewest first) to the clients `pick` admits; returns those used. */
+static uint32_t fill(const struct work *w, uint32_t room, enum fit pick, uint32_t *t)
+{
+    uint32_t used = 0;
+
+    while (used < room) {
+        uint32_t best = w->k, step;
+
+        for (uint32_t i = 0; i < w->k; i++)
+            if (w->fit[i] == pick && t[i] < w->hi[i] && (best == w->k || t[i] < t[best]))
+                best = i;
+        if (best == w->k)
+            break;
+        step = w->unit < w->hi[best] - t[best] ? w->unit : w->hi[best] - t[best];
+        if (step > room - used)
+            step = room - used;
+        t[best] += step;
+        used += step;
+    }
+    return used;
+}
+
+/*
+ * Every client the same curve from one point (or none known): equal shares,
+ * exactly as equipartition rounds them, so that clients nobody can tell apart
+ * are treated alike to the last context (greedy ties would agree on the sums
+ * but not always on who gets a remainder next to a cap).
+ */
+static int identical(const struct work *w)
+{
+    for (uint32_t i = 0; i < w->k; i++) {
+        if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO)
+            return 0;
+        if (w->fit[i] == FIT_ONE && (w->m[i].sigma != w->m[0].sigma || w->m[i].kappa != w->m[0].kappa))
+            return 0;
+    }
+    return 1;
+}
+
+/* The summed speedup of allocation x less min_gain per context, each known client read at E + shift[i]. */
+static double objective(const struct scaf_policy_input *in, const enum fit *fit, const double *shift,
+                        const uint32_t *x, double min_gain)
+{
+    double j = 0.0;
+
+    for (uint32_t i = 0; i < in->nclients; i++) {
+        struct scaf_usl m;
+
+        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, &m) == FIT_NONE)
+            continue;
+        j += scaf_usl_speedup(&m, x[i]) - min_gain * x[i];
+    }
+    return j;
+}
+
+/*
+ * Keep the previous allocation unless `a` is better even read pessimistically
+ * (see DAMP_*). Only a previous allocation that is still a valid answer is
+ * kept: every client had one, none is probed, each is within its bounds, an
+ * unknown client's share has not changed, and the sum fits.
+ */
+static int keep_prev(const struct scaf_policy_input *in, const struct work *w, const uint32_t *a, double min_gain,
+                     double *shift, uint32_t *prev)
+{
+    uint64_t sum = 0;
+    int same = 1;
+    double now, before, base;
+
+    for (uint32_t i = 0; i < w->k; i++) {
+        const struct scaf_policy_client *cl = &in->clients[i];
+        uint32_t lo = w->unit < w->hi[i] ? w->unit : w->hi[i];
+        double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
+
+        if (cl->probe || cl->prev < lo || cl->prev > w->hi[i] || (w->fit[i] == FIT_NONE && cl->prev != a[i]))
+            return 0;
+        prev[i] = cl->prev;
+        sum += cl->prev;
+        same &= cl->prev == a[i];
+        shift[i] = a[i] > cl->prev ? -DAMP_Z * sd : a[i] < cl->prev ? DAMP_Z * sd : 0.0;
+    }
+    if (same || sum > in->available)
+        return 0;
+    now = objective(in, w->fit, shift, a, min_gain);
+    before = objective(in, w->fit, shift, prev, min_gain);
+    base = objective(in, w->fit, NULL, prev, 0.0);
+    return now - before <= DAMP_REL * (base > 1.0 ? base : 1.0);
+}
+
+int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *threads, double *coef,
+                         uint32_t *undamped)
+{
+    uint32_t k, used = 0, *hi = NULL, *cap = NULL, *prev = NULL;
+    double *ones = NULL, *shift = NULL;
+    struct scaf_usl *m = NULL;
+    enum fit *fit = NULL;
+    struct work w;
+    int ret = -1;
+
+    if (!in || in->available == 0 || in->chunk == 0 || (in->nclients > 0 && (!in->clients || !threads))) {
+        errno = EINVAL;
+        return -1;
+    }
+    k = in->nclients;
+    if (k == 0)
+        return 0;
+    ones = malloc(k * sizeof(*ones));
+    shift = malloc(k * sizeof(*shift));
+    cap = malloc(k * sizeof(*cap));
+    hi = malloc(k * sizeof(*hi));
+    prev = malloc(k * sizeof(*prev));
+    m = malloc(k * sizeof(*m));
+    fit = malloc(k * sizeof(*fit));
+    if (!ones || !shift || !cap || !hi || !prev || !m || !fit) {
+        errno = ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        ones[i] = 1.0;
+        cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
+        hi[i] = cap[i] && cap[i] < in->available ? cap[i] : in->available;
+        fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
+        if (coef)
+            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].sigma) : 0.0;
+    }
+    /* The equal shares: what an unknown client gets, and everything when k > N (1 each). */
+    if (scaf_intpart_chunked(ones, k, in->available, in->chunk, cap, threads) < 0)
+        goto out;
+    if (k > in->available) {
+        if (undamped)
+            memcpy(undamped, threads, k * sizeof(*threads));
+        ret = 0;
+        goto out;
+    }
+    w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, hi, fit, m};
+    if (min_gain <= 0.0 && identical(&w)) {
+        if (undamped)
+            memcpy(undamped, threads, k * sizeof(*threads));
+        goto damp;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        if (fit[i] != FIT_NONE)
+            threads[i] = w.unit < hi[i] ? w.unit : hi[i];
+        used += threads[i];
+    }
+    /*
+     * For concave curves (every USL curve is concave in p) one unit at a time
+     * to the largest gain per context is the allocation that maximizes the
+     * summed speedup (less min_gain per context used).
+     */
+    used += greedy(&w, in->available - used, min_gain, threads);
+    if (min_gain <= 0.0) {
+        used += fill(&w, in->available - used, FIT_NONE, threads);
+        used += fill(&w, in->available - used, FIT_ONE, threads);
+    }
+    if (undamped)
+        memcpy(undamped, threads, k * sizeof(*threads));
+damp:
+    if (keep_prev(in, &w, threads, min_gain, shift, prev))
+        for (uint32_t i = 0; i < k; i++)
+            threads[i] = in->clients[i].prev;
+    ret = 0;
+out:
+    free(ones);
+    free(shift);
+    free(cap);
+    free(hi);
+    free(prev);
+    free(m);
+    free(fit);
+    return ret;
+}

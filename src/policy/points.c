@@ -1,0 +1,78 @@
+/* points.c — the points of a client's curve seen at several team sizes, so that a model can see it flatten and fall. */
+#include "scaf/policy.h"
+
+#include <math.h>
+#include <stddef.h>
+
+/*
+ * The layer publishes one (p', E) pair at a time: the team it runs now. A
+ * curve that can fall needs a second team size, which a client passes through
+ * whenever its share changes (arrivals, departures, probes). Keeping the last
+ * E seen at each of a few sizes is enough: the policy fits through the
+ * current point and one other, and the caller picks the one that shows
+ * saturation if any does, because that is the only case where two points say
+ * more than one (an Amdahl curve through the current point already covers a
+ * curve that keeps rising).
+ */
+static int usable(double e)
+{
+    return isfinite(e) && e > 0.0;
+}
+
+void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
+                        uint32_t *alt_p, double *alt_e)
+{
+    uint32_t slot = SCAF_POINTS_MAX, best = SCAF_POINTS_MAX, fresh = SCAF_POINTS_MAX;
+
+    if (alt_p)
+        *alt_p = 0;
+    if (alt_e)
+        *alt_e = 0.0;
+    if (!st)
+        return;
+    for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++)
+        if (st->p[i] && (now_ns < st->seen_ns[i] || now_ns - st->seen_ns[i] > max_age_ns))
+            st->p[i] = 0;
+    if (p < 2 || !usable(e))
+        p = 0; /* nothing to record; older points still answer */
+    for (uint32_t i = 0; p && i < SCAF_POINTS_MAX; i++)
+        if (st->p[i] == p)
+            slot = i;
+    for (uint32_t i = 0; p && slot == SCAF_POINTS_MAX && i < SCAF_POINTS_MAX; i++)
+        if (!st->p[i])
+            slot = i;
+    for (uint32_t i = 0; p && slot == SCAF_POINTS_MAX && i < SCAF_POINTS_MAX; i++)
+        if (best == SCAF_POINTS_MAX || st->seen_ns[i] < st->seen_ns[best])
+            best = i; /* no room: the stalest goes */
+    if (p && slot == SCAF_POINTS_MAX) {
+        slot = best;
+        best = SCAF_POINTS_MAX;
+    }
+    if (p) {
+        st->p[slot] = p;
+        st->e[slot] = e > 1.0 ? 1.0 : e;
+        st->seen_ns[slot] = now_ns;
+    }
+    for (uint32_t i = 0; p && i < SCAF_POINTS_MAX; i++) {
+        double s_here, s_there;
+
+        if (!st->p[i] || st->p[i] == p)
+            continue;
+        if (fresh == SCAF_POINTS_MAX || st->seen_ns[i] > st->seen_ns[fresh])
+            fresh = i;
+        s_here = st->e[slot] * p;
+        s_there = st->e[i] * st->p[i];
+        /* The larger team no faster than the smaller: keep the widest such pair's partner. */
+        if ((st->p[i] > p ? s_there <= s_here : s_here <= s_there) &&
+            (best == SCAF_POINTS_MAX || fabs(log((double)st->p[i] / p)) > fabs(log((double)st->p[best] / p))))
+            best = i;
+    }
+    if (best == SCAF_POINTS_MAX)
+        best = fresh;
+    if (best == SCAF_POINTS_MAX)
+        return;
+    if (alt_p)
+        *alt_p = st->p[best];
+    if (alt_e)
+        *alt_e = st->e[best];
+}
