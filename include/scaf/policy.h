@@ -212,8 +212,9 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
  * last seen. Zeroed at arrival. scaf_points_update records this round's
  * report (p >= 2) and returns in *alt_p and *alt_e the point at another team
  * size, no older than max_age_ns, that says most about saturation: one that
- * shows a larger team no faster than a smaller one if there is one, else the
- * freshest (*alt_p = 0: none). Points older than max_age_ns are forgotten, so
+ * shows a larger team no faster than a smaller one if there is one (the
+ * widest such pair), else the one furthest away in team size (*alt_p = 0:
+ * none). Points older than max_age_ns are forgotten, so
  * that a phase change is not judged by the last phase's curve.
  */
 #define SCAF_POINTS_MAX 4

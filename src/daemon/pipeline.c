@@ -64,6 +64,9 @@ static int decide(struct scafd *d)
         d->rclients[i].pol.e_sd = c->report.estimate == SCAF_ESTIMATE_NONE
                                       ? 0.0
                                       : scaf_noise_update(&c->noise, c->report.eff_threads, c->report.efficiency, 0.05);
+        scaf_points_update(&c->points, now, c->report.estimate == SCAF_ESTIMATE_NONE ? 0 : c->report.eff_threads,
+                           c->report.efficiency, SCAF_POINTS_MAX_AGE_NS, &d->rclients[i].pol.alt_threads,
+                           &d->rclients[i].pol.alt_efficiency);
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,

@@ -31,6 +31,15 @@
 /* Gains within this relative distance are ties: equal clients then alternate, as equipartition would. */
 #define TIE 1e-12
 
+/*
+ * Two points this far apart (ratio of team sizes) bend the curve between them
+ * by more than the estimator's noise does, so both are fitted even when the
+ * larger team was faster: that is how a curve that flattens (SMT, memory
+ * bandwidth) shows before it falls. Closer points are fitted together only
+ * when they show a slowdown outright.
+ */
+#define FAR 1.5
+
 enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
 
 /*
@@ -56,7 +65,7 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
         if (two) {
             uint32_t small = p[0] < p[1] ? 0 : 1, big = 1 - small;
 
-            two = ev[big] * p[big] <= ev[small] * p[small];
+            two = ev[big] * p[big] <= ev[small] * p[small] || (double)p[big] >= FAR * p[small];
         }
         ev[0] += shift;
         if (ev[0] > 1.0)

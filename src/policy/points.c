@@ -11,8 +11,9 @@
  * E seen at each of a few sizes is enough: the policy fits through the
  * current point and one other, and the caller picks the one that shows
  * saturation if any does, because that is the only case where two points say
- * more than one (an Amdahl curve through the current point already covers a
- * curve that keeps rising).
+ * more than one, else the one furthest away in team size, because the bend
+ * of the curve between two points far apart is more than noise (an Amdahl
+ * curve through the current point alone cannot show a curve that flattens).
  */
 static int usable(double e)
 {
@@ -22,7 +23,7 @@ static int usable(double e)
 void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
                         uint32_t *alt_p, double *alt_e)
 {
-    uint32_t slot = SCAF_POINTS_MAX, best = SCAF_POINTS_MAX, fresh = SCAF_POINTS_MAX;
+    uint32_t slot = SCAF_POINTS_MAX, best = SCAF_POINTS_MAX, far = SCAF_POINTS_MAX;
 
     if (alt_p)
         *alt_p = 0;
@@ -58,8 +59,8 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
 
         if (!st->p[i] || st->p[i] == p)
             continue;
-        if (fresh == SCAF_POINTS_MAX || st->seen_ns[i] > st->seen_ns[fresh])
-            fresh = i;
+        if (far == SCAF_POINTS_MAX || fabs(log((double)st->p[i] / p)) > fabs(log((double)st->p[far] / p)))
+            far = i;
         s_here = st->e[slot] * p;
         s_there = st->e[i] * st->p[i];
         /* The larger team no faster than the smaller: keep the widest such pair's partner. */
@@ -68,7 +69,7 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
             best = i;
     }
     if (best == SCAF_POINTS_MAX)
-        best = fresh;
+        best = far;
     if (best == SCAF_POINTS_MAX)
         return;
     if (alt_p)

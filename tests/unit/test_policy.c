@@ -97,7 +97,9 @@ static const struct tcase cases[] = {
      */
     {"two points, slower at 32: stops at the peak", "speedup", 32, 1, 1, {FA(16, 0.304, 32, 0.119)}, {13}},
     {"the same seen from 32", "speedup", 32, 1, 1, {FA(32, 0.119, 16, 0.304)}, {13}},
-    {"two points that rise: Amdahl, takes all", "speedup", 32, 1, 1, {FA(16, 0.5, 8, 0.8)}, {32}},
+    {"two close points that rise: Amdahl, takes all", "speedup", 32, 1, 1, {FA(16, 0.5, 12, 0.6)}, {32}},
+    /* S 6.4 at 8, 8 at 16: sigma 0.005, kappa 0.0039, the peak at 16. */
+    {"two far points that rise: the curve flattens", "speedup", 32, 1, 1, {FA(16, 0.5, 8, 0.8)}, {16}},
     {"a second point at the same p' is ignored", "speedup", 32, 1, 1, {FA(16, 0.304, 16, 0.9)}, {32}},
     {"saturating next to a scaler", "speedup", 32, 1, 2, {FA(16, 0.304, 32, 0.119), F(16, 0.9, 0, 0, 0)}, {3, 29}},
     /* Probes (src/policy/probe.c): a probed client is unknown, so it gets an equal share. */
@@ -667,13 +669,13 @@ static void run_points(void)
         int n;
     } cases[] = {
         {"one team size: no second point", {{0, 8, 0.9, 0, 0}, {1, 8, 0.8, 0, 0}}, 2},
-        {"a rising curve: the freshest other size", {{0, 4, 0.9, 0, 0}, {1, 8, 0.8, 4, 0.9}, {2, 16, 0.7, 8, 0.8}}, 3},
+        {"a rising curve: the furthest other size", {{0, 4, 0.9, 0, 0}, {1, 8, 0.8, 4, 0.9}, {2, 16, 0.7, 4, 0.9}, {3, 6, 0.85, 16, 0.7}}, 4},
         {"a slowdown wins over freshness", {{0, 16, 0.3, 0, 0}, {1, 32, 0.12, 16, 0.3}, {2, 24, 0.19, 16, 0.3}}, 3},
         {"p' < 2 and bad E record nothing", {{0, 8, 0.9, 0, 0}, {1, 1, 1.0, 0, 0}, {2, 4, NAN, 0, 0}, {3, 4, 0.95, 8, 0.9}}, 4},
         {"E > 1 is kept as 1", {{0, 4, 1.4, 0, 0}, {1, 8, 0.5, 4, 1.0}}, 2},
         {"points older than the limit are forgotten", {{0, 4, 0.9, 0, 0}, {61, 8, 0.8, 0, 0}}, 2},
-        {"five sizes: the stalest goes", {{0, 2, 0.9, 0, 0}, {1, 3, 0.9, 2, 0.9}, {2, 4, 0.9, 3, 0.9}, {3, 5, 0.9, 4, 0.9},
-                                          {4, 6, 0.9, 5, 0.9}, {5, 2, 0.95, 6, 0.9}}, 6},
+        {"five sizes: the stalest goes", {{0, 2, 0.9, 0, 0}, {1, 3, 0.9, 2, 0.9}, {2, 4, 0.9, 2, 0.9}, {3, 5, 0.9, 2, 0.9},
+                                          {4, 6, 0.9, 3, 0.9}, {5, 2, 0.95, 6, 0.9}}, 6},
     };
 
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {

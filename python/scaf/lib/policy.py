@@ -62,7 +62,9 @@ class Client:
     max_threads: never allocate more than this (0 = no cap).
     prev_coef: the coef this client got last time (0.0 = none); used when p' = 1.
     e_sd: standard deviation of E at p' from round to round (0.0 = unknown); damping follows it.
-    probe: probe it this round (its estimate and prev_coef are ignored: unknown, an average share).
+    probe: probe it this round (its estimate and prev_coef are ignored: unknown, an equal share).
+    alt_threads, alt_efficiency: a second point of its curve, E measured at another team size
+        (0 = none); a curve that peaks is fitted through both when the larger team was no faster.
     """
 
     report_threads: int = 0
@@ -72,6 +74,8 @@ class Client:
     prev_coef: float = 0.0
     probe: bool = False
     e_sd: float = 0.0
+    alt_threads: int = 0
+    alt_efficiency: float = 0.0
 
 
 class _CClient(ctypes.Structure):
@@ -85,6 +89,9 @@ class _CClient(ctypes.Structure):
         ("efficiency", ctypes.c_double),
         ("prev_coef", ctypes.c_double),
         ("e_sd", ctypes.c_double),
+        ("alt_efficiency", ctypes.c_double),
+        ("alt_threads", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
     ]
 
 
@@ -196,6 +203,8 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
             efficiency=float(e),
             prev_coef=pc if math.isfinite(pc) else 0.0,
             e_sd=float(c.e_sd) if math.isfinite(c.e_sd) and c.e_sd > 0 else 0.0,
+            alt_threads=_u32(c.alt_threads, f"client {i}: alt_threads"),
+            alt_efficiency=float(c.alt_efficiency) if math.isfinite(c.alt_efficiency) else 0.0,
         )
     return arr
 
@@ -340,6 +349,12 @@ class _CProbeTiming(ctypes.Structure):
     _fields_ = [("interval_ns", ctypes.c_uint64), ("hold_min_ns", ctypes.c_uint64), ("hold_max_ns", ctypes.c_uint64)]
 
 
+class _CPoints(ctypes.Structure):
+    """Mirror of struct scaf_points."""
+
+    _fields_ = [("p", ctypes.c_uint32 * 4), ("e", ctypes.c_double * 4), ("seen_ns", ctypes.c_uint64 * 4)]
+
+
 class _CNoise(ctypes.Structure):
     """Mirror of struct scaf_noise."""
 
@@ -351,11 +366,13 @@ PROBE_INTERVAL_S = 10.0
 PROBE_HOLD_MIN_S = 1.0
 PROBE_HOLD_MAX_S = 5.0
 NOISE_ALPHA = 0.05
+POINTS_MAX_AGE_S = 60.0  # SCAF_POINTS_MAX_AGE_NS
 
 
 class ClientState:
-    """The per-client state the daemon keeps between rounds for the speedup policy (the probe clock and
-    the noise of E), stepped by the library's own scaf_probe_step and scaf_noise_update."""
+    """The per-client state the daemon keeps between rounds for the speedup policy (the probe clock, the
+    noise of E and the points of its curve), stepped by the library's own scaf_probe_step,
+    scaf_noise_update and scaf_points_update."""
 
     def __init__(self, interval_s: float = PROBE_INTERVAL_S) -> None:
         lib = _load()
@@ -365,19 +382,34 @@ class ClientState:
                                             ctypes.c_uint32, ctypes.POINTER(_CProbeTiming)]
             lib.scaf_noise_update.restype = ctypes.c_double
             lib.scaf_noise_update.argtypes = [ctypes.POINTER(_CNoise), ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
+            lib.scaf_points_update.restype = None
+            lib.scaf_points_update.argtypes = [ctypes.POINTER(_CPoints), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_double,
+                                               ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint32),
+                                               ctypes.POINTER(ctypes.c_double)]
             lib._scaf_state_typed = True
         self._lib = lib
         self._probe = _CProbe()
         self._noise = _CNoise()
+        self._points = _CPoints()
+        self._alt_p = ctypes.c_uint32()
+        self._alt_e = ctypes.c_double()
         self._tm = _CProbeTiming(int(interval_s * 1e9), int(PROBE_HOLD_MIN_S * 1e9), int(PROBE_HOLD_MAX_S * 1e9))
 
-    def step(self, now_s: float, prev: int, unit: int, report_threads: int, efficiency: float | None) -> tuple[int, float]:
-        """One round: (probe, e_sd) for the client's policy input, as the daemon computes them."""
-        probe = self._lib.scaf_probe_step(ctypes.byref(self._probe), int(now_s * 1e9) + 1, prev, unit, report_threads,
+    def step(self, now_s: float, prev: int, unit: int, report_threads: int,
+             efficiency: float | None) -> tuple[int, float, int, float]:
+        """One round: (probe, e_sd, alt_threads, alt_efficiency) for the client's policy input, as the daemon
+        computes them."""
+        now_ns = int(now_s * 1e9) + 1
+        probe = self._lib.scaf_probe_step(ctypes.byref(self._probe), now_ns, prev, unit, report_threads,
                                           ctypes.byref(self._tm))
-        if efficiency is None or not math.isfinite(efficiency) or efficiency < 0:
-            return probe, 0.0
-        return probe, self._lib.scaf_noise_update(ctypes.byref(self._noise), report_threads, efficiency, NOISE_ALPHA)
+        known = efficiency is not None and math.isfinite(efficiency) and efficiency >= 0
+        self._lib.scaf_points_update(ctypes.byref(self._points), now_ns, report_threads if known else 0,
+                                     efficiency if known else -1.0, int(POINTS_MAX_AGE_S * 1e9),
+                                     ctypes.byref(self._alt_p), ctypes.byref(self._alt_e))
+        if not known:
+            return probe, 0.0, 0, 0.0
+        sd = self._lib.scaf_noise_update(ctypes.byref(self._noise), report_threads, efficiency, NOISE_ALPHA)
+        return probe, sd, int(self._alt_p.value), float(self._alt_e.value)
 
 
 # Check the layout as soon as the module is imported, when the library is there;

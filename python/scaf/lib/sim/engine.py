@@ -209,7 +209,7 @@ class Simulation:
         v["efficiency"] = np.where(known, self.estimate, -1.0)[idx]
         v["prev_coef"] = self.prev_coef[idx]
         for i, j in enumerate(idx):
-            v["probe"][i], v["e_sd"][i] = self.state[j].step(
+            v["probe"][i], v["e_sd"][i], v["alt_threads"][i], v["alt_efficiency"][i] = self.state[j].step(
                 self.t, int(self.prev[j]), self.chunk, int(v["report_threads"][i]),
                 float(v["efficiency"][i]) if known[j] else None)
         return self.batch.run(k)
