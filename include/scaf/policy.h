@@ -125,13 +125,22 @@ int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *thre
 int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
 
 /*
- * The speedup model alone, before integer rounding and damping: coef[i] is the
- * C_j the policy uses for client i (measured, carried over, or assumed) and
- * exact[i] the real-valued share N * w_i / sum(w), w = max(C, 0) (equal shares
- * when every w is 0). Either output may be NULL. Returns 0, or -1 with
+ * The speedup policy before damping: coef[i] is E(2) = 1 / (1 + sigma) of the
+ * curve it read for client i (0 = none, see scaf_policy_curve) and exact[i]
+ * the allocation it would make if no previous allocation were kept (whole
+ * numbers, as doubles). Either output may be NULL. Returns 0, or -1 with
  * errno = EINVAL. See docs/policy.md for every edge case.
  */
 int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, double *exact);
+
+/*
+ * The curve the speedup and consumption policies read from one client:
+ * S(p) = p / (1 + sigma (p - 1) + kappa p (p - 1)). Returns 0 (no curve:
+ * unknown, probed, p' < 2 without a usable prev_coef), 1 (through its report
+ * alone, or carried over: kappa = 0) or 2 (through its report and its second
+ * point). For `scaf allocate --verbose`; sigma and kappa may be NULL.
+ */
+int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double *kappa);
 
 /*
  * Integer partition of `total` closest to the real shares `exact` (n entries,

@@ -84,6 +84,18 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
     return FIT_NONE;
 }
 
+int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double *kappa)
+{
+    struct scaf_usl m = {0.0, 0.0};
+    enum fit f = cl ? client_model(cl, 0.0, &m) : FIT_NONE;
+
+    if (sigma)
+        *sigma = m.sigma;
+    if (kappa)
+        *kappa = m.kappa;
+    return f == FIT_TWO ? 2 : f == FIT_ONE ? 1 : 0;
+}
+
 static int gain_ok(double g, double min_gain)
 {
     return min_gain > 0.0 ? g >= min_gain : g > 0.0;

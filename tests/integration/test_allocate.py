@@ -45,7 +45,7 @@ def test_help_is_complete() -> None:
     r = run("--help")
     assert r.returncode == 0
     for word in ("ALLOC:EFF", "--cpus", "--policy", "--chunk", "--prev", "--cap", "--verbose", "exit status",
-                 "examples", "C = (E p' - 1) / ln p'"):
+                 "examples", "S(p) = p / (1 + sigma (p - 1) + kappa p (p - 1))", "ALLOC2:EFF2"):
         assert word in r.stdout, word
 
 
@@ -57,8 +57,24 @@ def test_help_examples_print_what_they_say() -> None:
 
 
 def test_better_scaler_gets_more_and_order_follows_input() -> None:
-    assert alloc("--cpus", "16", "8:0.9", "8:0.5") == [11, 5]
-    assert alloc("--cpus", "16", "8:0.5", "8:0.9") == [5, 11]
+    assert alloc("--cpus", "16", "8:0.9", "8:0.5") == [14, 2]
+    assert alloc("--cpus", "16", "8:0.5", "8:0.9") == [2, 14]
+
+
+def test_a_measured_peak_leaves_contexts_idle_and_one_point_never_does() -> None:
+    """E 0.304 at 16 and 0.119 at 32: the larger team is slower, so the curve through both peaks near 13.
+    The same program known from one point only is read as Amdahl and gets the machine."""
+    assert alloc("--cpus", "32", "16:0.304+32:0.119") == [13]
+    assert alloc("--cpus", "32", "32:0.119+16:0.304") == [13]
+    assert alloc("--cpus", "32", "16:0.304") == [32]
+    assert alloc("--cpus", "32", "--policy", "equipartition", "16:0.304+32:0.119") == [32]
+
+
+@pytest.mark.parametrize("client", ["16:0.3+", "16:0.3+1:0.9", "16:0.3+8:?", "16:0.3+x:0.5", "16:0.3+8:0.5+4:0.9"])
+def test_bad_second_point_is_exit_2(client: str) -> None:
+    r = run("--cpus", "4", client)
+    assert r.returncode == 2, r
+    assert r.stdout == "" and "error" in r.stderr
 
 
 def test_equal_efficiencies_equal_equipartition() -> None:
@@ -90,10 +106,10 @@ def test_verbose_table_shows_the_model() -> None:
     assert lines[0] == "10 6"
     assert any(line.split()[:2] == ["client", "p'"] for line in lines)
     row0 = next(line for line in lines if line.startswith("0 "))
-    c0 = (0.9 * 8 - 1) / math.log(8)
-    assert f"{c0:.4f}" in row0
-    assert f"{16 * c0 / (c0 + (0.5 * 8 - 1) / math.log(8)):.3f}" in row0  # exact share 10.781
-    assert "damped (undamped: 11)" in row0
+    sigma0 = (1 / 0.9 - 1) / 7  # Amdahl through (8, 0.9)
+    assert f"{sigma0:.4f}" in row0
+    assert f"{10 / (1 + sigma0 * 9):.2f}" in row0  # S(10)
+    assert "damped (undamped: 14)" in row0
 
 
 @pytest.mark.parametrize("client", ["8", "8:", ":0.9", "x:0.9", "8:abc", "8:-1", "8:nan", "8:inf", "-1:0.5"])
@@ -140,10 +156,11 @@ def test_api_layout_and_names() -> None:
 
 def test_api_allocate_and_feedback() -> None:
     threads, coef = pol.allocate("speedup", 16, [pol.Client(8, 0.9), pol.Client(8, 0.5)])
-    assert threads == [11, 5]
-    assert coef[0] == pytest.approx((0.9 * 8 - 1) / math.log(8))
+    assert threads == [14, 2]
+    assert coef[0] == pytest.approx(1 / (1 + (1 / 0.9 - 1) / 7))  # E(2) of the curve
+    assert pol.curve(pol.Client(16, 0.304, alt_threads=32, alt_efficiency=0.119))[0] == 2
     # p' = 1 with the last coef fed back keeps a non-scaler at one thread.
-    threads, _ = pol.allocate("speedup", 8, [pol.Client(1, 1.0, prev=1, prev_coef=-0.5), pol.Client(4, 0.9, prev=7)])
+    threads, _ = pol.allocate("speedup", 8, [pol.Client(1, 1.0, prev=1, prev_coef=0.3), pol.Client(4, 0.9, prev=7)])
     assert threads == [1, 7]
     assert pol.allocate("equipartition", 4, []) == ([], [])
 
@@ -193,5 +210,5 @@ def test_consumption_verbose_shows_the_curve_and_idle() -> None:
     assert lines[0] == "4"
     assert "min_gain=0.5" in lines[1] and "idle=12" in lines[1]
     # sigma = (1/0.4 - 1) / 15 = 0.1; S(4) = 4 / 1.3; S(5) - S(4) = 0.49 < 0.5
-    assert lines[3].split()[:7] == ["0", "16", "0.400", "0.1000", "4", "3.08", "0.495"]
+    assert lines[3].split()[:10] == ["0", "16", "0.400", "-", "0.1000", "0.00000", "-", "4", "3.08", "+0.495"]
     assert "below min_gain" in lines[3]

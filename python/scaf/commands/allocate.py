@@ -11,34 +11,42 @@ DESCRIPTION = """\
 Run one allocation decision of a scaf policy, exactly as the daemon would,
 without a daemon: the same C code (build/lib/libscaf_policy.so) decides.
 
-Each client is given as ALLOC:EFF, in the order the output follows:
+Each client is given as ALLOC:EFF, or ALLOC:EFF+ALLOC2:EFF2, in the order the
+output follows:
 
   ALLOC  p', the number of threads the client ran with when its efficiency
          was measured (0 if it never ran)
   EFF    E, its parallel efficiency at ALLOC threads: speedup / ALLOC, so
          0.9 at 8 threads means a speedup of 7.2; `?` when not known yet
+  +ALLOC2:EFF2
+         a second point of the same program's curve, measured earlier at
+         another team size (the daemon keeps the last E at each team size)
 
 The output is one integer per client, space-separated, in input order: the
 number of threads each client may use on N contexts.
 
-The speedup policy (the default) fits S(p) = 1 + C ln p through (1, 1) and
-(p', E p'), so C = (E p' - 1) / ln p', gives each client the exact share
-N C / sum(C), and rounds the shares to whole chunks, largest error first.
-A client with an unknown E, or measured at p' = 1, is assumed average (the
-mean C of the others); a client slower than serial (E p' < 1) gets one chunk;
-E above 1 is read as 1. With --prev, a client keeps its previous allocation
-while its share is within max(one chunk, 10%) of it (damping). docs/policy.md
-in scaf's source tree explains every rule.
+The speedup policy (the default) fits each client a curve that can flatten
+and fall, S(p) = p / (1 + sigma (p - 1) + kappa p (p - 1)) (the Universal
+Scalability Law): Amdahl's law (kappa = 0) through its one point, or a curve
+through both points when it has two that are far apart (x1.5) or show a
+larger team no faster than a smaller one. It then hands out contexts one
+chunk at a time to the client whose curve rises most per context. Contexts
+no curve gains from go to clients with an unknown E, then equally to those
+with a one-point curve; they stay idle only past a peak that was measured.
+A client with an unknown E, or measured at p' = 1 with no earlier curve,
+gets an equal share; E above 1 is read as 1. With --prev, the previous
+allocation is kept unless the new one is better even when each client that
+gains threads is read at E - 2 sd and each that loses them at E + 2 sd
+(sd = 0.05 here, the daemon's measured noise where it has one), by more
+than 1% (damping). docs/policy.md in scaf's source tree explains every rule.
 
-The consumption policy fits Amdahl's law through each client's point
-(sigma = (1/E - 1) / (p' - 1)) and gives contexts one chunk at a time to the
-client whose modelled speedup rises most, until the best rise per context is
-below --min-gain (default 0.5); the rest stay idle. A client with an unknown
-E gets an equal share.
+The consumption policy reads the same curves and stops adding contexts to a
+client when one more chunk would add less than --min-gain (default 0.5)
+speedup per context; the rest stay idle.
 
 Every client gets at least one thread (one chunk when N allows); with more
-clients than contexts everyone gets 1; otherwise the allocations sum to N
-(less only if every client is at its --cap, or under consumption).
+clients than contexts everyone gets 1; under equipartition the allocations
+sum to N (less only if every client is at its --cap).
 """
 
 EPILOG = """\
@@ -49,22 +57,25 @@ exit status:
 
 examples:
   scaf allocate --cpus 16 8:0.9 8:0.5
-      11 5          the better-scaling client gets more
-  scaf allocate --cpus 16 --chunk 2 8:0.9 8:0.5
-      10 6          whole SMT pairs only
+      14 2          the better-scaling client gets more
+  scaf allocate --cpus 16 --chunk 2 8:0.9 8:0.8
+      10 6          whole SMT pairs only (11 5 with --chunk 1)
   scaf allocate --cpus 16 8:0.9 8:0.5 '0:?'
-      7 4 5         a newcomer is assumed average (the mean C of the others)
+      10 1 5        a newcomer gets an equal share until it is measured
   scaf allocate --cpus 8 4:0.1 4:0.9
       1 7           slower than serial at 4 threads: one thread
+  scaf allocate --cpus 32 16:0.304+32:0.119
+      13            slower at 32 than at 16: stops at the peak, 19 idle
   scaf allocate --cpus 16 --prev 10,6 8:0.9 8:0.5
-      10 6          damped: 10.78 and 5.22 are within one context of 10 and 6
+      10 6          damped: 14 2 is not better once noise is allowed for
   scaf allocate --cpus 16 --policy equipartition 8:0.9 8:0.5 '0:?'
       6 5 5         equal shares, the remainder to the first
   scaf allocate --cpus 16 --cap 3,0 8:0.9 8:0.5
       3 13          a client never gets more than its cap (0 = none)
   scaf allocate --cpus 16 --verbose 8:0.9 8:0.5
-                    the allocation, then C, the exact share and the target
-                    (after caps and the one-chunk minimum) of each client
+                    the allocation, then each client's curve (sigma,
+                    kappa), its speedup at the threads it got and what one
+                    more chunk would add
 """
 
 
@@ -77,13 +88,26 @@ class Spec:
     text: str
     report_threads: int  # ALLOC: p', the share E was measured at
     eff: float | None
+    alt_threads: int = 0  # a second point (0 = none)
+    alt_eff: float = 0.0
 
 
 def parse_client(text: str) -> Spec:
-    """ALLOC:EFF -> Spec; raises UsageError with the reason."""
-    alloc_s, sep, eff_s = text.partition(":")
+    """ALLOC:EFF or ALLOC:EFF+ALLOC2:EFF2 -> Spec; raises UsageError with the reason."""
+    first, plus, second = text.partition("+")
+    spec = _parse_point(text, first)
+    if plus:
+        alt = _parse_point(text, second)
+        if alt.eff is None or alt.report_threads < 2:
+            raise UsageError(f"client {text!r}: the second point needs ALLOC2 >= 2 and a known EFF2")
+        spec.alt_threads, spec.alt_eff = alt.report_threads, alt.eff
+    return spec
+
+
+def _parse_point(text: str, point: str) -> Spec:
+    alloc_s, sep, eff_s = point.partition(":")
     if not sep:
-        raise UsageError(f"client {text!r}: expected ALLOC:EFF, e.g. 8:0.9 or '4:?'")
+        raise UsageError(f"client {text!r}: expected ALLOC:EFF, e.g. 8:0.9, '4:?' or 16:0.3+32:0.12")
     try:
         alloc = int(alloc_s)
     except ValueError:
@@ -138,92 +162,55 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="previous allocations, one per client (0 = new), for damping")
     p.add_argument("--cap", metavar="a,b,...", help="most threads each client may get (0 = no cap)")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="also print C, the exact share and the target of each client")
-    p.add_argument("clients", metavar="ALLOC:EFF", nargs="+", help="one per client, e.g. 8:0.9 or '4:?'")
+                   help="also print each client's curve, its speedup at its threads and its next gain")
+    p.add_argument("clients", metavar="ALLOC:EFF", nargs="+",
+                   help="one per client, e.g. 8:0.9, '4:?' or 16:0.3+32:0.12 (a second point)")
     p.set_defaults(func=main)
 
 
-def _note(spec: Spec, coef: float, cap: int, shares: int, undamped: int, cpus: int) -> str:
-    notes = []
-    assumed = "assumed average C" if coef > 0 else "no C known: weight 1"
-    if spec.eff is None:
-        notes.append(f"E unknown: {assumed}")
-    elif spec.report_threads < 2:
-        notes.append(f"p' < 2 says nothing about scaling: {assumed}")
-    else:
-        if spec.eff > 1:
-            notes.append("E read as 1")
-        if coef <= 0:
-            notes.append("E p' <= 1: no gain, weight 0")
-    if cap and shares == cap and cap < cpus:
-        notes.append("at cap")
-    if shares != undamped:
-        notes.append(f"damped (undamped: {undamped})")
-    return "; ".join(notes) or "measured"
-
-
-def _verbose_consumption(cpus: int, chunk: int, specs: list[Spec], shares: list[int], coef: list[float],
-                         min_gain: float) -> None:
-    """Each client's fitted curve as the policy read it (coef = E(2) = 1 / (1 + sigma), 0 = none): its
-    speedup at the threads it got, and what one more chunk would have added per context."""
-    k = len(specs)
-    unit = chunk if k * chunk <= cpus else 1
-    print(f"policy consumption, N={cpus}, chunk={chunk}, min_gain={min_gain:g}, {k} client(s), "
-          f"sum={sum(shares)}, idle={max(cpus - sum(shares), 0)}")
-    header = ("client", "p'", "E", "sigma", "threads", "S(threads)", "next gain", "note")
-    rows = []
-    for i, sp in enumerate(specs):
-        if coef[i] > 0:
-            sigma = 1.0 / coef[i] - 1.0
-
-            def speedup(p: float, sigma: float = sigma) -> float:
-                return p / (1.0 + sigma * (p - 1.0))
-
-            t = shares[i]
-            gain = (speedup(t + unit) - speedup(t)) / unit
-            note = "below min_gain: stops here" if gain < min_gain else "capped or out of contexts"
-            rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}",
-                         f"{sigma:.4f}", str(t), f"{speedup(t):.2f}", f"{gain:.3f}", note))
-        else:
-            rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}", "-",
-                         str(shares[i]), "-", "-", "no curve (E unknown, p' < 2, or probed): equal share"))
-    widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(v.ljust(widths[j]) if j in (0, 7) else v.rjust(widths[j]) for j, v in enumerate(r)).rstrip())
-
-
 def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: list, shares: list[int],
-             coef: list[float], caps: list[int] | None) -> None:
+             min_gain: float) -> None:
+    """Each client's curve as the policy read it, its speedup at the threads it got, and what one more
+    chunk would add per context."""
     from scaf.lib import policy as pol
 
     k = len(specs)
-    if policy == "speedup":
-        model_coef, exact = pol.speedup_model(cpus, clients, chunk)
-    else:
-        model_coef, exact = coef, [cpus / k] * k
-    capl = [c.max_threads for c in clients]
-    tgt = pol.targets(exact, cpus, chunk, capl) if k <= cpus else [1.0] * k
-    undamped = pol.intpart(exact, cpus, chunk, capl)
-    print(f"policy {policy}, N={cpus}, chunk={chunk}, {k} client(s), sum={sum(shares)}")
-    header = ("client", "p'", "E", "C", "exact", "target", "prev", "threads", "note")
+    unit = chunk if k * chunk <= cpus else 1
+    undamped = [int(x) for x in pol.speedup_model(cpus, clients, chunk)[1]] if policy == "speedup" else shares
+    extra = f", min_gain={min_gain:g}" if policy == "consumption" else ""
+    print(f"policy {policy}, N={cpus}, chunk={chunk}{extra}, {k} client(s), sum={sum(shares)}, "
+          f"idle={max(cpus - sum(shares), 0)}")
+    header = ("client", "p'", "E", "point 2", "sigma", "kappa", "prev", "threads", "S(threads)", "next gain", "note")
     rows = []
-    for i, s in enumerate(specs):
-        c = clients[i]
-        rows.append((
-            str(i),
-            str(s.report_threads),
-            "?" if s.eff is None else f"{s.eff:.3f}",
-            f"{model_coef[i]:.4f}" if policy == "speedup" else "-",
-            f"{exact[i]:.3f}",
-            f"{tgt[i]:.3f}",
-            str(c.prev) if c.prev else "-",
-            str(shares[i]),
-            _note(s, model_coef[i], caps[i] if caps else 0, shares[i], undamped[i], cpus)
-            if policy == "speedup" else ("at cap" if caps and caps[i] and shares[i] == caps[i] else ""),
-        ))
+    for i, sp in enumerate(specs):
+        kind, sigma, kappa = pol.curve(clients[i])
+        t = shares[i]
+        notes = []
+        if kind:
+            gain = (pol.usl_speedup(sigma, kappa, t + unit) - pol.usl_speedup(sigma, kappa, t)) / unit
+            s_t, g_t = f"{pol.usl_speedup(sigma, kappa, t):.2f}", f"{gain:+.3f}"
+            notes.append("curve through both points" if kind == 2 else "Amdahl through one point")
+        else:
+            s_t = g_t = "-"
+            notes.append("no curve (E unknown or p' < 2): equal share")
+        if kind and policy == "consumption" and gain < min_gain:
+            notes.append("below min_gain: stops here")
+        elif kind and gain <= 0 and t < min(cpus, clients[i].max_threads or cpus):
+            notes.append("past its peak: stops here")
+        if sp.eff is not None and sp.eff > 1:
+            notes.append("E read as 1")
+        if clients[i].max_threads and t == clients[i].max_threads and t < cpus:
+            notes.append("at cap")
+        if t != undamped[i]:
+            notes.append(f"damped (undamped: {undamped[i]})")
+        rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}",
+                     f"{sp.alt_threads}:{sp.alt_eff:.3f}" if sp.alt_threads else "-",
+                     f"{sigma:.4f}" if kind else "-", f"{kappa:.5f}" if kind else "-",
+                     str(clients[i].prev) if clients[i].prev else "-", str(t), s_t, g_t, "; ".join(notes)))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
+    last = len(header) - 1
     for r in [header, *rows]:
-        print("  ".join(v.ljust(widths[j]) if j in (0, 8) else v.rjust(widths[j]) for j, v in enumerate(r)).rstrip())
+        print("  ".join(v.ljust(widths[j]) if j in (0, last) else v.rjust(widths[j]) for j, v in enumerate(r)).rstrip())
 
 
 def main(args: argparse.Namespace) -> int:
@@ -258,6 +245,8 @@ def main(args: argparse.Namespace) -> int:
             efficiency=s.eff,
             prev=prev[i] if prev else 0,
             max_threads=caps[i] if caps else 0,
+            alt_threads=s.alt_threads,
+            alt_efficiency=s.alt_eff,
         )
         for i, s in enumerate(specs)
     ]
@@ -267,8 +256,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
     print(" ".join(str(t) for t in shares))
-    if args.verbose and policy == "consumption":
-        _verbose_consumption(args.cpus, args.chunk, specs, shares, coef, args.min_gain)
-    elif args.verbose:
-        _verbose(policy, args.cpus, args.chunk, specs, clients, shares, coef, caps)
+    if args.verbose and policy != "equipartition":
+        _verbose(policy, args.cpus, args.chunk, specs, clients, shares, args.min_gain)
     return 0

@@ -6,18 +6,20 @@ Stable API (the simulator and `scaf allocate` depend on it)::
 
     policy_names()                      # ["speedup", "equipartition", "consumption"]; [0] is the default
     shares, coef = allocate("speedup", 16, [Client(8, 0.9), Client(8, 0.5)])
-    # shares == [11, 5]: one int per client, in input order
-    # coef    == [2.98..., 1.44...]: each client's model coefficient C (0.0 where none)
+    # shares == [14, 2]: one int per client, in input order
+    # coef    == [0.984..., 0.875]: E(2) = 1 / (1 + sigma) of each client's curve (0.0 where none)
 
 - ``allocate(policy, cpus, clients, chunk=1) -> (list[int], list[float])`` runs one
   decision: each client's share. ``cpus`` is N (>= 1), ``chunk`` the allocation granularity
-  (>= 1). Every client gets >= 1; with len(clients) <= cpus the sum is exactly cpus
-  (less only when every client is at its cap); with more clients than cpus
-  everyone gets 1. The call is pure: feed ``prev`` (last allocation), ``report_threads``
+  (>= 1). Every client gets >= 1; with len(clients) <= cpus the sum is at most cpus
+  (exactly cpus under equipartition unless every client is at its cap; speedup leaves
+  contexts idle only past a measured peak, consumption below its min_gain); with more
+  clients than cpus everyone gets 1. The call is pure: feed ``prev`` (last allocation), ``report_threads``
   (p', the allocation E was measured at) and ``prev_coef`` (last coef) back yourself to
   model a daemon over time.
-- ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup model
-  before rounding and damping (exact real-valued shares).
+- ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup policy
+  before damping (coef = E(2) of each client's curve, exact = the undamped allocation).
+- ``curve(client) -> (kind, sigma, kappa)``: the curve both model policies read from one client.
 - ``Batch(policy, cpus, chunk=1, capacity=1)``: the same decision many times over
   a client array built once and filled through a numpy view (``.clients``), then
   ``.run(k)`` for its first k entries; for callers that decide thousands of times.
@@ -245,7 +247,7 @@ def allocate(
 
 
 def speedup_model(cpus: int, clients: Sequence[Client], chunk: int = 1) -> tuple[list[float], list[float]]:
-    """The speedup model alone: (C per client, exact real-valued share per client)."""
+    """The speedup policy before damping: (E(2) of each client's curve, undamped allocation as floats)."""
     lib = _load()
     _check(cpus, chunk)
     n = len(clients)
@@ -256,6 +258,26 @@ def speedup_model(cpus: int, clients: Sequence[Client], chunk: int = 1) -> tuple
     if lib.scaf_policy_speedup_model(ctypes.byref(inp), coef, exact) != 0:
         raise ValueError("speedup model refused the input")
     return [float(coef[i]) for i in range(n)], [float(exact[i]) for i in range(n)]
+
+
+def curve(client: Client) -> tuple[int, float, float]:
+    """The curve the speedup and consumption policies read from one client: (kind, sigma, kappa) of
+    S(p) = p / (1 + sigma (p - 1) + kappa p (p - 1)); kind 0 = none, 1 = one point (kappa 0), 2 = two points."""
+    lib = _load()
+    if not getattr(lib, "_scaf_curve_typed", False):
+        lib.scaf_policy_curve.restype = ctypes.c_int
+        lib.scaf_policy_curve.argtypes = [ctypes.POINTER(_CClient), ctypes.POINTER(ctypes.c_double),
+                                          ctypes.POINTER(ctypes.c_double)]
+        lib._scaf_curve_typed = True
+    arr = _c_clients([client])
+    sigma, kappa = ctypes.c_double(), ctypes.c_double()
+    kind = lib.scaf_policy_curve(arr, ctypes.byref(sigma), ctypes.byref(kappa))
+    return int(kind), float(sigma.value), float(kappa.value)
+
+
+def usl_speedup(sigma: float, kappa: float, p: float) -> float:
+    """S(p) of a curve from curve()."""
+    return p / (1.0 + sigma * (p - 1.0) + kappa * p * (p - 1.0)) if p >= 1 else 1.0
 
 
 def _intpart_args(
