@@ -251,7 +251,7 @@ def main(args: argparse.Namespace) -> int:
         for i, s in enumerate(specs)
     ]
     try:
-        shares, coef = pol.allocate(policy, args.cpus, clients, args.chunk, min_gain=args.min_gain)
+        shares, _ = pol.allocate(policy, args.cpus, clients, args.chunk, min_gain=args.min_gain)
     except ValueError as e:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
