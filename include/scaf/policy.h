@@ -17,11 +17,14 @@ struct scaf_policy_client {
     uint32_t prev;           /* this client's previous allocation; 0 = new client */
     uint32_t report_threads; /* p': allocation the efficiency was measured at; 0 = none */
     /*
-     * Nonzero: probe this client this round. Its estimate and its prev_coef
-     * are ignored, so it is treated as unknown
-     * (assumed average) and gets a share it can be measured at again. The
-     * caller decides when (scaf_probe_step). Occupies what was padding:
-     * zero-initialising callers keep the old behaviour.
+     * Nonzero: probe this client this round. SCAF_PROBE_SHRINK: it gets half
+     * its previous allocation (in units, at least one), so that it is
+     * measured at a smaller team (scaf_shrink_step); SCAF_PROBE_HOLD: it
+     * keeps its previous allocation while that happens. Any other nonzero value
+     * (SCAF_PROBE_GROW): its estimate and its prev_coef are ignored, so it is
+     * treated as unknown and gets an equal share it can be measured at again
+     * (scaf_probe_step). Occupies what was padding: zero-initialising callers
+     * keep the old behaviour.
      */
     uint32_t probe;
     double efficiency; /* E at p'; < 0 (or NaN) = unknown */
@@ -212,6 +215,34 @@ struct scaf_noise {
 
 double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alpha);
 
+/*
+ * Shrink probes (src/policy/probe.c): a client that has held the same
+ * allocation of 2 units or more for `interval_ns`, runs at E below
+ * SCAF_SHRINK_E_MAX there, and has no second point of its curve x1.5 away
+ * (alt_threads) is run for one probe at half its allocation, so that the policy gets
+ * the second point that shows whether its curve has peaked (a memory-bound
+ * program alone on a large machine). The probe ends like an up-probe: a
+ * report from the smaller team after hold_min_ns, or hold_max_ns. Returns 1
+ * in the round the probe starts (the caller sets the client's `probe` field to
+ * SCAF_PROBE_SHRINK), 2 in its later rounds (SCAF_PROBE_HOLD: the halved
+ * allocation is kept while the client is measured), else 0. Pure: time comes
+ * in as now_ns; zero the struct at arrival.
+ */
+struct scaf_shrink {
+    uint64_t steady_since_ns; /* when it arrived at its current allocation */
+    uint64_t probe_since_ns;  /* when the running shrink probe began; 0 = none */
+    uint32_t steady_at;       /* that allocation; 0 = none yet */
+    uint32_t reserved;
+};
+
+#define SCAF_SHRINK_E_MAX 0.5
+#define SCAF_PROBE_GROW 1   /* `probe` value: unknown this round, an equal share */
+#define SCAF_PROBE_SHRINK 2 /* `probe` value: half its previous allocation this round */
+#define SCAF_PROBE_HOLD 3   /* `probe` value: its previous allocation again (a shrink probe measuring) */
+
+int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
+                     double efficiency, uint32_t alt_threads, const struct scaf_probe_timing *tm);
+
 int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
                     const struct scaf_probe_timing *tm);
 
@@ -220,9 +251,9 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
  * the latest E at each of up to SCAF_POINTS_MAX team sizes, with when it was
  * last seen. Zeroed at arrival. scaf_points_update records this round's
  * report (p >= 2) and returns in *alt_p and *alt_e the point at another team
- * size, no older than max_age_ns, that says most about saturation: one that
- * shows a larger team no faster than a smaller one if there is one (the
- * widest such pair), else the one furthest away in team size (*alt_p = 0:
+ * size, no older than max_age_ns, furthest from it in team size (ratio;
+ * between two as far, the one that shows a larger team no faster than a
+ * smaller one), which bends the fitted curve by more than noise (*alt_p = 0:
  * none). Points older than max_age_ns are forgotten, so
  * that a phase change is not judged by the last phase's curve.
  */

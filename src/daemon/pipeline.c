@@ -55,6 +55,8 @@ static int decide(struct scafd *d)
 
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
+        int shrink;
+
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
         scaf_referee_cap(&d->rclients[i], d->cap.cpus);
         d->rclients[i].uid = c->uid;
@@ -67,6 +69,11 @@ static int decide(struct scafd *d)
         scaf_points_update(&c->points, now, c->report.estimate == SCAF_ESTIMATE_NONE ? 0 : c->report.eff_threads,
                            c->report.efficiency, SCAF_POINTS_MAX_AGE_NS, &d->rclients[i].pol.alt_threads,
                            &d->rclients[i].pol.alt_efficiency);
+        shrink = scaf_shrink_step(&c->shrink, now, c->applied ? c->alloc.share : 0, d->chunk,
+                                  c->report.estimate == SCAF_ESTIMATE_NONE ? 0 : c->report.eff_threads,
+                                  c->report.efficiency, d->rclients[i].pol.alt_threads, &tm);
+        if (shrink && !d->rclients[i].pol.probe)
+            d->rclients[i].pol.probe = shrink == 1 ? SCAF_PROBE_SHRINK : SCAF_PROBE_HOLD;
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,

@@ -55,7 +55,7 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
 {
     double e = cl->efficiency;
 
-    if (cl->probe)
+    if (cl->probe && cl->probe != SCAF_PROBE_SHRINK && cl->probe != SCAF_PROBE_HOLD)
         return FIT_NONE;
     if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
         uint32_t p[2] = {cl->report_threads, cl->alt_threads};
@@ -65,7 +65,13 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
         if (two) {
             uint32_t small = p[0] < p[1] ? 0 : 1, big = 1 - small;
 
-            two = ev[big] * p[big] <= ev[small] * p[small] || (double)p[big] >= FAR * p[small];
+            /*
+             * A larger team at a higher efficiency fits no USL curve: the
+             * program changed phase since the older point (or noise swamped
+             * it), and the report alone is the better witness.
+             */
+            two = ev[big] <= ev[small] &&
+                  (ev[big] * p[big] <= ev[small] * p[small] || (double)p[big] >= FAR * p[small]);
         }
         ev[0] += shift;
         if (ev[0] > 1.0)
@@ -191,6 +197,22 @@ static int identical(const struct work *w)
     return 1;
 }
 
+/* A shrink probe's client: halved this round, or held at the half it got. */
+static int holds(const struct scaf_policy_client *cl, uint32_t unit, uint32_t hi)
+{
+    if (cl->probe == SCAF_PROBE_SHRINK)
+        return cl->prev >= 2 * unit && cl->prev <= hi;
+    return cl->probe == SCAF_PROBE_HOLD && cl->prev >= unit && cl->prev <= hi;
+}
+
+static int any_shrink(const struct scaf_policy_input *in)
+{
+    for (uint32_t i = 0; i < in->nclients; i++)
+        if (in->clients[i].probe == SCAF_PROBE_SHRINK || in->clients[i].probe == SCAF_PROBE_HOLD)
+            return 1;
+    return 0;
+}
+
 /* The summed speedup of allocation x less min_gain per context, each known client read at E + shift[i]. */
 static double objective(const struct scaf_policy_input *in, const enum fit *fit, const double *shift,
                         const uint32_t *x, double min_gain)
@@ -286,14 +308,26 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         goto out;
     }
     w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, hi, fit, m};
-    if (min_gain <= 0.0 && identical(&w)) {
+    if (min_gain <= 0.0 && identical(&w) && !any_shrink(in)) {
         if (undamped)
             memcpy(undamped, threads, k * sizeof(*threads));
         goto damp;
     }
     for (uint32_t i = 0; i < k; i++) {
-        if (fit[i] != FIT_NONE)
+        const struct scaf_policy_client *cl = &in->clients[i];
+
+        if (holds(cl, w.unit, hi[i])) {
+            /*
+             * Half its allocation in whole units, or the half it was given,
+             * at most its equal share so that the sum still fits; held there:
+             * greedy and fill pass it by.
+             */
+            uint32_t t = cl->probe == SCAF_PROBE_HOLD ? cl->prev : cl->prev / 2 / w.unit * w.unit;
+
+            threads[i] = hi[i] = t < threads[i] ? t : threads[i];
+        } else if (fit[i] != FIT_NONE) {
             threads[i] = w.unit < hi[i] ? w.unit : hi[i];
+        }
         used += threads[i];
     }
     /*

@@ -20,10 +20,18 @@ static int usable(double e)
     return isfinite(e) && e > 0.0;
 }
 
+/* The larger of the two teams at slots a and b was no faster than the smaller. */
+static int slower(const struct scaf_points *st, uint32_t a, uint32_t b)
+{
+    double sa = st->e[a] * st->p[a], sb = st->e[b] * st->p[b];
+
+    return st->p[a] > st->p[b] ? sa <= sb : sb <= sa;
+}
+
 void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
                         uint32_t *alt_p, double *alt_e)
 {
-    uint32_t slot = SCAF_POINTS_MAX, best = SCAF_POINTS_MAX, far = SCAF_POINTS_MAX;
+    uint32_t slot = SCAF_POINTS_MAX, best = SCAF_POINTS_MAX;
 
     if (alt_p)
         *alt_p = 0;
@@ -55,21 +63,16 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
         st->seen_ns[slot] = now_ns;
     }
     for (uint32_t i = 0; p && i < SCAF_POINTS_MAX; i++) {
-        double s_here, s_there;
+        double d, d_best;
 
         if (!st->p[i] || st->p[i] == p)
             continue;
-        if (far == SCAF_POINTS_MAX || fabs(log((double)st->p[i] / p)) > fabs(log((double)st->p[far] / p)))
-            far = i;
-        s_here = st->e[slot] * p;
-        s_there = st->e[i] * st->p[i];
-        /* The larger team no faster than the smaller: keep the widest such pair's partner. */
-        if ((st->p[i] > p ? s_there <= s_here : s_here <= s_there) &&
-            (best == SCAF_POINTS_MAX || fabs(log((double)st->p[i] / p)) > fabs(log((double)st->p[best] / p))))
+        d = fabs(log((double)st->p[i] / p));
+        d_best = best == SCAF_POINTS_MAX ? -1.0 : fabs(log((double)st->p[best] / p));
+        /* The furthest; between two as far (one each side), the one that shows a slowdown. */
+        if (d > d_best || (d == d_best && slower(st, slot, i)))
             best = i;
     }
-    if (best == SCAF_POINTS_MAX)
-        best = far;
     if (best == SCAF_POINTS_MAX)
         return;
     if (alt_p)

@@ -49,3 +49,47 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
     }
     return 0;
 }
+
+/*
+ * A client alone, or holding more than it can use, may sit past the peak of
+ * its curve, and one point cannot show it: Amdahl through a low E still rises.
+ * Only a measurement at a smaller team can. Halving is the cheapest probe that
+ * lands far enough away (x2 >= the x1.5 at which the policy fits two points)
+ * to bend the curve by more than noise. The gates keep it to clients where a
+ * peak is plausible (E < SCAF_SHRINK_E_MAX: more than half of each context
+ * wasted) and not already measured (no second point x1.5 away in either
+ * direction; the caller's points expire after SCAF_POINTS_MAX_AGE_NS, which
+ * spaces probes of a program whose curve turned out to rise).
+ */
+int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
+                     double efficiency, uint32_t alt_threads, const struct scaf_probe_timing *tm)
+{
+    if (!st || !tm || tm->interval_ns == 0)
+        return 0;
+    if (!unit)
+        unit = 1;
+    if (st->probe_since_ns) {
+        uint64_t age = now_ns > st->probe_since_ns ? now_ns - st->probe_since_ns : 0;
+
+        if ((report_threads >= 2 && report_threads < st->steady_at && age >= tm->hold_min_ns) ||
+            age >= tm->hold_max_ns) {
+            st->probe_since_ns = 0;
+            st->steady_at = 0;
+            return 0;
+        }
+        return 2;
+    }
+    if (prev != st->steady_at || !st->steady_since_ns) {
+        st->steady_at = prev;
+        st->steady_since_ns = now_ns ? now_ns : 1;
+        return 0;
+    }
+    if (prev < 2 * unit || prev < 4 || report_threads != prev || !(efficiency >= 0.0 && efficiency < SCAF_SHRINK_E_MAX))
+        return 0;
+    if (alt_threads >= 2 && ((uint64_t)alt_threads * 3 <= (uint64_t)prev * 2 || (uint64_t)alt_threads * 2 >= (uint64_t)prev * 3))
+        return 0; /* the policy already fits its curve through two points far apart */
+    if (now_ns - st->steady_since_ns < tm->interval_ns)
+        return 0;
+    st->probe_since_ns = now_ns ? now_ns : 1;
+    return 1;
+}

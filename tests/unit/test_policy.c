@@ -100,6 +100,8 @@ static const struct tcase cases[] = {
     {"two close points that rise: Amdahl, takes all", "speedup", 32, 1, 1, {FA(16, 0.5, 12, 0.6)}, {32}},
     /* S 6.4 at 8, 8 at 16: sigma 0.005, kappa 0.0039, the peak at 16. */
     {"two far points that rise: the curve flattens", "speedup", 32, 1, 1, {FA(16, 0.5, 8, 0.8)}, {16}},
+    /* A larger team at a higher E than the smaller one: a phase changed since the older point. */
+    {"a second point that contradicts the report is ignored", "speedup", 32, 1, 2, {FA(32, 0.9, 16, 0.1), F(32, 0.9, 0, 0, 0)}, {16, 16}},
     {"a second point at the same p' is ignored", "speedup", 32, 1, 1, {FA(16, 0.304, 16, 0.9)}, {32}},
     {"saturating next to a scaler", "speedup", 32, 1, 2, {FA(16, 0.304, 32, 0.119), F(16, 0.9, 0, 0, 0)}, {3, 29}},
     /* Probes (src/policy/probe.c): a probed client is unknown, so it gets an equal share. */
@@ -112,6 +114,13 @@ static const struct tcase cases[] = {
     {"probe: chunk 2", "speedup", 8, 2, 2, {FP(2, 1.0, 2, 0, 0.3), F(4, 0.9, 4, 0, 0)}, {4, 4}},
     {"probe: never kept by damping", "speedup", 4, 1, 2, {FP(1, 1.0, 1, 0, 0.3), F(2, 0.95, 3, 0, 0)}, {2, 2}},
     {"no probe: the ratchet case stays down", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, 0.3), F(4, 0.9, 7, 0, 0)}, {1, 7}},
+    /* Shrink probes: halved in whole units (at most the equal share), then held; the others take the rest. */
+    {"shrink: alone, halved", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
+    {"shrink: held at the half", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 16, .probe = SCAF_PROBE_HOLD}}, {16}},
+    {"shrink: chunk 4 halves in whole units", "speedup", 32, 4, 1, {{.p = 28, .e = 0.12, .prev = 28, .probe = SCAF_PROBE_SHRINK}}, {12}},
+    {"shrink: the other takes what is freed", "speedup", 16, 1, 2, {{.p = 12, .e = 0.2, .prev = 12, .probe = SCAF_PROBE_SHRINK}, F(4, 0.9, 4, 0, 0)}, {6, 10}},
+    {"shrink: at most the equal share", "speedup", 12, 1, 3, {{.p = 10, .e = 0.2, .prev = 10, .probe = SCAF_PROBE_SHRINK}, F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {4, 4, 4}},
+    {"shrink: below two units it is not halved", "speedup", 8, 2, 1, {{.p = 2, .e = 0.3, .prev = 2, .probe = SCAF_PROBE_SHRINK}}, {8}},
     /*
      * Damping: the move to {14,2} is followed only if it still gains when the client that gains threads
      * is read at E - 2 sd and the one that loses them at E + 2 sd.
@@ -576,6 +585,54 @@ static void run_probe_table(void)
     }
 }
 
+/* The shrink clock: rounds of (time, prev, p', E, alt_threads) and what it returns. */
+static void run_shrink_table(void)
+{
+    static const struct {
+        const char *name;
+        struct {
+            uint32_t t_ms, prev, p;
+            double e;
+            uint32_t alt;
+            int want;
+        } r[8];
+        int n;
+    } cases[] = {
+        {"steady 10 s at low E: probe, hold until it reports from the half",
+         {{0, 32, 32, 0.1, 0, 0}, {9999, 32, 32, 0.1, 0, 0}, {10000, 32, 32, 0.1, 0, 1}, {10250, 16, 32, 0.1, 0, 2},
+          {10500, 16, 32, 0.1, 0, 2}, {11000, 16, 16, 0.3, 32, 0}, {11250, 12, 16, 0.3, 32, 0}},
+         7},
+        {"E >= 0.5: never", {{0, 32, 32, 0.5, 0, 0}, {20000, 32, 32, 0.5, 0, 0}}, 2},
+        {"a far second point already: never", {{0, 32, 32, 0.1, 16, 0}, {20000, 32, 32, 0.1, 16, 0},
+                                                {40000, 32, 32, 0.1, 48, 0}}, 3},
+        {"a close second point does not stop it", {{0, 32, 32, 0.1, 24, 0}, {10000, 32, 32, 0.1, 24, 1}}, 2},
+        {"the allocation moved: the clock restarts", {{0, 32, 32, 0.1, 0, 0}, {8000, 30, 30, 0.1, 0, 0},
+                                                      {17999, 30, 30, 0.1, 0, 0}, {18000, 30, 30, 0.1, 0, 1}}, 4},
+        {"report from another team: never", {{0, 32, 32, 0.1, 0, 0}, {20000, 32, 16, 0.1, 0, 0}}, 2},
+        {"too small to halve", {{0, 3, 3, 0.1, 0, 0}, {20000, 3, 3, 0.1, 0, 0}}, 2},
+        {"no report comes: the probe ends after 5 s", {{0, 32, 32, 0.1, 0, 0}, {10000, 32, 32, 0.1, 0, 1},
+                                                        {14999, 16, 32, 0.1, 0, 2}, {15000, 16, 32, 0.1, 0, 0}}, 4},
+    };
+    const struct scaf_probe_timing tm = {10000000000ull, 1000000000ull, 5000000000ull};
+
+    for (size_t n = 0; n < sizeof(cases) / sizeof(cases[0]); n++) {
+        struct scaf_shrink st = {0};
+
+        for (int j = 0; j < cases[n].n; j++) {
+            int got = scaf_shrink_step(&st, 1000000000ull + cases[n].r[j].t_ms * 1000000ull, cases[n].r[j].prev, 1,
+                                       cases[n].r[j].p, cases[n].r[j].e, cases[n].r[j].alt, &tm);
+            char msg[120];
+
+            snprintf(msg, sizeof(msg), "round %d (t=%u ms): %d, want %d", j, cases[n].r[j].t_ms, got,
+                     cases[n].r[j].want);
+            if (got != cases[n].r[j].want)
+                fail(cases[n].name, msg);
+        }
+    }
+    if (scaf_shrink_step(NULL, 1, 32, 1, 32, 0.1, 0, &tm) != 0)
+        fail("shrink: NULL state", "probed");
+}
+
 /*
  * The ratchet, closed loop: a client whose curve fell is put on one thread;
  * then its program changes phase and would scale. With the probe clock fed
@@ -670,7 +727,9 @@ static void run_points(void)
     } cases[] = {
         {"one team size: no second point", {{0, 8, 0.9, 0, 0}, {1, 8, 0.8, 0, 0}}, 2},
         {"a rising curve: the furthest other size", {{0, 4, 0.9, 0, 0}, {1, 8, 0.8, 4, 0.9}, {2, 16, 0.7, 4, 0.9}, {3, 6, 0.85, 16, 0.7}}, 4},
-        {"a slowdown wins over freshness", {{0, 16, 0.3, 0, 0}, {1, 32, 0.12, 16, 0.3}, {2, 24, 0.19, 16, 0.3}}, 3},
+        {"the furthest wins over the freshest", {{0, 16, 0.3, 0, 0}, {1, 32, 0.12, 16, 0.3}, {2, 24, 0.19, 16, 0.3}}, 3},
+        {"as far on both sides: the one that shows a slowdown", {{0, 8, 0.5, 0, 0}, {1, 32, 0.2, 8, 0.5}, {2, 16, 0.4, 32, 0.2},
+                                                                {3, 16, 0.45, 32, 0.2}}, 4},
         {"p' < 2 and bad E record nothing", {{0, 8, 0.9, 0, 0}, {1, 1, 1.0, 0, 0}, {2, 4, NAN, 0, 0}, {3, 4, 0.95, 8, 0.9}}, 4},
         {"E > 1 is kept as 1", {{0, 4, 1.4, 0, 0}, {1, 8, 0.5, 4, 1.0}}, 2},
         {"points older than the limit are forgotten", {{0, 4, 0.9, 0, 0}, {61, 8, 0.8, 0, 0}}, 2},
@@ -709,6 +768,7 @@ static void run_points(void)
 int main(void)
 {
     run_points();
+    run_shrink_table();
     run_noise();
     run_probe_table();
     run_ratchet();

@@ -377,6 +377,17 @@ class _CPoints(ctypes.Structure):
     _fields_ = [("p", ctypes.c_uint32 * 4), ("e", ctypes.c_double * 4), ("seen_ns", ctypes.c_uint64 * 4)]
 
 
+class _CShrink(ctypes.Structure):
+    """Mirror of struct scaf_shrink."""
+
+    _fields_ = [("steady_since_ns", ctypes.c_uint64), ("probe_since_ns", ctypes.c_uint64),
+                ("steady_at", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+
+
+PROBE_SHRINK = 2  # SCAF_PROBE_SHRINK
+PROBE_HOLD = 3  # SCAF_PROBE_HOLD
+
+
 class _CNoise(ctypes.Structure):
     """Mirror of struct scaf_noise."""
 
@@ -404,6 +415,10 @@ class ClientState:
                                             ctypes.c_uint32, ctypes.POINTER(_CProbeTiming)]
             lib.scaf_noise_update.restype = ctypes.c_double
             lib.scaf_noise_update.argtypes = [ctypes.POINTER(_CNoise), ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
+            lib.scaf_shrink_step.restype = ctypes.c_int
+            lib.scaf_shrink_step.argtypes = [ctypes.POINTER(_CShrink), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
+                                             ctypes.c_uint32, ctypes.c_double, ctypes.c_uint32,
+                                             ctypes.POINTER(_CProbeTiming)]
             lib.scaf_points_update.restype = None
             lib.scaf_points_update.argtypes = [ctypes.POINTER(_CPoints), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_double,
                                                ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint32),
@@ -413,6 +428,7 @@ class ClientState:
         self._probe = _CProbe()
         self._noise = _CNoise()
         self._points = _CPoints()
+        self._shrink = _CShrink()
         self._alt_p = ctypes.c_uint32()
         self._alt_e = ctypes.c_double()
         self._tm = _CProbeTiming(int(interval_s * 1e9), int(PROBE_HOLD_MIN_S * 1e9), int(PROBE_HOLD_MAX_S * 1e9))
@@ -420,7 +436,7 @@ class ClientState:
     def step(self, now_s: float, prev: int, unit: int, report_threads: int,
              efficiency: float | None) -> tuple[int, float, int, float]:
         """One round: (probe, e_sd, alt_threads, alt_efficiency) for the client's policy input, as the daemon
-        computes them."""
+        computes them (probe: 1 = grow probe, 2 = shrink probe)."""
         now_ns = int(now_s * 1e9) + 1
         probe = self._lib.scaf_probe_step(ctypes.byref(self._probe), now_ns, prev, unit, report_threads,
                                           ctypes.byref(self._tm))
@@ -428,10 +444,16 @@ class ClientState:
         self._lib.scaf_points_update(ctypes.byref(self._points), now_ns, report_threads if known else 0,
                                      efficiency if known else -1.0, int(POINTS_MAX_AGE_S * 1e9),
                                      ctypes.byref(self._alt_p), ctypes.byref(self._alt_e))
+        alt_p = int(self._alt_p.value)
+        shrink = self._lib.scaf_shrink_step(ctypes.byref(self._shrink), now_ns, prev, unit,
+                                            report_threads if known else 0, efficiency if known else -1.0, alt_p,
+                                            ctypes.byref(self._tm))
+        if shrink and not probe:
+            probe = PROBE_SHRINK if shrink == 1 else PROBE_HOLD
         if not known:
             return probe, 0.0, 0, 0.0
         sd = self._lib.scaf_noise_update(ctypes.byref(self._noise), report_threads, efficiency, NOISE_ALPHA)
-        return probe, sd, int(self._alt_p.value), float(self._alt_e.value)
+        return probe, sd, alt_p, float(self._alt_e.value)
 
 
 # Check the layout as soon as the module is imported, when the library is there;
