@@ -57,7 +57,7 @@ def test_list_names_every_shipped_scenario() -> None:
     r = scaf("list")
     assert r.returncode == 0, r.stderr
     names = [line.split()[0] for line in r.stdout.splitlines()]
-    assert {"cg-lu-36", "three-way-64", "smt-pair-16", "arrivals"} <= set(names)
+    assert {"cg-lu-36", "three-way-64", "smt-pair-16", "arrivals", "phase-change"} <= set(names)
     assert "36 contexts" in r.stdout
 
 
@@ -134,6 +134,7 @@ def test_run_out_writes_json_csv_png(small: Path, tmp_path: Path) -> None:
     together = [a for a in by_time.values() if len(a) == 2]
     assert together and all(a == [4, 4] for a in together)
     assert [8] in by_time.values()  # alone before the second arrives and after it leaves
+    assert {r["phase"] for r in rows} == {"1"}
     times = [float(r["time_s"]) for r in rows if r["config"] == "speedup"]
     assert times == sorted(times)
 

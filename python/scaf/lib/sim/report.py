@@ -104,7 +104,8 @@ def write_csv(sc: Scenario, results: list[Result], path: Path) -> None:
     """Long format: one row per configuration, step and present program."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["config", "time_s", "program", "threads", "allocation", "efficiency_report", "speedup_now"])
+        w.writerow(["config", "time_s", "program", "threads", "allocation", "efficiency_report", "speedup_now",
+                    "phase"])
         for r in results:
             tl = r.timeline
             if tl is None:
@@ -114,8 +115,9 @@ def write_csv(sc: Scenario, results: list[Result], path: Path) -> None:
                     if tl.team[i, j] == 0 and tl.speedup[i, j] == 0:
                         continue
                     e = tl.efficiency[i, j]
+                    ph = int(tl.phase[i, j]) + 1 if tl.phase is not None else 1
                     w.writerow([r.config, f"{t:.4f}", p.name, int(tl.team[i, j]), int(tl.share[i, j]),
-                                "" if math.isnan(e) else f"{e:.4f}", f"{tl.speedup[i, j]:.4f}"])
+                                "" if math.isnan(e) else f"{e:.4f}", f"{tl.speedup[i, j]:.4f}", ph])
 
 
 def write_png(sc: Scenario, results: list[Result], path: Path) -> None:
