@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 from scaf.lib import paths, policy
-from scaf.lib.sim import engine, oracle, scenario
+from scaf.lib.sim import engine, oracle, scenario, sweep
 from scaf.lib.sim.model import speedup_tables
 
 pytestmark = pytest.mark.skipif(not paths.policy_lib().exists(), reason="libscaf_policy.so not built (make)")
@@ -315,3 +315,35 @@ def test_phases_change_the_rate_at_the_boundary_exactly() -> None:
     assert set(np.unique(r.timeline.phase[:, 0])) == {0, 1} and not r.timeline.phase[:, 1].any()
     res = engine.run(sc, "oracle-static")
     assert res.partition is not None and sum(res.partition) <= 32 and res.programs[0].finish_s is not None
+
+
+def test_summary_says_when_speedup_falls_below_equipartition() -> None:
+    rows = [{"contexts": c, "noise": None, "sum_speedup": {"equipartition": eq, "speedup": sp, "oracle-dynamic": od},
+             "gap": {"equipartition": 1 - eq / od, "speedup": 1 - sp / od}}
+            for c, eq, sp, od in ((16, 10.0, 11.0, 12.0), (32, 20.0, 19.0, 20.0), (64, 30.0, 30.0, 30.0))]
+    assert sweep.summary("x", "sum_speedup", rows) == [
+        "x, 16 contexts: speedup gap +8.3%, not below equipartition (11.0 vs 10.0)",
+        "x, 32 contexts: speedup gap +5.0%, BELOW equipartition (19.0 vs 20.0)",
+        "x, 64 contexts: speedup gap +0.0%, not below equipartition (30.0 vs 30.0)",
+    ]
+
+
+def test_lone_speedup_is_work_over_the_time_a_program_ran() -> None:
+    """Two programs that never overlap: no Σspeedup; lone_speedup weighs each by the time it ran."""
+    sc = scenario.parse("""
+[machine]
+contexts = 8
+[[program]]
+name = "first"
+work_s = 40
+curve = { kind = "amdahl", parallel_fraction = 1.0 }
+[[program]]
+name = "second"
+work_s = 10
+arrival_s = 100
+curve = { kind = "amdahl", parallel_fraction = 0.0 }
+""", "apart.toml")
+    r = engine.run(sc, "equipartition")
+    assert r.sum_speedup is None and r.multiprogrammed_s == 0
+    assert r.programs[0].speedup == pytest.approx(8.0) and r.programs[1].speedup == pytest.approx(1.0)
+    assert r.lone_speedup == pytest.approx((40 + 10) / (5 + 10))  # not the mean of 8 and 1

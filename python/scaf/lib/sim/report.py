@@ -28,6 +28,7 @@ def to_json(sc: Scenario, results: list[Result]) -> dict[str, Any]:
         out["configs"][r.config] = {
             "sum_speedup": _r(r.sum_speedup),
             "multiprogrammed_s": _r(r.multiprogrammed_s),
+            "lone_speedup": _r(r.lone_speedup),
             "note": r.note,
             "partition": r.partition,
             "cpu_s": _r(r.cpu_s, 1),
@@ -57,7 +58,9 @@ def table(sc: Scenario, results: list[Result]) -> Any:
     from rich.table import Table
 
     t = Table(title=f"{sc.name}: {sc.machine.contexts} contexts, chunk {sc.machine.granule}",
-              caption="Σ: time-average of the summed speedups while >= 2 programs ran; per program: its speedup "
+              caption="Σ: time-average of the summed speedups while >= 2 programs ran (\"alone\": no two ever "
+                      "ran together, so the serial work done over the time a program ran instead, with one "
+                      "program its work / life); per program: its speedup "
                       "while it shared the machine; (n): the original's number; "
                       "s: finish time from the start; t: threads it ran, time-averaged (its speedup over its "
                       "whole life where it never shared the machine); CPU-s: thread-seconds used, at most "
@@ -70,7 +73,10 @@ def table(sc: Scenario, results: list[Result]) -> Any:
         t.add_column(p.name, justify="right", no_wrap=True)
     for r in results:
         exp = sc.expect.get(r.config, {})
-        row = [r.config, _cell(r.sum_speedup, exp.get("sum_speedup")), f"{r.cpu_s:.0f}" if r.programs else ""]
+        sigma = _cell(r.sum_speedup, exp.get("sum_speedup"))
+        if r.sum_speedup is None and r.lone_speedup is not None:
+            sigma = f"{r.lone_speedup:.1f}X alone"
+        row = [r.config, sigma, f"{r.cpu_s:.0f}" if r.programs else ""]
         byname = {p.name: p for p in r.programs}
         for p in sc.programs:
             pr = byname.get(p.name)
