@@ -320,11 +320,13 @@ def test_phases_change_the_rate_at_the_boundary_exactly() -> None:
 def test_summary_says_when_speedup_falls_below_equipartition() -> None:
     rows = [{"contexts": c, "noise": None, "sum_speedup": {"equipartition": eq, "speedup": sp, "oracle-dynamic": od},
              "gap": {"equipartition": 1 - eq / od, "speedup": 1 - sp / od}}
-            for c, eq, sp, od in ((16, 10.0, 11.0, 12.0), (32, 20.0, 19.0, 20.0), (64, 30.0, 30.0, 30.0))]
+            for c, eq, sp, od in ((16, 10.0, 11.0, 12.0), (32, 20.0, 19.0, 20.0), (64, 30.0, 29.99, 30.0),
+                                  (128, 30.0, 29.97, 30.0))]
     assert sweep.summary("x", "sum_speedup", rows) == [
-        "x, 16 contexts: speedup gap +8.3%, not below equipartition (11.0 vs 10.0)",
-        "x, 32 contexts: speedup gap +5.0%, BELOW equipartition (19.0 vs 20.0)",
-        "x, 64 contexts: speedup gap +0.0%, not below equipartition (30.0 vs 30.0)",
+        "x, 16 contexts: speedup gap +8.3%, not below equipartition (+10.0%: 11.00 vs 10.00)",
+        "x, 32 contexts: speedup gap +5.0%, BELOW equipartition (-5.0%: 19.00 vs 20.00)",
+        "x, 64 contexts: speedup gap +0.0%, not below equipartition (+0.0%: 29.99 vs 30.00)",
+        "x, 128 contexts: speedup gap +0.1%, BELOW equipartition (-0.1%: 29.97 vs 30.00)",
     ]
 
 

@@ -136,8 +136,10 @@ def summary(name: str, metric: str, rows: list[dict[str, Any]]) -> list[str]:
             where += ", scenario noise" if r["noise"] is None else f", noise {r['noise']:g}"
         gap = r["gap"].get("speedup")
         line = f"{where}: speedup gap {_pct(gap)}"
-        if eq is not None:
-            verdict = "BELOW" if sp < eq * (1 - 1e-9) else "not below"
-            line += f", {verdict} equipartition ({sp:.1f} vs {eq:.1f})"
+        if eq:
+            # Judged on the printed difference: a shortfall that rounds to 0.0% is not one.
+            d = round((sp / eq - 1.0) * 100, 1) + 0.0
+            verdict = "BELOW" if d < 0 else "not below"
+            line += f", {verdict} equipartition ({d:+.1f}%: {sp:.2f} vs {eq:.2f})"
         out.append(line)
     return out
