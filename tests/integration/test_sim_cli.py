@@ -57,7 +57,7 @@ def test_list_names_every_shipped_scenario() -> None:
     r = scaf("list")
     assert r.returncode == 0, r.stderr
     names = [line.split()[0] for line in r.stdout.splitlines()]
-    assert {"cg-lu-36", "three-way-64", "smt-pair-16", "arrivals"} <= set(names)
+    assert {"cg-lu-36", "three-way-64", "smt-pair-16", "arrivals", "phase-change"} <= set(names)
     assert "36 contexts" in r.stdout
 
 
@@ -136,6 +136,7 @@ def test_run_out_writes_json_csv_png(small: Path, tmp_path: Path) -> None:
     together = [a for a in by_time.values() if len(a) == 2]
     assert together and all(a == [4, 4] for a in together)
     assert [8] in by_time.values()  # alone before the second arrives and after it leaves
+    assert {r["phase"] for r in rows} == {"1"}
     times = [float(r["time_s"]) for r in rows if r["config"] == "speedup"]
     assert times == sorted(times)
 
@@ -144,14 +145,82 @@ def test_sweep_json_and_table(small: Path) -> None:
     r = scaf("sweep", str(small), "--contexts", "8,16", "--noise", "0,0.1", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
+    assert data["metric"] == "sum_speedup"
     rows = data["rows"]
     assert [(x["contexts"], x["noise"]) for x in rows] == [(8, 0.0), (8, 0.1), (16, 0.0), (16, 0.1)]
     for x in rows:
-        assert set(x["sum_speedup"]) == {"equipartition", "speedup", "oracle-dynamic"}
-        assert set(x["gap"]) == {"equipartition", "speedup"}
+        assert set(x["sum_speedup"]) == {"equipartition", "speedup", "consumption", "oracle-dynamic"}
+        assert set(x["gap"]) == {"equipartition", "speedup", "consumption"}
+        assert all(v is not None for v in x["gap"].values())
+        assert set(x["cpu_s"]) == set(x["sum_speedup"]) and all(v > 0 for v in x["cpu_s"].values())
+        ratio = x["cpu_s"]["consumption"] / x["cpu_s"]["equipartition"]
+        assert x["cpu_consumption_vs_equipartition"] == pytest.approx(ratio)
     r = scaf("sweep", str(small), "--contexts", "8,16")
     assert r.returncode == 0, r.stderr
     assert "gap" in r.stdout and "at 8 contexts -> " in r.stdout
+    assert "Σ consumption" in r.stdout and "cpu consumption/equip" in r.stdout
+    assert "small, 8 contexts: speedup gap " in r.stdout and "small, 16 contexts: speedup gap " in r.stdout
+
+
+def test_sweep_configs_subset_keeps_the_reference(small: Path) -> None:
+    r = scaf("sweep", str(small), "--contexts", "8", "--configs", "equipartition", "--json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["rows"]
+    assert set(row["sum_speedup"]) == {"equipartition", "oracle-dynamic"} and set(row["gap"]) == {"equipartition"}
+    assert "cpu_consumption_vs_equipartition" not in row
+    r = scaf("sweep", str(small), "--contexts", "8", "--configs", "equipartition")
+    assert r.returncode == 0 and "cpu consumption/equip" not in r.stdout and "summary" not in r.stdout
+    r = scaf("sweep", str(small), "--contexts", "8", "--configs", "oracle-static")
+    assert r.returncode == 2 and "oracle-static" in r.stderr and r.stdout == ""
+
+
+def test_lone_program_is_compared_by_its_speedup() -> None:
+    """One program alone: no Σspeedup exists, so the sweep and the run table use its work / life."""
+    r = scaf("sweep", "memory-bound-alone", "--contexts", "16,32", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["metric"] == "lone_speedup"
+    for row in data["rows"]:
+        assert all(v is None for v in row["sum_speedup"].values())
+        assert all(v is not None and v > 0 for v in row["lone_speedup"].values())
+        assert all(g is not None for g in row["gap"].values())
+        # consumption right-sizes the falling curve: fewer CPU-seconds than equipartition's whole machine
+        assert row["cpu_consumption_vs_equipartition"] < 0.6
+    run = json.loads(scaf("run", "memory-bound-alone", "--json", "--configs", "equipartition,oracle-dynamic").stdout)
+    for cfg in ("equipartition", "oracle-dynamic"):
+        res = run["configs"][cfg]
+        assert res["sum_speedup"] is None
+        assert res["lone_speedup"] == pytest.approx(res["programs"]["stream"]["speedup"], rel=1e-3)
+    row32 = data["rows"][1]["lone_speedup"]
+    assert row32["equipartition"] == pytest.approx(run["configs"]["equipartition"]["lone_speedup"], rel=1e-3)
+    r = scaf("sweep", "memory-bound-alone", "--contexts", "32")
+    assert r.returncode == 0 and "speedup alone" in r.stdout and "n/a" not in r.stdout
+    r = scaf("run", "memory-bound-alone", "--configs", "equipartition,consumption")
+    assert r.returncode == 0 and "X alone" in r.stdout and "n/a" not in r.stdout
+
+
+def test_sweep_several_scenarios_and_all(small: Path) -> None:
+    r = scaf("sweep", str(small), "memory-bound-alone", "--contexts", "8,16", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert [s["scenario"] for s in data["scenarios"]] == ["small", "memory-bound-alone"]
+    assert [s["metric"] for s in data["scenarios"]] == ["sum_speedup", "lone_speedup"]
+    r = scaf("sweep", str(small), "memory-bound-alone", "--contexts", "8,16")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("sweep of ") == 2
+    summary = r.stdout[r.stdout.index("summary"):].splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in summary] == [
+        "small, 8 contexts", "small, 16 contexts", "memory-bound-alone, 8 contexts", "memory-bound-alone, 16 contexts"]
+    assert all("equipartition (" in line for line in summary)
+    # all: every shipped scenario, each file validated before anything runs
+    bad = small.with_name("bad.toml")
+    bad.write_text(SMALL.replace("work_s = 12", "work_s = -12"))
+    r = scaf("sweep", "all", str(bad), "--contexts", "8")
+    assert r.returncode == 2 and "work_s" in r.stderr and r.stdout == ""
+    r = scaf("sweep", "all", "--contexts", "4", "--configs", "equipartition", "--json")
+    assert r.returncode == 0, r.stderr
+    shipped = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
+    assert [s["scenario"] for s in json.loads(r.stdout)["scenarios"]] == shipped
 
 
 def test_bad_scenario_names_field_and_line(tmp_path: Path) -> None:

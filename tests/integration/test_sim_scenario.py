@@ -189,3 +189,77 @@ def test_unknown_name_and_missing_file() -> None:
         scenario.load("no-such-scenario")
     with pytest.raises(ScenarioError, match="no such file"):
         scenario.load("/nonexistent/x.toml")
+
+
+PHASED = """\
+[machine]
+contexts = 16
+
+[[program]]
+name = "p"
+work_s = 100.0
+phases = [
+  { until_s = 20.0, curve = { kind = "amdahl", parallel_fraction = 0.5 } },
+  { until_s = 60.0, curve = { kind = "usl", sigma = 0.1, kappa = 0.01 } },
+  { curve = { kind = "amdahl", parallel_fraction = 0.99 } },
+]
+"""
+
+
+def test_phases_parse_into_curves_and_bounds() -> None:
+    p = parse(PHASED, "ph.toml").programs[0]
+    assert [c.kind for c in p.curves()] == ["amdahl", "usl", "amdahl"]
+    assert p.bounds() == [20.0, 60.0]
+    assert p.curve == p.curves()[0]
+    # The array-of-tables spelling is the same scenario.
+    tables = PHASED.split("phases")[0] + """\
+[[program.phases]]
+until_s = 20.0
+curve = { kind = "amdahl", parallel_fraction = 0.5 }
+[[program.phases]]
+until_s = 60.0
+[program.phases.curve]
+kind = "usl"
+sigma = 0.1
+kappa = 0.01
+[[program.phases]]
+curve = { kind = "amdahl", parallel_fraction = 0.99 }
+"""
+    assert parse(tables, "ph.toml").programs[0] == p
+    # One phase is the same as a plain curve.
+    one = PHASED.split("phases")[0] + 'phases = [{ curve = { kind = "amdahl", parallel_fraction = 0.99 } }]\n'
+    q = parse(one, "one.toml").programs[0]
+    assert q.phases == () and q.curve.parallel_fraction == 0.99
+
+
+@pytest.mark.parametrize(("change", "field", "message"), [
+    (("until_s = 60.0", "until_s = 10.0"), "program[1].phases[2].until_s",
+     "must be more than the previous phase's until_s (20), got 10"),
+    (("until_s = 60.0", "until_s = 100.0"), "program[1].phases[2].until_s",
+     "must be less than the program's work_s (100), got 100"),
+    (("until_s = 20.0", "until_s = -1.0"), "program[1].phases[1].until_s", "must be > 0, got -1.0"),
+    (("{ until_s = 60.0, curve", "{ curve"), "program[1].phases[2].until_s", "missing (required, a number)"),
+    (("{ curve = { kind = \"amdahl\", parallel_fraction = 0.99 } }",
+      "{ until_s = 90.0, curve = { kind = \"amdahl\", parallel_fraction = 0.99 } }"),
+     "program[1].phases[3].until_s", "the last phase runs to the end of the work: leave until_s out"),
+    (("kind = \"usl\"", "kind = \"cubic\""), "program[1].phases[2].curve.kind", "unknown curve kind 'cubic'"),
+    (("sigma = 0.1", "sigma = 2.0"), "program[1].phases[2].curve.sigma", "must be <= 1, got 2.0"),
+    (("{ until_s = 60.0, curve", "{ until = 60.0, curve"), "program[1].phases[2].until", "unknown key"),
+    (("{ until_s = 60.0, curve = { kind = \"usl\", sigma = 0.1, kappa = 0.01 } }", "{ until_s = 60.0 }"),
+     "program[1].phases[2].curve", "missing table (required)"),
+    (("{ until_s = 20.0, curve", "7, { until_s = 20.0, curve"), "program[1].phases[1]", "must be a table"),
+    (("work_s = 100.0", "work_s = 100.0\ncurve = { kind = \"amdahl\", parallel_fraction = 0.9 }"),
+     "program[1].phases", "give either curve (one for the whole run) or phases, not both"),
+])
+def test_bad_phases_name_the_field_and_line(change: tuple[str, str], field: str, message: str) -> None:
+    text = PHASED.replace(*change)
+    assert text != PHASED
+    e = error(text)
+    assert e.field == field and message in e.message, str(e)
+    assert e.line == line_of(text, "phases =") and str(e).startswith(f"bad.toml:{e.line}: {field}: ")
+
+
+def test_empty_phases() -> None:
+    text = PHASED.split("phases")[0] + "phases = []\n"
+    e = error(text)
+    assert e.field == "program[1].phases" and "non-empty array" in e.message and e.line == line_of(text, "phases")

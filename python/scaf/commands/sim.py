@@ -19,6 +19,7 @@ configurations:
   unmodified      every program runs one thread per context; the OS time-slices them
   equipartition   the real equipartition policy (libscaf_policy.so)
   speedup         the real speedup policy, fed noisy filtered efficiency reports
+  consumption     the real consumption policy (--min-gain): it may leave contexts idle
   oracle-static   the best fixed partition, by exhaustive search (2-3 programs)
   oracle-dynamic  greedy marginal gain on the true curves at every tick
 
@@ -29,6 +30,7 @@ examples:
   scaf sim run my.toml --out results/sim --configs equipartition,speedup
   scaf sim check my.toml
   scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1
+  scaf sim sweep all --contexts 16,32,64,128,256
 
 Scenario format and the model: docs/simulator.md in scaf's source tree.
 """
@@ -108,15 +110,24 @@ def register(sub: Any) -> None:
                         "must add (scafd's option of the same name; 0.001 to 1, default 0.5)")
     q.set_defaults(func=cmd_run)
 
-    q = s.add_parser("sweep", help="one scenario across machine sizes and noise levels",
-                     epilog="example:\n  scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1\n\n"
-                            "Default teams follow the machine size; --noise replaces every program's noise.",
+    q = s.add_parser("sweep", help="scenarios across machine sizes and noise levels",
+                     epilog="examples:\n  scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1\n"
+                            "  scaf sim sweep all --contexts 16,32,64,128,256\n\n"
+                            "Default teams follow the machine size; --noise replaces every program's noise.\n"
+                            "Where no two programs ever run together (a program alone), the sweep compares\n"
+                            "the speedup over the time a program ran instead of Σspeedup.",
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("scenario", metavar="NAME|FILE.toml")
+    q.add_argument("scenario", metavar="NAME|FILE.toml", nargs="+",
+                   help="one or more shipped scenarios' names or TOML files; all: every shipped scenario")
     q.add_argument("--contexts", type=_list_ints, default=[16, 32, 64, 128, 256], metavar="LIST",
                    help="machine sizes (default 16,32,64,128,256)")
     q.add_argument("--noise", type=_list_floats, default=None, metavar="LIST",
                    help="efficiency-report noise levels (default: each program's own)")
+    q.add_argument("--configs", type=_configs, metavar="LIST",
+                   help="comma-separated configurations (default equipartition,speedup,consumption; "
+                        "oracle-dynamic, the reference, is always run)")
+    q.add_argument("--min-gain", type=_min_gain, default=0.5, metavar="G",
+                   help="the consumption configuration's threshold (as for run; default 0.5)")
     q.add_argument("--json", action="store_true", help="print rows as JSON on stdout")
     q.set_defaults(func=cmd_sweep)
 
@@ -218,16 +229,35 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from scaf.lib.sim import sweep
+    from scaf.lib.sim import scenario, sweep
 
-    sc = _load(args.scenario)
+    names: list[str] = []
+    for a in args.scenario:
+        names += [p.stem for p in scenario.shipped()] if a == "all" else [a]
+    scs = [_load(a) for a in dict.fromkeys(names)]  # every file is validated before anything runs
+    if args.configs and "oracle-static" in args.configs:
+        return _fail("sweep: oracle-static is not swept (its exhaustive search is per machine size); "
+                     f"choose from {', '.join(sweep.SWEEP_CONFIGS)}, unmodified")
     noises: list[float | None] = list(args.noise) if args.noise else [None]
-    rows = sweep.sweep(sc, args.contexts, noises)
+    configs = tuple(args.configs) if args.configs else sweep.SWEEP_CONFIGS
+    con = None if args.json else _console()
+    out = []
+    summary: list[str] = []
+    for sc in scs:
+        metric, rows = sweep.sweep(sc, args.contexts, noises, configs, min_gain=args.min_gain)
+        out.append({"scenario": sc.name, "reference": sweep.REFERENCE, "metric": metric, "rows": rows})
+        summary += sweep.summary(sc.name, metric, rows)
+        if con is not None:
+            con.print(sweep.table(sc.name, metric, rows))
+            for line in sweep.trend(rows):
+                con.print(line)
+            con.print()
     if args.json:
-        print(json.dumps({"scenario": sc.name, "reference": sweep.REFERENCE, "rows": rows}, indent=2))
+        print(json.dumps(out[0] if len(out) == 1 else {"reference": sweep.REFERENCE, "scenarios": out}, indent=2))
         return 0
-    con = _console()
-    con.print(sweep.table(sc.name, rows))
-    for line in sweep.trend(rows):
-        con.print(line)
+    assert con is not None
+    if summary:
+        con.print("summary (the speedup policy against oracle-dynamic and equipartition):")
+        for line in summary:
+            con.print(f"  {line}")
     return 0

@@ -12,6 +12,7 @@ from scaf.lib.sim.model import (
     POLICY_CONFIGS,
     Scenario,
     interp_rows,
+    phase_tables,
     speedup_tables,
 )
 
@@ -43,6 +44,7 @@ class Timeline:
     efficiency: np.ndarray  # (S, P) filtered report the policy saw (nan = none)
     speedup: np.ndarray  # (S, P) instantaneous progress rate (serial seconds per second)
     end: float
+    phase: np.ndarray | None = None  # (S, P) the phase each program is in (0 = its first)
 
 
 @dataclass
@@ -60,6 +62,9 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
     cpu_s: float = 0.0  # CPU-seconds the programs' threads used (at most contexts x time)
     end_s: float = 0.0  # when the run ended
+    # Serial work done over the time at least one program ran: with one program, its work / life. The
+    # comparable figure where sum_speedup is None (no two programs ever ran together).
+    lone_speedup: float | None = None
 
 
 def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, record: bool = True,
@@ -109,7 +114,13 @@ class Simulation:
         self.noise = np.array([p.noise for p in progs])
         self.oversub = np.array([mach.oversub_slowdown if p.oversub_slowdown is None else p.oversub_slowdown
                                  for p in progs])
-        self.curves = speedup_tables(sc)
+        # S(p) of each program's current phase (rates() reads it), switched by indexing the per-phase
+        # tables when its work done crosses the phase's end.
+        self.phase_tabs, self.phase_end = phase_tables(sc)
+        self.phased = self.phase_tabs.shape[1] > 1
+        self.phase = np.zeros(n, dtype=np.int64)
+        self.curves = self.phase_tabs[:, 0].copy()
+        self.next_bound = self.phase_end[:, 0].copy()
         # Where each program is.
         self.done = np.zeros(n)  # serial work done
         self.finish = np.full(n, np.nan)
@@ -135,6 +146,8 @@ class Simulation:
         # running, at most the contexts: oversubscribed threads share them).
         self.thread_s = np.zeros(n)
         self.cpu_s = 0.0
+        self.busy_time = 0.0  # time at least one program ran, and the serial work done in it
+        self.busy_work = 0.0
         self.rng = np.random.default_rng(sc.seed)
         self.order = sorted(range(n), key=lambda j: (progs[j].arrival_s, j))
         self.rank = np.empty(n, dtype=np.int64)
@@ -149,7 +162,12 @@ class Simulation:
             # What the daemon keeps per client between rounds: the probe clock and the noise of E.
             self.state = [policy.ClientState() for _ in progs]
         self.greedy_cache: dict[tuple[int, ...], list[int]] = {}
-        self.rates_fixed = oracle.rate_table(sc, self.curves) if config == "oracle-dynamic" else None
+        self.rates_fixed = None
+        if config == "oracle-dynamic":
+            # rates_fixed: the current phase's, like self.curves; phase_rates[j, k]: every phase's.
+            self.phase_rates = np.stack([oracle.rate_table(sc, self.phase_tabs[:, k])
+                                         for k in range(self.phase_tabs.shape[1])], axis=1)
+            self.rates_fixed = self.phase_rates[:, 0].copy()
         self.caps = oracle.caps(sc)
         # The clock.
         self.t = 0.0
@@ -162,6 +180,7 @@ class Simulation:
         self.rec_share: list[np.ndarray] = []
         self.rec_estimate: list[np.ndarray] = []
         self.rec_rate: list[np.ndarray] = []
+        self.rec_phase: list[np.ndarray] = []
 
     def decide(self) -> None:
         """One decision of the controller for the programs present, in the daemon's client order."""
@@ -234,6 +253,7 @@ class Simulation:
         self.rec_share.append(share)
         self.rec_estimate.append(estimate)
         self.rec_rate.append(rate)
+        self.rec_phase.append(self.phase.copy())
 
     def step(self) -> bool:
         """Advance to the next event (arrival, tick, region boundary, finish, horizon); False at the end."""
@@ -279,6 +299,10 @@ class Simulation:
             tb = np.where(pend & (r > 0), t + (nb - done) / r, np.inf)
         t_arr = arrival[order[self.arrived]] if self.arrived < n else np.inf
         t1 = min(self.tick_k * self.tick, t_arr, float(tf.min()), float(tb.min()), self.horizon)
+        if self.phased:  # a phase change is an event too: rates stay constant within a step
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tp = np.where(present & (r > 0), t + (self.next_bound - done) / r, np.inf)
+            t1 = min(t1, float(tp.min()))
         t1 = max(t1, t)
         dt = t1 - t
         if self.record:
@@ -290,9 +314,16 @@ class Simulation:
         done[fin_now] = self.work[fin_now]
         bnd_now = pend & (tb <= t1)
         done[bnd_now] = np.maximum(done[bnd_now], nb[bnd_now])
+        if self.phased:
+            ph_now = present & (tp <= t1)
+            done[ph_now] = np.maximum(done[ph_now], self.next_bound[ph_now])
+            self._next_phase()
         running = team * present
         self.thread_s += running * dt
         self.cpu_s += min(float(running.sum()), float(self.cpus)) * dt
+        if present.any():
+            self.busy_time += dt
+            self.busy_work += float(r.sum()) * dt
         if int(present.sum()) >= 2:
             self.mp_time += dt
             self.mp_work += r * dt
@@ -313,6 +344,23 @@ class Simulation:
             team[hit] = share[hit]
             pend &= ~hit
         return not (t >= self.horizon - EPS or (self.arrived >= n and not present.any()))
+
+    def _next_phase(self) -> None:
+        """Programs whose work done reached the end of their phase enter the next one: their true curve
+        (and oracle-dynamic's rate table) changes; the policies only see it in what the programs report."""
+        import numpy as np
+
+        while True:
+            crossed = np.flatnonzero(self.done >= self.next_bound * (1.0 - EPS) - EPS)  # inf: the last phase
+            if not len(crossed):
+                return
+            self.phase[crossed] += 1
+            k = self.phase[crossed]
+            self.curves[crossed] = self.phase_tabs[crossed, k]
+            self.next_bound[crossed] = self.phase_end[crossed, k]
+            if self.rates_fixed is not None:
+                self.rates_fixed[crossed] = self.phase_rates[crossed, k]
+                self.greedy_cache.clear()  # its keys are the programs present, not their phases
 
     def _feedback(self, r: np.ndarray, dt: float) -> None:
         """The layer reports E = progress / threads (what serial baselines measure), noisy, through an
@@ -369,7 +417,8 @@ class Simulation:
         tl = None
         if self.record:
             tl = Timeline(np.array(self.rec_t), np.array(self.rec_team), np.array(self.rec_share),
-                          np.array(self.rec_estimate), np.array(self.rec_rate), end=t)
+                          np.array(self.rec_estimate), np.array(self.rec_rate), end=t,
+                          phase=np.array(self.rec_phase))
         return Result(
             scenario=self.sc.name,
             config=label or self.config,
@@ -382,6 +431,7 @@ class Simulation:
             decisions=self.decisions,
             cpu_s=self.cpu_s,
             end_s=t,
+            lone_speedup=self.busy_work / self.busy_time if self.busy_time > 0 else None,
         )
 
 

@@ -57,9 +57,18 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class Phase:
+    """A stretch of a program's work with its own curve: it holds until the program has done `until_s`
+    serial seconds in all (None: to the end)."""
+
+    until_s: float | None
+    curve: Curve
+
+
+@dataclass(frozen=True)
 class Program:
     name: str
-    curve: Curve
+    curve: Curve  # the curve of its first phase (its only one unless `phases` is given)
     work_s: float  # total serial work: its run time on one thread
     arrival_s: float = 0.0
     malleable: bool = True
@@ -68,6 +77,15 @@ class Program:
     noise: float = 0.0  # standard deviation of the noise added to each efficiency report
     oversub_slowdown: float | None = None  # None = the machine's
     source: str = ""
+    phases: tuple[Phase, ...] = ()  # () = one phase, `curve`, for the whole work
+
+    def curves(self) -> list[Curve]:
+        """The curve of each phase in order."""
+        return [ph.curve for ph in self.phases] if self.phases else [self.curve]
+
+    def bounds(self) -> list[float]:
+        """The serial work at which each phase but the last ends."""
+        return [float(ph.until_s) for ph in self.phases[:-1] if ph.until_s is not None]
 
 
 @dataclass(frozen=True)
@@ -126,12 +144,33 @@ def oversub_penalty(ratio: Any, k: Any) -> Any:
 
 
 def speedup_tables(sc: Scenario) -> np.ndarray:
-    """S_j(p) for p = 0..contexts (rows = programs), for interpolation at fractional shares."""
+    """S_j(p) for p = 0..contexts (rows = programs; the first phase's curve), for interpolation at fractional
+    shares."""
     import numpy as np
 
     n = sc.machine.contexts
     ps = np.arange(n + 1, dtype=float)
     return np.stack([pr.curve.speedup(ps) for pr in sc.programs]) if sc.programs else np.zeros((0, n + 1))
+
+
+def phase_tables(sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """(tabs, bounds): tabs[j, k] is S_j(p) for p = 0..contexts in phase k, and bounds[j, k] the serial
+    work at which phase k ends (inf for the last). Programs with fewer phases repeat their last one, so
+    that the engine switches phase by indexing, with no per-program Python."""
+    import numpy as np
+
+    n = sc.machine.contexts
+    ps = np.arange(n + 1, dtype=float)
+    k = max((len(p.curves()) for p in sc.programs), default=1)
+    tabs = np.zeros((len(sc.programs), k, n + 1))
+    bounds = np.full((len(sc.programs), k), np.inf)
+    for j, pr in enumerate(sc.programs):
+        curves = pr.curves()
+        for i in range(k):
+            tabs[j, i] = curves[min(i, len(curves) - 1)].speedup(ps)
+        b = pr.bounds()
+        bounds[j, :len(b)] = b
+    return tabs, bounds
 
 
 def interp_rows(tab: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scaf.lib.sim.model import Scenario, fixed_rate
+from scaf.lib.sim.model import Scenario, fixed_rate, phase_tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -18,6 +18,28 @@ def rate_table(sc: Scenario, tab: np.ndarray) -> np.ndarray:
 
     n = sc.machine.contexts
     return np.array([[fixed_rate(sc, tab, j, p) for p in range(n + 1)] for j in range(len(sc.programs))])
+
+
+def static_rates(sc: Scenario, tab: np.ndarray) -> np.ndarray:
+    """rates[j, p] that a fixed allocation of p gives program j over its whole work.
+
+    With one phase that is rate_table. With phases, the work-weighted harmonic mean of the phases'
+    rates: the program's work / the time it takes at p, so that finish times stay exact; within the
+    multiprogrammed period the search then treats its progress as uniform, which is approximate.
+    """
+    import numpy as np
+
+    if not any(p.phases for p in sc.programs):
+        return rate_table(sc, tab)
+    tabs, ends = phase_tables(sc)
+    k = tabs.shape[1]
+    per = np.stack([rate_table(sc, tabs[:, i]) for i in range(k)], axis=1)  # (P, K, N+1)
+    work = np.array([p.work_s for p in sc.programs])
+    starts = np.concatenate([np.zeros((len(work), 1)), ends[:, :-1]], axis=1)
+    lengths = np.maximum(np.minimum(ends, work[:, None]) - np.minimum(starts, work[:, None]), 0.0)  # (P, K)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(lengths[:, :, None] > 0, lengths[:, :, None] / per, 0.0).sum(axis=1)  # (P, N+1)
+        return np.where(np.isfinite(t) & (t > 0), work[:, None] / t, 0.0)
 
 
 def caps(sc: Scenario) -> list[int]:
@@ -106,7 +128,7 @@ def best_static(sc: Scenario, tab: np.ndarray) -> tuple[list[int], float]:
     unit = sc.machine.granule if len(progs) * sc.machine.granule <= n else 1
     if len(progs) > n:
         return [1] * len(progs), float("nan")
-    rates = rate_table(sc, tab)
+    rates = static_rates(sc, tab)
     vals = [_values(c, unit, n) for c in caps(sc)]
     best: tuple[list[int], float] = ([], -np.inf)
     # The first program's values in Python, the rest as a vectorised grid: at

@@ -28,6 +28,7 @@ def to_json(sc: Scenario, results: list[Result]) -> dict[str, Any]:
         out["configs"][r.config] = {
             "sum_speedup": _r(r.sum_speedup),
             "multiprogrammed_s": _r(r.multiprogrammed_s),
+            "lone_speedup": _r(r.lone_speedup),
             "note": r.note,
             "partition": r.partition,
             "cpu_s": _r(r.cpu_s, 1),
@@ -57,7 +58,9 @@ def table(sc: Scenario, results: list[Result]) -> Any:
     from rich.table import Table
 
     t = Table(title=f"{sc.name}: {sc.machine.contexts} contexts, chunk {sc.machine.granule}",
-              caption="Σ: time-average of the summed speedups while >= 2 programs ran; per program: its speedup "
+              caption="Σ: time-average of the summed speedups while >= 2 programs ran (\"alone\": no two ever "
+                      "ran together, so the serial work done over the time a program ran instead, with one "
+                      "program its work / life); per program: its speedup "
                       "while it shared the machine; (n): the original's number; "
                       "s: finish time from the start; t: threads it ran, time-averaged (its speedup over its "
                       "whole life where it never shared the machine); CPU-s: thread-seconds used, at most "
@@ -70,7 +73,10 @@ def table(sc: Scenario, results: list[Result]) -> Any:
         t.add_column(p.name, justify="right", no_wrap=True)
     for r in results:
         exp = sc.expect.get(r.config, {})
-        row = [r.config, _cell(r.sum_speedup, exp.get("sum_speedup")), f"{r.cpu_s:.0f}" if r.programs else ""]
+        sigma = _cell(r.sum_speedup, exp.get("sum_speedup"))
+        if r.sum_speedup is None and r.lone_speedup is not None:
+            sigma = f"{r.lone_speedup:.1f}X alone"
+        row = [r.config, sigma, f"{r.cpu_s:.0f}" if r.programs else ""]
         byname = {p.name: p for p in r.programs}
         for p in sc.programs:
             pr = byname.get(p.name)
@@ -104,7 +110,8 @@ def write_csv(sc: Scenario, results: list[Result], path: Path) -> None:
     """Long format: one row per configuration, step and present program."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["config", "time_s", "program", "threads", "allocation", "efficiency_report", "speedup_now"])
+        w.writerow(["config", "time_s", "program", "threads", "allocation", "efficiency_report", "speedup_now",
+                    "phase"])
         for r in results:
             tl = r.timeline
             if tl is None:
@@ -114,8 +121,9 @@ def write_csv(sc: Scenario, results: list[Result], path: Path) -> None:
                     if tl.team[i, j] == 0 and tl.speedup[i, j] == 0:
                         continue
                     e = tl.efficiency[i, j]
+                    ph = int(tl.phase[i, j]) + 1 if tl.phase is not None else 1
                     w.writerow([r.config, f"{t:.4f}", p.name, int(tl.team[i, j]), int(tl.share[i, j]),
-                                "" if math.isnan(e) else f"{e:.4f}", f"{tl.speedup[i, j]:.4f}"])
+                                "" if math.isnan(e) else f"{e:.4f}", f"{tl.speedup[i, j]:.4f}", ph])
 
 
 def write_png(sc: Scenario, results: list[Result], path: Path) -> None:

@@ -17,6 +17,7 @@ from scaf.lib.sim.model import (
     Curve,
     Feedback,
     Machine,
+    Phase,
     Program,
     Scenario,
 )
@@ -192,19 +193,60 @@ def _curve(ctx: _Ctx, prog: dict, path: tuple) -> Curve:
     return Curve(kind, points=tuple(out))
 
 
+def _phases(ctx: _Ctx, prog: dict, path: tuple, work_s: float) -> tuple[Phase, ...]:
+    """`phases = [{ until_s = W, curve = {...} }, ..., { curve = {...} }]`: the curve changes when the
+    program's serial work done reaches each until_s; the last phase runs to the end."""
+    ppath = (*path, "phases")
+    phases = prog["phases"]
+    if not isinstance(phases, list) or not phases:
+        raise ctx.fail(ppath, "must be a non-empty array of { until_s = ..., curve = {...} } tables")
+    out: list[Phase] = []
+    last = 0.0
+    for i, ph in enumerate(phases):
+        fpath = (*ppath, i)
+        if not isinstance(ph, dict):
+            raise ctx.fail(fpath, f"must be a table {{ until_s = ..., curve = {{...}} }}, got {type(ph).__name__}")
+        _no_unknown(ctx, ph, fpath, {"until_s", "curve"})
+        curve = _curve(ctx, ph, fpath)
+        if i == len(phases) - 1:
+            if "until_s" in ph:
+                raise ctx.fail((*fpath, "until_s"), "the last phase runs to the end of the work: leave until_s out")
+            out.append(Phase(None, curve))
+            continue
+        until = _get(ctx, ph, fpath, "until_s", float, lo=0.0, lo_open=True)
+        if until <= last:
+            raise ctx.fail((*fpath, "until_s"), f"must be more than the previous phase's until_s ({last:g}), "
+                                                f"got {until:g}")
+        if until >= work_s:
+            raise ctx.fail((*fpath, "until_s"), f"must be less than the program's work_s ({work_s:g}), got {until:g}")
+        last = until
+        out.append(Phase(until, curve))
+    return tuple(out)
+
+
 def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
     path = ("program", idx)
     if not isinstance(prog, dict):
         raise ctx.fail(path, "must be a table ([[program]])")
-    _no_unknown(ctx, prog, path, {"name", "curve", "work_s", "arrival_s", "malleable", "threads", "region_s",
-                                  "noise", "oversub_slowdown", "source"})
+    _no_unknown(ctx, prog, path, {"name", "curve", "phases", "work_s", "arrival_s", "malleable", "threads",
+                                  "region_s", "noise", "oversub_slowdown", "source"})
     name = _get(ctx, prog, path, "name", str)
     if not NAME_RE.match(name):
         raise ctx.fail((*path, "name"), f"must be 1-64 characters of letters, digits, _ . + -, got {name!r}")
+    work_s = _get(ctx, prog, path, "work_s", float, lo=0.0, lo_open=True)
+    phases: tuple[Phase, ...] = ()
+    if "phases" in prog:
+        if "curve" in prog:
+            raise ctx.fail((*path, "phases"), "give either curve (one for the whole run) or phases, not both")
+        phases = _phases(ctx, prog, path, work_s)
+        curve = phases[0].curve
+    else:
+        curve = _curve(ctx, prog, path)
     return Program(
         name=name,
-        curve=_curve(ctx, prog, path),
-        work_s=_get(ctx, prog, path, "work_s", float, lo=0.0, lo_open=True),
+        curve=curve,
+        phases=phases if len(phases) > 1 else (),
+        work_s=work_s,
         arrival_s=_get(ctx, prog, path, "arrival_s", float, 0.0, lo=0.0),
         malleable=_get(ctx, prog, path, "malleable", bool, True),
         threads=_get(ctx, prog, path, "threads", int, machine.contexts, lo=1, hi=machine.contexts),

@@ -8,8 +8,12 @@ from typing import Any
 from scaf.lib.sim import engine
 from scaf.lib.sim.model import Scenario
 
-SWEEP_CONFIGS = ("equipartition", "speedup", "oracle-dynamic")
+SWEEP_CONFIGS = ("equipartition", "speedup", "consumption", "oracle-dynamic")
 REFERENCE = "oracle-dynamic"
+# The figure a sweep compares: Σspeedup over the multiprogrammed period, or, for a scenario where no two
+# programs ever ran together in some run of the sweep, the serial work done over the time a program ran
+# (with one program: its work / life), which every configuration has.
+METRICS = {"sum_speedup": "Σspeedup", "lone_speedup": "speedup alone"}
 
 
 def scaled(sc: Scenario, contexts: int, noise: float | None) -> Scenario:
@@ -24,41 +28,77 @@ def scaled(sc: Scenario, contexts: int, noise: float | None) -> Scenario:
     return dataclasses.replace(sc, machine=mach, programs=progs, name=f"{sc.name}@{contexts}")
 
 
+def _gap(v: float | None, ref: float | None) -> float | None:
+    return None if v is None or not ref else 1.0 - v / ref
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{round(x * 100, 1) + 0.0:+.1f}%"  # + 0.0: no "-0.0%"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.2f}" if x >= 0.01 else f"{x:.4f}"
+
+
 def sweep(sc: Scenario, contexts: list[int], noises: list[float | None],
-          configs: tuple[str, ...] = SWEEP_CONFIGS) -> list[dict[str, Any]]:
-    """Rows of {contexts, noise, sums: {config: Σ}, gap: {config: 1 - Σ/Σ_oracle-dynamic}}."""
+          configs: tuple[str, ...] = SWEEP_CONFIGS, min_gain: float = 0.0) -> tuple[str, list[dict[str, Any]]]:
+    """(metric, rows): rows of {contexts, noise, sum_speedup and lone_speedup: {config: x}, gap: {config:
+    1 - x / x_oracle-dynamic} on the metric, cpu_s: {config: CPU-seconds}, and, when the sweep runs both,
+    cpu_consumption_vs_equipartition}. metric: "sum_speedup", or "lone_speedup" where some run never had
+    two programs together."""
     if REFERENCE not in configs:
         configs = (*configs, REFERENCE)
     rows = []
     for n in contexts:
         for z in noises:
             s = scaled(sc, n, z)
-            sums = {c: engine.run(s, c, record=False).sum_speedup for c in configs}
-            ref = sums[REFERENCE]
-            gap = {c: (None if v is None or not ref else 1.0 - v / ref) for c, v in sums.items() if c != REFERENCE}
-            rows.append({"contexts": n, "noise": z, "sum_speedup": sums, "gap": gap})
-    return rows
+            res = {c: engine.run(s, c, record=False, min_gain=min_gain) for c in configs}
+            row: dict[str, Any] = {"contexts": n, "noise": z,
+                                   "sum_speedup": {c: r.sum_speedup for c, r in res.items()},
+                                   "lone_speedup": {c: r.lone_speedup for c, r in res.items()},
+                                   "cpu_s": {c: r.cpu_s for c, r in res.items()}}
+            if "consumption" in res and "equipartition" in res and res["equipartition"].cpu_s > 0:
+                row["cpu_consumption_vs_equipartition"] = res["consumption"].cpu_s / res["equipartition"].cpu_s
+            rows.append(row)
+    metric = "sum_speedup" if all(v is not None for r in rows for v in r["sum_speedup"].values()) \
+        else "lone_speedup"
+    for r in rows:
+        vals = r[metric]
+        r["gap"] = {c: _gap(v, vals[REFERENCE]) for c, v in vals.items() if c != REFERENCE}
+    return metric, rows
 
 
-def table(name: str, rows: list[dict[str, Any]]) -> Any:
+def table(name: str, metric: str, rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
-    configs = list(rows[0]["sum_speedup"]) if rows else []
-    t = Table(title=f"sweep of {name}: Σspeedup, and the gap to {REFERENCE} (1 - Σ / Σ_{REFERENCE})",
-              caption="a negative gap: the configuration beat the per-tick greedy oracle on the period average",
-              caption_justify="left")
+    configs = list(rows[0][metric]) if rows else []
+    label = "Σ" if metric == "sum_speedup" else "speedup"
+    cpu = bool(rows) and "cpu_consumption_vs_equipartition" in rows[0]
+    caption = "a negative gap: the configuration beat the per-tick greedy oracle on the period average"
+    if metric == "lone_speedup":
+        caption = ("no two programs ran together (in some run): speedup is the serial work done over the time a "
+                   "program ran (one program: its work / life), not Σspeedup; " + caption.replace("period", "run's"))
+    if cpu:
+        caption += "; cpu consumption/equip: consumption's CPU-seconds over equipartition's"
+    t = Table(title=f"sweep of {name}: {METRICS[metric]}, and the gap to {REFERENCE} "
+                    f"(1 - {label} / {label}_{REFERENCE})",
+              caption=caption, caption_justify="left")
     t.add_column("contexts", justify="right")
     t.add_column("noise", justify="right")
     for c in configs:
-        t.add_column(f"Σ {c}", justify="right")
+        t.add_column(f"{label} {c}", justify="right")
     for c in configs:
         if c != REFERENCE:
             t.add_column(f"gap {c}", justify="right")
+    if cpu:
+        t.add_column("cpu consumption/equip", justify="right")
     for r in rows:
         z = "scenario" if r["noise"] is None else f"{r['noise']:g}"
         cells = [str(r["contexts"]), z]
-        cells += ["n/a" if r["sum_speedup"][c] is None else f"{r['sum_speedup'][c]:.1f}" for c in configs]
-        cells += ["n/a" if r["gap"][c] is None else f"{r['gap'][c] * 100:+.1f}%" for c in configs if c != REFERENCE]
+        cells += ["n/a" if r[metric][c] is None else f"{r[metric][c]:.1f}" for c in configs]
+        cells += [_pct(r["gap"][c]) for c in configs if c != REFERENCE]
+        if cpu:
+            cells.append(_ratio(r["cpu_consumption_vs_equipartition"]))
         t.add_row(*cells)
     return t
 
@@ -77,6 +117,29 @@ def trend(rows: list[dict[str, Any]]) -> list[str]:
             if g0 is None or g1 is None:
                 continue
             zs = "scenario noise" if z is None else f"noise {z:g}"
-            out.append(f"{c}, {zs}: gap {g0 * 100:+.1f}% at {lo['contexts']} contexts -> "
-                       f"{g1 * 100:+.1f}% at {hi['contexts']}")
+            out.append(f"{c}, {zs}: gap {_pct(g0)} at {lo['contexts']} contexts -> {_pct(g1)} at {hi['contexts']}")
+    return out
+
+
+def summary(name: str, metric: str, rows: list[dict[str, Any]]) -> list[str]:
+    """One line per machine size (and noise level): the speedup policy's gap, and whether it fell below
+    equipartition."""
+    out = []
+    several = len({r["noise"] for r in rows}) > 1
+    for r in rows:
+        vals = r[metric]
+        sp, eq = vals.get("speedup"), vals.get("equipartition")
+        if sp is None:
+            continue
+        where = f"{name}, {r['contexts']} contexts"
+        if several:
+            where += ", scenario noise" if r["noise"] is None else f", noise {r['noise']:g}"
+        gap = r["gap"].get("speedup")
+        line = f"{where}: speedup gap {_pct(gap)}"
+        if eq:
+            # Judged on the printed difference: a shortfall that rounds to 0.0% is not one.
+            d = round((sp / eq - 1.0) * 100, 1) + 0.0
+            verdict = "BELOW" if d < 0 else "not below"
+            line += f", {verdict} equipartition ({d:+.1f}%: {sp:.2f} vs {eq:.2f})"
+        out.append(line)
     return out
