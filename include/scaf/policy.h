@@ -217,7 +217,8 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
 
 /*
  * Shrink probes (src/policy/probe.c): a client that has held the same
- * allocation of 2 units or more for `interval_ns`, runs at E below
+ * allocation of 2 units or more for `interval_ns` x E / SCAF_SHRINK_E_MAX (at
+ * least a quarter of `interval_ns`), runs at E below
  * SCAF_SHRINK_E_MAX there, and has no second point of its curve x1.5 away
  * (alt_threads) is run for one probe at half its allocation, so that the policy gets
  * the second point that shows whether its curve has peaked (a memory-bound
@@ -254,7 +255,9 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
  * size, no older than max_age_ns, furthest from it in team size (ratio;
  * between two as far, the one that shows a larger team no faster than a
  * smaller one), which bends the fitted curve by more than noise (*alt_p = 0:
- * none). Points older than max_age_ns are forgotten, so
+ * none). A report whose E is higher than at a smaller team, or lower than at
+ * a larger one, by more than SCAF_POINTS_NOISE, cannot lie on the same curve:
+ * the program changed phase, and every other point is forgotten. Points older than max_age_ns are forgotten, so
  * that a phase change is not judged by the last phase's curve.
  */
 #define SCAF_POINTS_MAX 4
@@ -268,7 +271,13 @@ struct scaf_points {
 void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
                         uint32_t *alt_p, double *alt_e);
 
-/* How long a point at another team size stays evidence (the daemon's and the simulator's setting). */
-#define SCAF_POINTS_MAX_AGE_NS 60000000000ull
+/*
+ * How long a point at another team size stays evidence (the daemon's and the
+ * simulator's setting): long enough to space shrink probes of a program whose
+ * curve rises, short enough that a phase change the check above misses is
+ * forgotten soon.
+ */
+#define SCAF_POINTS_MAX_AGE_NS 30000000000ull
+#define SCAF_POINTS_NOISE 0.05
 
 #endif

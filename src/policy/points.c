@@ -61,6 +61,19 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
         st->p[slot] = p;
         st->e[slot] = e > 1.0 ? 1.0 : e;
         st->seen_ns[slot] = now_ns;
+        /*
+         * Efficiency never rises with the team on one curve. A point that
+         * says it did (beyond noise) was measured on another curve: the
+         * program changed phase, so every older point is forgotten.
+         */
+        for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++)
+            if (st->p[i] && i != slot &&
+                (st->p[i] < p ? st->e[i] + SCAF_POINTS_NOISE < st->e[slot] : st->e[i] > st->e[slot] + SCAF_POINTS_NOISE)) {
+                for (uint32_t j = 0; j < SCAF_POINTS_MAX; j++)
+                    if (j != slot)
+                        st->p[j] = 0;
+                break;
+            }
     }
     for (uint32_t i = 0; p && i < SCAF_POINTS_MAX; i++) {
         double d, d_best;

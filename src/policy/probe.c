@@ -64,6 +64,8 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
 int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
                      double efficiency, uint32_t alt_threads, const struct scaf_probe_timing *tm)
 {
+    uint64_t wait;
+
     if (!st || !tm || tm->interval_ns == 0)
         return 0;
     if (!unit)
@@ -88,7 +90,16 @@ int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uin
         return 0;
     if (alt_threads >= 2 && ((uint64_t)alt_threads * 3 <= (uint64_t)prev * 2 || (uint64_t)alt_threads * 2 >= (uint64_t)prev * 3))
         return 0; /* the policy already fits its curve through two points far apart */
-    if (now_ns - st->steady_since_ns < tm->interval_ns)
+    /*
+     * The lower E, the sooner: a program that wastes most of its threads
+     * loses least by a probe and gains most from one, but never before a
+     * quarter of the interval, so that its estimate at this team has settled
+     * (a probe read off the first noisy windows fits a curve to noise).
+     */
+    wait = (uint64_t)((double)tm->interval_ns * (efficiency / SCAF_SHRINK_E_MAX));
+    if (wait < tm->interval_ns / 4)
+        wait = tm->interval_ns / 4;
+    if (now_ns - st->steady_since_ns < wait)
         return 0;
     st->probe_since_ns = now_ns ? now_ns : 1;
     return 1;
