@@ -322,7 +322,7 @@ def sample_threads(d: Daemon, pids: dict[str, int], seconds: float = 3.0) -> dic
     return {name: s / n for name, s in sums.items()}
 
 
-LIE = {"eff_threads": 1024, "efficiency_ppm": 1_000_000, "estimate": wire.ESTIMATE_MEASURED,
+LIE = {"eff_threads": 1024, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE_MEASURED,
        "verdict": wire.VERDICT_MALLEABLE, "last_team": 1024}
 HONEST = {"eff_threads": 8, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE_MEASURED,
           "verdict": wire.VERDICT_MALLEABLE, "last_team": 8}
@@ -332,11 +332,12 @@ HONEST = {"eff_threads": 8, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE
 def test_a_lying_client_takes_no_more_than_its_users_share(
     users: list[pwd.struct_passwd], scafd_factory: Callable[..., Daemon], children: list[AsUser], shared: bool
 ) -> None:
-    """One honest client (E = 0.5 at 8 threads) and one that claims E = 1 at 1,024 threads, 8 contexts.
+    """One honest client (E = 0.5 at 8 threads) and one that claims E = 0.5 at 1,024 threads, 8 contexts.
 
-    Shared, each is another user's: the liar gets at most half. Per-user daemon (both
-    clients one user's, the test's): the claim is capped at the liar's own 8 threads,
-    where the speedup policy's answer for that claim, honest or not, gives it more.
+    Read at 1,024 threads the claim is a near-perfect scaler (Amdahl sigma = 0.0005 against the honest
+    0.14), which the speedup policy would give 7 of the 8 contexts. Shared, each is another user's: the
+    liar gets at most half. Per-user daemon (both clients one user's, the test's): the claim is capped at
+    the liar's own 8 threads, where it is the honest client's curve, so they share equally.
     """
     u1, u2 = users
     args = ["--policy", "speedup", "--cpus", "8", "--max-clients", "8", "--rate", "20"]
@@ -356,8 +357,8 @@ def test_a_lying_client_takes_no_more_than_its_users_share(
     if shared:
         assert avg["liar"] <= 4.0 and avg["honest"] >= 4.0, avg
     else:
-        # Capped at max_threads 8 the claim weighs C = 7/ln 8 against the honest 3/ln 8: 70 %, not all but one.
-        assert 4.0 < avg["liar"] <= 6.0, avg
+        # Capped at max_threads 8 the claim is E = 0.5 at 8, the honest client's own: 4 each, not 7 and 1.
+        assert avg["liar"] <= 4.5 and avg["honest"] >= 3.5, avg
 
 
 def test_user_clients_needs_shared(tmp_path: Any) -> None:
