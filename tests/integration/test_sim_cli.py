@@ -76,6 +76,18 @@ def test_run_json_has_every_configuration(small: Path) -> None:
     assert data["expect"] == {"equipartition": {"sum_speedup": 7.0}}
 
 
+def test_memory_bound_alone_speedup_finds_the_peak() -> None:
+    """The same program under the speedup policy: one report from 32 threads fits an Amdahl curve that
+    still rises, so only a shrink probe (half its allocation) can show that 32 is past the peak (12.6).
+    It must then hold far fewer threads than the machine and run faster than on all 32."""
+    r = scaf("run", "memory-bound-alone", "--json", "--configs", "equipartition,speedup")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    eq, sp = data["configs"]["equipartition"], data["configs"]["speedup"]
+    assert sp["programs"]["stream"]["mean_threads"] < 20, sp["programs"]["stream"]
+    assert sp["programs"]["stream"]["speedup"] > 1.2 * eq["programs"]["stream"]["speedup"]
+
+
 def test_memory_bound_alone_consumption_right_sizes() -> None:
     """A program whose speedup falls past 12 threads, alone on 32: consumption runs it on fewer threads
     than the machine and uses fewer than half the CPU-seconds of equipartition at about its speed."""
