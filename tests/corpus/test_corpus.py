@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,6 +77,14 @@ def test_program(prog: harness.Program, tmp_path: Path, scafd_factory: Callable[
     report_dir().mkdir(parents=True, exist_ok=True)
     (report_dir() / f"{prog.name}.json").write_text(json.dumps(record, indent=1) + "\n")
 
+    if diffs:
+        # pytest deletes old temporary folders; a difference must stay to be diagnosed.
+        kept = report_dir() / f"failed-{prog.name}-{int(time.time())}"
+        shutil.copytree(tmp_path, kept, symlinks=True, ignore_dangling_symlinks=True)
+        if daemon.log and os.path.exists(daemon.log):
+            shutil.copy(daemon.log, kept / "alloc.jsonl")
+        (kept / "scafd.stderr").write_text(daemon.stderr())
+        diffs.append(f"(both runs, their inputs and the daemon's log are kept in {kept})")
     assert not diffs, f"{prog.name}: results under scaf differ from the plain run:\n" + "\n".join(diffs)
     assert clients, f"{prog.name} never appeared as a client of the daemon: {daemon.stderr()}"
     assert any(c["regions"] > 0 for c in clients.values()), f"{prog.name} opened no parallel region: {record}"
