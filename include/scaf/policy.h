@@ -138,12 +138,21 @@ int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, 
 
 /*
  * The curve the speedup and consumption policies read from one client:
- * S(p) = p / (1 + sigma (p - 1) + kappa p (p - 1)). Returns 0 (no curve:
+ * S(p) = p / (1 + sigma (p - 1) + kappa p (p - 1)), before the correction
+ * that makes it pass through the measured points (scaf_policy_curve_at).
+ * Returns 0 (no curve:
  * unknown, probed, p' < 2 without a usable prev_coef), 1 (through its report
  * alone, or carried over: kappa = 0) or 2 (through its report and its second
  * point). For `scaf allocate --verbose`; sigma and kappa may be NULL.
  */
 int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double *kappa);
+
+/*
+ * S(p) of that curve as the policies read it: the USL curve corrected to pass
+ * through the client's measured points (its report, and its second point
+ * unless it contradicts the report). NaN when there is no curve.
+ */
+double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p);
 
 /*
  * Integer partition of `total` closest to the real shares `exact` (n entries,

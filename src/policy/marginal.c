@@ -43,26 +43,72 @@
 enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
 
 /*
+ * A client's curve: the USL curve `u`, made to pass through what was
+ * measured. A USL curve through two points is exact only when the fit lies
+ * inside sigma, kappa >= 0; a curve that rises almost linearly and then turns
+ * flat (SMT siblings past the core count) does not, and read off u alone the
+ * turn lands in the wrong place. So u is corrected by its residual at each
+ * measured point, interpolated linearly between them and held beyond: the
+ * curve keeps u's shape (and its concavity between far points) and passes
+ * through every measurement.
+ */
+struct curve {
+    struct scaf_usl u;
+    uint32_t n;  /* measured points, 0 to 2, p ascending */
+    double p[2]; /* team sizes */
+    double r[2]; /* measured speedup (E p) less u's there */
+};
+
+static int same_curve(const struct curve *a, const struct curve *b)
+{
+    if (a->u.sigma != b->u.sigma || a->u.kappa != b->u.kappa || a->n != b->n)
+        return 0;
+    for (uint32_t k = 0; k < a->n; k++)
+        if (a->p[k] != b->p[k] || a->r[k] != b->r[k])
+            return 0;
+    return 1;
+}
+
+static double curve_speedup(const struct curve *c, double p)
+{
+    double r;
+
+    if (c->n == 0)
+        return scaf_usl_speedup(&c->u, p);
+    if (c->n == 1 || p <= c->p[0])
+        r = c->r[0];
+    else if (p >= c->p[1])
+        r = c->r[1];
+    else
+        r = c->r[0] + (c->r[1] - c->r[0]) * (p - c->p[0]) / (c->p[1] - c->p[0]);
+    return scaf_usl_speedup(&c->u, p) + r;
+}
+
+/*
  * The client's curve with its E at p' moved by `shift`. From its report at
  * p' >= 2: through that point and the caller's second point when the larger
- * of the two teams was measured no faster than the smaller (FIT_TWO: a USL
- * curve that peaks), else Amdahl through the report alone (FIT_ONE: one point
- * cannot tell contention from coherency, and a curve that keeps rising is the
- * reading that takes nothing away). Without a report: the curve of last round
- * (prev_coef = E(2) = 1 / (1 + sigma)). Probed clients are unknown.
+ * of the two teams was measured no faster than the smaller, or the two lie
+ * FAR apart (FIT_TWO: a USL curve that can flatten and peak), else Amdahl
+ * through the report alone (FIT_ONE: one point cannot tell contention from
+ * coherency, and a curve that keeps rising is the reading that takes nothing
+ * away); a second point that does not contradict the report is a measured
+ * point of the curve either way. Without a report: the curve of last round
+ * (prev_coef = E(2) = 1 / (1 + sigma)), no measured point. Probed clients
+ * are unknown.
  */
-static enum fit client_model(const struct scaf_policy_client *cl, double shift, struct scaf_usl *m)
+static enum fit client_model(const struct scaf_policy_client *cl, double shift, struct curve *c)
 {
     double e = cl->efficiency;
 
+    c->n = 0;
     if (cl->probe && cl->probe != SCAF_PROBE_SHRINK && cl->probe != SCAF_PROBE_HOLD)
         return FIT_NONE;
     if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
         uint32_t p[2] = {cl->report_threads, cl->alt_threads};
         double ev[2] = {e > 1.0 ? 1.0 : e, cl->alt_efficiency > 1.0 ? 1.0 : cl->alt_efficiency};
-        int two = p[1] >= 2 && p[1] != p[0] && isfinite(ev[1]) && ev[1] > 0.0;
+        int other = p[1] >= 2 && p[1] != p[0] && isfinite(ev[1]) && ev[1] > 0.0, two = 0;
 
-        if (two) {
+        if (other) {
             uint32_t small = p[0] < p[1] ? 0 : 1, big = 1 - small;
 
             /*
@@ -70,21 +116,26 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
              * program changed phase since the older point (or noise swamped
              * it), and the report alone is the better witness.
              */
-            two = ev[big] <= ev[small] &&
-                  (ev[big] * p[big] <= ev[small] * p[small] || (double)p[big] >= FAR * p[small]);
+            other = ev[big] <= ev[small];
+            two = other && (ev[big] * p[big] <= ev[small] * p[small] || (double)p[big] >= FAR * p[small]);
         }
         ev[0] += shift;
         if (ev[0] > 1.0)
             ev[0] = 1.0;
         if (!(ev[0] >= E_MIN))
             ev[0] = E_MIN;
-        if (scaf_usl_fit(p, ev, two ? 2 : 1, m) < 0)
+        if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0)
             return FIT_NONE;
+        c->n = other ? 2 : 1;
+        for (uint32_t k = 0, j = other && p[1] < p[0] ? 1 : 0; k < c->n; k++, j = 1 - j) {
+            c->p[k] = p[j];
+            c->r[k] = ev[j] * p[j] - scaf_usl_speedup(&c->u, p[j]);
+        }
         return two ? FIT_TWO : FIT_ONE;
     }
     if (isfinite(cl->prev_coef) && cl->prev_coef > 0.0 && cl->prev_coef <= 1.0) {
-        m->sigma = 1.0 / cl->prev_coef - 1.0;
-        m->kappa = 0.0;
+        c->u.sigma = 1.0 / cl->prev_coef - 1.0;
+        c->u.kappa = 0.0;
         return FIT_ONE;
     }
     return FIT_NONE;
@@ -92,14 +143,23 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
 
 int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double *kappa)
 {
-    struct scaf_usl m = {0.0, 0.0};
-    enum fit f = cl ? client_model(cl, 0.0, &m) : FIT_NONE;
+    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0}, {0.0, 0.0}};
+    enum fit f = cl ? client_model(cl, 0.0, &c) : FIT_NONE;
 
     if (sigma)
-        *sigma = m.sigma;
+        *sigma = c.u.sigma;
     if (kappa)
-        *kappa = m.kappa;
+        *kappa = c.u.kappa;
     return f == FIT_TWO ? 2 : f == FIT_ONE ? 1 : 0;
+}
+
+double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p)
+{
+    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0}, {0.0, 0.0}};
+
+    if (!cl || client_model(cl, 0.0, &c) == FIT_NONE)
+        return NAN;
+    return curve_speedup(&c, p);
 }
 
 static int gain_ok(double g, double min_gain)
@@ -121,7 +181,7 @@ struct work {
     uint32_t k, unit;
     const uint32_t *hi;
     const enum fit *fit;
-    const struct scaf_usl *m;
+    const struct curve *m;
 };
 
 /* Contexts one unit at a time to the known client whose curve gains most per context; returns those used. */
@@ -143,7 +203,7 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
                 step = w->hi[i] - t[i];
             if (step > room - used)
                 step = room - used;
-            g = scaf_usl_gain(&w->m[i], t[i], step) / step;
+            g = (curve_speedup(&w->m[i], (double)t[i] + step) - curve_speedup(&w->m[i], t[i])) / step;
             if (best == w->k || better(g, t[i], best_gain, t[best])) {
                 best = i;
                 best_gain = g;
@@ -191,7 +251,7 @@ static int identical(const struct work *w)
     for (uint32_t i = 0; i < w->k; i++) {
         if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO)
             return 0;
-        if (w->fit[i] == FIT_ONE && (w->m[i].sigma != w->m[0].sigma || w->m[i].kappa != w->m[0].kappa))
+        if (w->fit[i] == FIT_ONE && !same_curve(&w->m[i], &w->m[0]))
             return 0;
     }
     return 1;
@@ -220,11 +280,11 @@ static double objective(const struct scaf_policy_input *in, const enum fit *fit,
     double j = 0.0;
 
     for (uint32_t i = 0; i < in->nclients; i++) {
-        struct scaf_usl m;
+        struct curve c;
 
-        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, &m) == FIT_NONE)
+        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, &c) == FIT_NONE)
             continue;
-        j += scaf_usl_speedup(&m, x[i]) - min_gain * x[i];
+        j += curve_speedup(&c, x[i]) - min_gain * x[i];
     }
     return j;
 }
@@ -267,7 +327,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
 {
     uint32_t k, used = 0, *hi = NULL, *cap = NULL, *prev = NULL;
     double *ones = NULL, *shift = NULL;
-    struct scaf_usl *m = NULL;
+    struct curve *m = NULL;
     enum fit *fit = NULL;
     struct work w;
     int ret = -1;
@@ -296,7 +356,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         hi[i] = cap[i] && cap[i] < in->available ? cap[i] : in->available;
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
-            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].sigma) : 0.0;
+            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma) : 0.0;
     }
     /* The equal shares: what an unknown client gets, and everything when k > N (1 each). */
     if (scaf_intpart_chunked(ones, k, in->available, in->chunk, cap, threads) < 0)

@@ -217,6 +217,35 @@ static void run_model(void)
         fail("model with nothing known", "want coef 0 and exact 8 each");
 }
 
+/* S(p) of a client's curve passes through what was measured, and keeps the USL shape between and beyond. */
+static void run_curve_at(void)
+{
+    /* Near-linear to 8, flat after (SMT past the cores): no USL curve with sigma >= 0 passes both points. */
+    struct scaf_policy_client knee = {.max_threads = 64, .report_threads = 12, .efficiency = 0.679,
+                                      .alt_threads = 8, .alt_efficiency = 0.925};
+    struct scaf_policy_client one = {.max_threads = 64, .report_threads = 8, .efficiency = 0.9};
+    struct scaf_policy_client none = {.max_threads = 64};
+    double sigma, kappa, u16, s16;
+    char msg[200];
+
+    if (scaf_policy_curve(&knee, &sigma, &kappa) != 2 || sigma != 0.0 || !(kappa > 0.0))
+        fail("curve: knee", "want a two-point fit on the sigma = 0 boundary");
+    if (!near(scaf_policy_curve_at(&knee, 8), 0.925 * 8) || !near(scaf_policy_curve_at(&knee, 12), 0.679 * 12)) {
+        snprintf(msg, sizeof(msg), "S(8) %.4f, S(12) %.4f: want the measured 7.4 and 8.148",
+                 scaf_policy_curve_at(&knee, 8), scaf_policy_curve_at(&knee, 12));
+        fail("curve: through the measured points", msg);
+    }
+    /* Beyond the larger point: the USL shape, shifted by the residual at 12. */
+    u16 = 16.0 / (1.0 + kappa * 16 * 15);
+    s16 = u16 + 0.679 * 12 - 12.0 / (1.0 + kappa * 12 * 11);
+    if (!near(scaf_policy_curve_at(&knee, 16), s16))
+        fail("curve: beyond the points", "not the USL shape from the last point");
+    if (!near(scaf_policy_curve_at(&one, 8), 7.2) || !near(scaf_policy_curve_at(&one, 16), 16.0 / (1.0 + 15.0 / 63)))
+        fail("curve: one point", "want Amdahl through (8, 7.2)");
+    if (!isnan(scaf_policy_curve_at(&none, 4)) || !isnan(scaf_policy_curve_at(NULL, 4)))
+        fail("curve: none", "want NaN");
+}
+
 static void run_errors_and_registry(void)
 {
     struct scaf_policy_client cl[2] = {{.max_threads = 4}, {.max_threads = 4}};
@@ -780,6 +809,7 @@ int main(void)
     run_table();
     run_min_gain();
     run_model();
+    run_curve_at();
     run_errors_and_registry();
     run_garbage();
     run_properties(5000);

@@ -187,8 +187,9 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
         t = shares[i]
         notes = []
         if kind:
-            gain = (pol.usl_speedup(sigma, kappa, t + unit) - pol.usl_speedup(sigma, kappa, t)) / unit
-            s_t, g_t = f"{pol.usl_speedup(sigma, kappa, t):.2f}", f"{gain:+.3f}"
+            here = pol.curve_at(clients[i], t)
+            gain = (pol.curve_at(clients[i], t + unit) - here) / unit
+            s_t, g_t = f"{here:.2f}", f"{gain:+.3f}"
             notes.append("curve through both points" if kind == 2 else "Amdahl through one point")
         else:
             s_t = g_t = "-"

@@ -19,7 +19,8 @@ Stable API (the simulator and `scaf allocate` depend on it)::
   model a daemon over time.
 - ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup policy
   before damping (coef = E(2) of each client's curve, exact = the undamped allocation).
-- ``curve(client) -> (kind, sigma, kappa)``: the curve both model policies read from one client.
+- ``curve(client) -> (kind, sigma, kappa)``: the curve both model policies read from one client;
+  ``curve_at(client, p)``: its S(p), corrected to pass through the measured points.
 - ``Batch(policy, cpus, chunk=1, capacity=1)``: the same decision many times over
   a client array built once and filled through a numpy view (``.clients``), then
   ``.run(k)`` for its first k entries; for callers that decide thousands of times.
@@ -275,9 +276,14 @@ def curve(client: Client) -> tuple[int, float, float]:
     return int(kind), float(sigma.value), float(kappa.value)
 
 
-def usl_speedup(sigma: float, kappa: float, p: float) -> float:
-    """S(p) of a curve from curve()."""
-    return p / (1.0 + sigma * (p - 1.0) + kappa * p * (p - 1.0)) if p >= 1 else 1.0
+def curve_at(client: Client, p: float) -> float:
+    """S(p) of the client's curve as the policies read it (through its measured points); nan when none."""
+    lib = _load()
+    if not getattr(lib, "_scaf_curve_at_typed", False):
+        lib.scaf_policy_curve_at.restype = ctypes.c_double
+        lib.scaf_policy_curve_at.argtypes = [ctypes.POINTER(_CClient), ctypes.c_double]
+        lib._scaf_curve_at_typed = True
+    return float(lib.scaf_policy_curve_at(_c_clients([client]), float(p)))
 
 
 def _intpart_args(
