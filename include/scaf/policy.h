@@ -289,4 +289,37 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
 #define SCAF_POINTS_MAX_AGE_NS 30000000000ull
 #define SCAF_POINTS_NOISE 0.05
 
+/*
+ * Everything a caller of the model policies keeps per client between rounds
+ * (zeroed at arrival), and the one step that turns this round's report into
+ * the client's `probe`, `e_sd`, `alt_threads` and `alt_efficiency`
+ * (src/policy/state.c). The daemon and the simulator both call it, so the
+ * simulator feeds the policy exactly what scafd does. efficiency < 0 or NaN:
+ * no estimate this round. A grow probe (scaf_probe_step, interval_ns) wins
+ * over a shrink probe (scaf_shrink_step); both hold at least
+ * SCAF_PROBE_HOLD_MIN_NS and at most SCAF_PROBE_HOLD_MAX_NS.
+ */
+struct scaf_client_state {
+    struct scaf_probe probe;
+    struct scaf_noise noise;
+    struct scaf_points points;
+    struct scaf_shrink shrink;
+};
+
+/* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
+static_assert(sizeof(struct scaf_client_state) == 160, "struct scaf_client_state layout is mirrored by ctypes");
+
+/* A probe lasts until the client reports from the new team: 1 s lets the layer apply it and publish. */
+#define SCAF_PROBE_HOLD_MIN_NS 1000000000ull
+#define SCAF_PROBE_HOLD_MAX_NS 5000000000ull
+/* Weight of a new sample in the noise of E: about the last 20 rounds (5 s at 4 Hz). */
+#define SCAF_NOISE_ALPHA 0.05
+
+void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint64_t interval_ns, uint32_t prev,
+                            uint32_t unit, uint32_t report_threads, double efficiency,
+                            struct scaf_policy_client *pol);
+
+/* sizeof(struct scaf_client_state), for ctypes mirrors. */
+size_t scaf_client_state_size(void);
+
 #endif

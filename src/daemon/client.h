@@ -26,10 +26,7 @@ struct scaf_client {
     bool applied;                    /* alloc holds something written */
     uint32_t page_nclients;          /* nclients as last written */
     struct scaf_lookout_client lookout;
-    struct scaf_probe probe; /* re-probing at one chunk (scaf_probe_step) */
-    struct scaf_noise noise; /* how much its E wanders at its p' (scaf_noise_update) */
-    struct scaf_points points; /* E at the team sizes it ran lately (scaf_points_update) */
-    struct scaf_shrink shrink; /* probing at half its allocation for a peak (scaf_shrink_step) */
+    struct scaf_client_state state; /* probes, the noise of E, its curve's points (scaf_client_state_step) */
 };
 
 #endif

@@ -49,31 +49,17 @@ static int decide(struct scafd *d)
 {
     struct scaf_referee_snapshot snap;
     uint64_t now = scaf_clock_ns(CLOCK_MONOTONIC);
-    /* A probe lasts until the client reports from the larger team: 1 s lets the layer apply it and publish. */
-    const struct scaf_probe_timing tm = {(uint64_t)(d->opt.probe_interval_s * 1e9), 1000000000ull,
-                                         5000000000ull};
 
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
-        int shrink;
 
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
         scaf_referee_cap(&d->rclients[i], d->cap.cpus);
         d->rclients[i].uid = c->uid;
-        d->rclients[i].pol.probe = (uint32_t)scaf_probe_step(&c->probe, now, c->applied ? c->alloc.share : 0,
-                                                             d->chunk, c->report.eff_threads, &tm);
-        /* About the last 20 rounds (5 s at the default rate): the load it measures changes too. */
-        d->rclients[i].pol.e_sd = c->report.estimate == SCAF_ESTIMATE_NONE
-                                      ? 0.0
-                                      : scaf_noise_update(&c->noise, c->report.eff_threads, c->report.efficiency, 0.05);
-        scaf_points_update(&c->points, now, c->report.estimate == SCAF_ESTIMATE_NONE ? 0 : c->report.eff_threads,
-                           c->report.efficiency, SCAF_POINTS_MAX_AGE_NS, &d->rclients[i].pol.alt_threads,
-                           &d->rclients[i].pol.alt_efficiency);
-        shrink = scaf_shrink_step(&c->shrink, now, c->applied ? c->alloc.share : 0, d->chunk,
-                                  c->report.estimate == SCAF_ESTIMATE_NONE ? 0 : c->report.eff_threads,
-                                  c->report.efficiency, d->rclients[i].pol.alt_threads, &tm);
-        if (shrink && !d->rclients[i].pol.probe)
-            d->rclients[i].pol.probe = shrink == 1 ? SCAF_PROBE_SHRINK : SCAF_PROBE_HOLD;
+        scaf_client_state_step(&c->state, now, (uint64_t)(d->opt.probe_interval_s * 1e9),
+                               c->applied ? c->alloc.share : 0, d->chunk, c->report.eff_threads,
+                               c->report.estimate == SCAF_ESTIMATE_NONE ? -1.0 : c->report.efficiency,
+                               &d->rclients[i].pol);
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,

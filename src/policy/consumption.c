@@ -11,11 +11,7 @@
  */
 int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
 {
-    double min_gain;
+    double min_gain = in && isfinite(in->min_gain) && in->min_gain > 0.0 ? in->min_gain : SCAF_MIN_GAIN_DEFAULT;
 
-    if (!in) {
-        return scaf_marginal_decide(in, SCAF_MIN_GAIN_DEFAULT, threads, coef, NULL); /* sets EINVAL */
-    }
-    min_gain = isfinite(in->min_gain) && in->min_gain > 0.0 ? in->min_gain : SCAF_MIN_GAIN_DEFAULT;
     return scaf_marginal_decide(in, min_gain, threads, coef, NULL);
 }

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 
 /*
- * Equal weights through the same integer partition the speedup policy uses,
- * so the two agree bit for bit when the speedup model sees equal clients:
- * floor(N/k) (in chunks) each, the remainder one chunk at a time to the
- * lowest indices, a capped client's excess to the others, and 1 each when
- * there are more clients than contexts.
+ * Equal weights through the integer partition: floor(N/k) (in chunks) each,
+ * the remainder one chunk at a time to the lowest indices, a capped client's
+ * excess to the others, and 1 each when there are more clients than
+ * contexts. The model policies start from these shares (src/policy/marginal.c),
+ * so clients they cannot tell apart get exactly this.
  */
 int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
 {

@@ -240,23 +240,6 @@ static uint32_t fill(const struct work *w, uint32_t room, enum fit pick, uint32_
     return used;
 }
 
-/*
- * Every client the same curve from one point (or none known): equal shares,
- * exactly as equipartition rounds them, so that clients nobody can tell apart
- * are treated alike to the last context (greedy ties would agree on the sums
- * but not always on who gets a remainder next to a cap).
- */
-static int identical(const struct work *w)
-{
-    for (uint32_t i = 0; i < w->k; i++) {
-        if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO)
-            return 0;
-        if (w->fit[i] == FIT_ONE && !same_curve(&w->m[i], &w->m[0]))
-            return 0;
-    }
-    return 1;
-}
-
 /* A shrink probe's client: halved this round, or held at the half it got. */
 static int holds(const struct scaf_policy_client *cl, uint32_t unit, uint32_t hi)
 {
@@ -265,12 +248,22 @@ static int holds(const struct scaf_policy_client *cl, uint32_t unit, uint32_t hi
     return cl->probe == SCAF_PROBE_HOLD && cl->prev >= unit && cl->prev <= hi;
 }
 
-static int any_shrink(const struct scaf_policy_input *in)
+/*
+ * Every client the same curve from one point (or none known), and none held
+ * by a shrink probe: equal shares, exactly as equipartition rounds them, so
+ * that clients nobody can tell apart are treated alike to the last context
+ * (greedy ties would agree on the sums but not always on who gets a
+ * remainder next to a cap).
+ */
+static int identical(const struct scaf_policy_input *in, const struct work *w)
 {
-    for (uint32_t i = 0; i < in->nclients; i++)
-        if (in->clients[i].probe == SCAF_PROBE_SHRINK || in->clients[i].probe == SCAF_PROBE_HOLD)
-            return 1;
-    return 0;
+    for (uint32_t i = 0; i < w->k; i++) {
+        if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO || holds(&in->clients[i], w->unit, w->hi[i]))
+            return 0;
+        if (w->fit[i] == FIT_ONE && !same_curve(&w->m[i], &w->m[0]))
+            return 0;
+    }
+    return 1;
 }
 
 /* The summed speedup of allocation x less min_gain per context, each known client read at E + shift[i]. */
@@ -325,42 +318,39 @@ static int keep_prev(const struct scaf_policy_input *in, const struct work *w, c
 int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *threads, double *coef,
                          uint32_t *undamped)
 {
-    uint32_t k, used = 0, *hi = NULL, *cap = NULL, *prev = NULL;
-    double *ones = NULL, *shift = NULL;
+    uint32_t k, used = 0, *hi = NULL, *prev = NULL;
+    double *shift = NULL;
     struct curve *m = NULL;
     enum fit *fit = NULL;
     struct work w;
     int ret = -1;
 
-    if (!in || in->available == 0 || in->chunk == 0 || (in->nclients > 0 && (!in->clients || !threads))) {
-        errno = EINVAL;
+    /*
+     * The equal shares first: what an unknown client gets, and everything
+     * when k > N (1 each). equipartition also checks the input (EINVAL).
+     */
+    if (scaf_policy_equipartition(in, threads, coef) < 0)
         return -1;
-    }
     k = in->nclients;
     if (k == 0)
         return 0;
-    ones = malloc(k * sizeof(*ones));
     shift = malloc(k * sizeof(*shift));
-    cap = malloc(k * sizeof(*cap));
     hi = malloc(k * sizeof(*hi));
     prev = malloc(k * sizeof(*prev));
     m = malloc(k * sizeof(*m));
     fit = malloc(k * sizeof(*fit));
-    if (!ones || !shift || !cap || !hi || !prev || !m || !fit) {
+    if (!shift || !hi || !prev || !m || !fit) {
         errno = ENOMEM;
         goto out;
     }
     for (uint32_t i = 0; i < k; i++) {
-        ones[i] = 1.0;
-        cap[i] = in->clients[i].max_threads; /* 0 = no cap, defensively */
-        hi[i] = cap[i] && cap[i] < in->available ? cap[i] : in->available;
+        uint32_t cap = in->clients[i].max_threads; /* 0 = no cap, defensively */
+
+        hi[i] = cap && cap < in->available ? cap : in->available;
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
             coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma) : 0.0;
     }
-    /* The equal shares: what an unknown client gets, and everything when k > N (1 each). */
-    if (scaf_intpart_chunked(ones, k, in->available, in->chunk, cap, threads) < 0)
-        goto out;
     if (k > in->available) {
         if (undamped)
             memcpy(undamped, threads, k * sizeof(*threads));
@@ -368,7 +358,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         goto out;
     }
     w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, hi, fit, m};
-    if (min_gain <= 0.0 && identical(&w) && !any_shrink(in)) {
+    if (min_gain <= 0.0 && identical(in, &w)) {
         if (undamped)
             memcpy(undamped, threads, k * sizeof(*threads));
         goto damp;
@@ -408,9 +398,7 @@ damp:
             threads[i] = in->clients[i].prev;
     ret = 0;
 out:
-    free(ones);
     free(shift);
-    free(cap);
     free(hi);
     free(prev);
     free(m);

@@ -28,10 +28,26 @@ static int slower(const struct scaf_points *st, uint32_t a, uint32_t b)
     return st->p[a] > st->p[b] ? sa <= sb : sb <= sa;
 }
 
+/* Where a point at team size p goes: its own slot, else an empty one, else the stalest. */
+static uint32_t slot_for(const struct scaf_points *st, uint32_t p)
+{
+    uint32_t empty = SCAF_POINTS_MAX, stalest = 0;
+
+    for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++) {
+        if (st->p[i] == p)
+            return i;
+        if (!st->p[i] && empty == SCAF_POINTS_MAX)
+            empty = i;
+        if (st->seen_ns[i] < st->seen_ns[stalest])
+            stalest = i;
+    }
+    return empty != SCAF_POINTS_MAX ? empty : stalest;
+}
+
 void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
                         uint32_t *alt_p, double *alt_e)
 {
-    uint32_t slot = SCAF_POINTS_MAX, best = SCAF_POINTS_MAX;
+    uint32_t slot, best = SCAF_POINTS_MAX;
 
     if (alt_p)
         *alt_p = 0;
@@ -43,42 +59,28 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
         if (st->p[i] && (now_ns < st->seen_ns[i] || now_ns - st->seen_ns[i] > max_age_ns))
             st->p[i] = 0;
     if (p < 2 || !usable(e))
-        p = 0; /* nothing to record; older points still answer */
-    for (uint32_t i = 0; p && i < SCAF_POINTS_MAX; i++)
-        if (st->p[i] == p)
-            slot = i;
-    for (uint32_t i = 0; p && slot == SCAF_POINTS_MAX && i < SCAF_POINTS_MAX; i++)
-        if (!st->p[i])
-            slot = i;
-    for (uint32_t i = 0; p && slot == SCAF_POINTS_MAX && i < SCAF_POINTS_MAX; i++)
-        if (best == SCAF_POINTS_MAX || st->seen_ns[i] < st->seen_ns[best])
-            best = i; /* no room: the stalest goes */
-    if (p && slot == SCAF_POINTS_MAX) {
-        slot = best;
-        best = SCAF_POINTS_MAX;
-    }
-    if (p) {
-        st->p[slot] = p;
-        st->e[slot] = e > 1.0 ? 1.0 : e;
-        st->seen_ns[slot] = now_ns;
-        /*
-         * Efficiency never rises with the team on one curve. A point that
-         * says it did (beyond noise) was measured on another curve: the
-         * program changed phase, so every older point is forgotten.
-         */
-        for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++)
-            if (st->p[i] && i != slot &&
-                (st->p[i] < p ? st->e[i] + SCAF_POINTS_NOISE < st->e[slot] : st->e[i] > st->e[slot] + SCAF_POINTS_NOISE)) {
-                for (uint32_t j = 0; j < SCAF_POINTS_MAX; j++)
-                    if (j != slot)
-                        st->p[j] = 0;
-                break;
-            }
-    }
-    for (uint32_t i = 0; p && i < SCAF_POINTS_MAX; i++) {
+        return; /* nothing to record, and no report for a second point to go with */
+    slot = slot_for(st, p);
+    st->p[slot] = p;
+    st->e[slot] = e > 1.0 ? 1.0 : e;
+    st->seen_ns[slot] = now_ns;
+    /*
+     * Efficiency never rises with the team on one curve. A point that says it
+     * did (beyond noise) was measured on another curve: the program changed
+     * phase, so every older point is forgotten.
+     */
+    for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++)
+        if (st->p[i] && i != slot &&
+            (st->p[i] < p ? st->e[i] + SCAF_POINTS_NOISE < st->e[slot] : st->e[i] > st->e[slot] + SCAF_POINTS_NOISE)) {
+            for (uint32_t j = 0; j < SCAF_POINTS_MAX; j++)
+                if (j != slot)
+                    st->p[j] = 0;
+            break;
+        }
+    for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++) {
         double d, d_best;
 
-        if (!st->p[i] || st->p[i] == p)
+        if (!st->p[i] || i == slot)
             continue;
         d = fabs(log((double)st->p[i] / p));
         d_best = best == SCAF_POINTS_MAX ? -1.0 : fabs(log((double)st->p[best] / p));

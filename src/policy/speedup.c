@@ -16,18 +16,10 @@ int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, d
 
 int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, double *exact)
 {
-    uint32_t *out = NULL, *undamped = NULL, k;
+    uint32_t k = in ? in->nclients : 0, *out = malloc((k ? k : 1) * sizeof(*out)),
+             *undamped = malloc((k ? k : 1) * sizeof(*undamped));
     int ret = -1;
 
-    if (!in || in->available == 0 || in->chunk == 0 || (in->nclients > 0 && !in->clients)) {
-        errno = EINVAL;
-        return -1;
-    }
-    k = in->nclients;
-    if (k == 0)
-        return 0;
-    out = malloc(k * sizeof(*out));
-    undamped = malloc(k * sizeof(*undamped));
     if (!out || !undamped) {
         errno = ENOMEM;
         goto out;

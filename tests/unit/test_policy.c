@@ -743,6 +743,52 @@ static void run_noise(void)
         fail("noise: p' < 2, NaN, bad alpha, NULL", "sd reported");
 }
 
+/* The composed per-round step the daemon and the simulator call: each piece reaches the policy input. */
+static void run_client_state(void)
+{
+    struct scaf_client_state st = {0};
+    struct scaf_policy_client pol = {0};
+    const uint64_t s = 1000000000ull, interval = 10 * s;
+    uint64_t t = s;
+
+    /* No estimate: no noise, no second point, no probe. */
+    scaf_client_state_step(&st, t, interval, 32, 1, 0, -1.0, &pol);
+    if (pol.probe || pol.e_sd != 0.0 || pol.alt_threads)
+        fail("state: no estimate", "something came out of nothing");
+    /* A point at 16, then steady at 32 with E 0.1: the 16 is the second point, the noise becomes known. */
+    scaf_client_state_step(&st, t += s / 4, interval, 16, 1, 16, 0.3, &pol);
+    for (int r = 0; r < 12; r++)
+        scaf_client_state_step(&st, t += s / 4, interval, 32, 1, 32, r % 2 ? 0.11 : 0.09, &pol);
+    if (pol.alt_threads != 16 || !near(pol.alt_efficiency, 0.3) || !(pol.e_sd > 0.0))
+        fail("state: points and noise", "the second point or the noise of E did not reach the policy input");
+    /* The 16 is x2 away, so no shrink probe; without it, one comes after the (E-scaled) wait. */
+    if (pol.probe)
+        fail("state: far point", "shrink-probed although a point x2 away exists");
+    {
+        struct scaf_client_state fresh = {0};
+        int seen = 0;
+
+        for (int r = 0; r < 20 && !seen; r++) {
+            scaf_client_state_step(&fresh, s + (uint64_t)r * s / 4, interval, 32, 1, 32, 0.1, &pol);
+            seen = pol.probe == SCAF_PROBE_SHRINK;
+        }
+        if (!seen)
+            fail("state: shrink", "no shrink probe within 5 s at E 0.1");
+    }
+    /* At one unit past the interval: a grow probe. */
+    {
+        struct scaf_client_state one = {0};
+
+        for (uint64_t r = 0; r <= 44; r++)
+            scaf_client_state_step(&one, s + r * s / 4, interval, 1, 1, 1, 1.0, &pol);
+        if (pol.probe != SCAF_PROBE_GROW)
+            fail("state: grow", "no grow probe after 11 s at one unit");
+    }
+    if (scaf_client_state_size() != sizeof(struct scaf_client_state))
+        fail("state: size", "scaf_client_state_size");
+    scaf_client_state_step(NULL, t, interval, 1, 1, 1, 1.0, &pol); /* no crash */
+}
+
 /* The caller's points: rounds of (t s, p', E) and the second point it must hand the policy. */
 static void run_points(void)
 {
@@ -803,6 +849,7 @@ int main(void)
 {
     run_points();
     run_shrink_table();
+    run_client_state();
     run_noise();
     run_probe_table();
     run_ratchet();

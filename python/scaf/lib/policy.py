@@ -373,8 +373,10 @@ class _CProbe(ctypes.Structure):
                 ("probe_end_ns", ctypes.c_uint64), ("backoff", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
 
 
-class _CProbeTiming(ctypes.Structure):
-    _fields_ = [("interval_ns", ctypes.c_uint64), ("hold_min_ns", ctypes.c_uint64), ("hold_max_ns", ctypes.c_uint64)]
+class _CNoise(ctypes.Structure):
+    """Mirror of struct scaf_noise."""
+
+    _fields_ = [("p", ctypes.c_uint32), ("n", ctypes.c_uint32), ("mean", ctypes.c_double), ("var", ctypes.c_double)]
 
 
 class _CPoints(ctypes.Structure):
@@ -390,76 +392,48 @@ class _CShrink(ctypes.Structure):
                 ("steady_at", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
 
 
-PROBE_SHRINK = 2  # SCAF_PROBE_SHRINK
-PROBE_HOLD = 3  # SCAF_PROBE_HOLD
+class _CClientState(ctypes.Structure):
+    """Mirror of struct scaf_client_state."""
+
+    _fields_ = [("probe", _CProbe), ("noise", _CNoise), ("points", _CPoints), ("shrink", _CShrink)]
 
 
-class _CNoise(ctypes.Structure):
-    """Mirror of struct scaf_noise."""
-
-    _fields_ = [("p", ctypes.c_uint32), ("n", ctypes.c_uint32), ("mean", ctypes.c_double), ("var", ctypes.c_double)]
-
-
-# What scafd feeds scaf_probe_step and scaf_noise_update (src/daemon/pipeline.c): keep them equal.
+# scafd's default --probe-interval (src/daemon/main.c).
 PROBE_INTERVAL_S = 10.0
-PROBE_HOLD_MIN_S = 1.0
-PROBE_HOLD_MAX_S = 5.0
-NOISE_ALPHA = 0.05
-POINTS_MAX_AGE_S = 30.0  # SCAF_POINTS_MAX_AGE_NS
 
 
 class ClientState:
-    """The per-client state the daemon keeps between rounds for the speedup policy (the probe clock, the
-    noise of E and the points of its curve), stepped by the library's own scaf_probe_step,
-    scaf_noise_update and scaf_points_update."""
+    """The per-client state the daemon keeps between rounds for the model policies (the probe clocks, the
+    noise of E and the points of its curve), stepped by the library's own scaf_client_state_step, the call
+    scafd makes."""
 
     def __init__(self, interval_s: float = PROBE_INTERVAL_S) -> None:
         lib = _load()
         if not getattr(lib, "_scaf_state_typed", False):
-            lib.scaf_probe_step.restype = ctypes.c_int
-            lib.scaf_probe_step.argtypes = [ctypes.POINTER(_CProbe), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
-                                            ctypes.c_uint32, ctypes.POINTER(_CProbeTiming)]
-            lib.scaf_noise_update.restype = ctypes.c_double
-            lib.scaf_noise_update.argtypes = [ctypes.POINTER(_CNoise), ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
-            lib.scaf_shrink_step.restype = ctypes.c_int
-            lib.scaf_shrink_step.argtypes = [ctypes.POINTER(_CShrink), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
-                                             ctypes.c_uint32, ctypes.c_double, ctypes.c_uint32,
-                                             ctypes.POINTER(_CProbeTiming)]
-            lib.scaf_points_update.restype = None
-            lib.scaf_points_update.argtypes = [ctypes.POINTER(_CPoints), ctypes.c_uint64, ctypes.c_uint32, ctypes.c_double,
-                                               ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint32),
-                                               ctypes.POINTER(ctypes.c_double)]
+            lib.scaf_client_state_size.restype = ctypes.c_size_t
+            lib.scaf_client_state_size.argtypes = []
+            if lib.scaf_client_state_size() != ctypes.sizeof(_CClientState):
+                raise PolicyLibraryMissing("struct scaf_client_state and its mirror in python/scaf/lib/policy.py "
+                                           "are out of step; run make")
+            lib.scaf_client_state_step.restype = None
+            lib.scaf_client_state_step.argtypes = [ctypes.POINTER(_CClientState), ctypes.c_uint64, ctypes.c_uint64,
+                                                   ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                                   ctypes.c_double, ctypes.POINTER(_CClient)]
             lib._scaf_state_typed = True
         self._lib = lib
-        self._probe = _CProbe()
-        self._noise = _CNoise()
-        self._points = _CPoints()
-        self._shrink = _CShrink()
-        self._alt_p = ctypes.c_uint32()
-        self._alt_e = ctypes.c_double()
-        self._tm = _CProbeTiming(int(interval_s * 1e9), int(PROBE_HOLD_MIN_S * 1e9), int(PROBE_HOLD_MAX_S * 1e9))
+        self._state = _CClientState()
+        self._out = _CClient()
+        self._interval_ns = int(interval_s * 1e9)
 
     def step(self, now_s: float, prev: int, unit: int, report_threads: int,
              efficiency: float | None) -> tuple[int, float, int, float]:
         """One round: (probe, e_sd, alt_threads, alt_efficiency) for the client's policy input, as the daemon
-        computes them (probe: 1 = grow probe, 2 = shrink probe)."""
-        now_ns = int(now_s * 1e9) + 1
-        probe = self._lib.scaf_probe_step(ctypes.byref(self._probe), now_ns, prev, unit, report_threads,
-                                          ctypes.byref(self._tm))
-        known = efficiency is not None and math.isfinite(efficiency) and efficiency >= 0
-        self._lib.scaf_points_update(ctypes.byref(self._points), now_ns, report_threads if known else 0,
-                                     efficiency if known else -1.0, int(POINTS_MAX_AGE_S * 1e9),
-                                     ctypes.byref(self._alt_p), ctypes.byref(self._alt_e))
-        alt_p = int(self._alt_p.value)
-        shrink = self._lib.scaf_shrink_step(ctypes.byref(self._shrink), now_ns, prev, unit,
-                                            report_threads if known else 0, efficiency if known else -1.0, alt_p,
-                                            ctypes.byref(self._tm))
-        if shrink and not probe:
-            probe = PROBE_SHRINK if shrink == 1 else PROBE_HOLD
-        if not known:
-            return probe, 0.0, 0, 0.0
-        sd = self._lib.scaf_noise_update(ctypes.byref(self._noise), report_threads, efficiency, NOISE_ALPHA)
-        return probe, sd, alt_p, float(self._alt_e.value)
+        computes them (probe: 1 = grow probe, 2 = shrink probe, 3 = held by one); efficiency None = none."""
+        e = efficiency if efficiency is not None and math.isfinite(efficiency) else -1.0
+        self._lib.scaf_client_state_step(ctypes.byref(self._state), int(now_s * 1e9) + 1, self._interval_ns, prev,
+                                         unit, report_threads, e, ctypes.byref(self._out))
+        o = self._out
+        return int(o.probe), float(o.e_sd), int(o.alt_threads), float(o.alt_efficiency)
 
 
 # Check the layout as soon as the module is imported, when the library is there;

@@ -34,7 +34,7 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
                     r->long_region ? "true" : "false", (unsigned long long)r->experiments);
     scaf_buf_printf(b, ",\"gang\":%u", c->alloc.gang_slot);
     scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", r->eff_threads,
-                    c->probe.probe_since_ns || c->shrink.probe_since_ns ? "true" : "false");
+                    c->state.probe.probe_since_ns || c->state.shrink.probe_since_ns ? "true" : "false");
     scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),
                     scaf_verdict_source_name(r->source));
     scaf_buf_json_string(b, r->reason);

@@ -8,6 +8,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scaf.lib.bench import configs, machine, store
 
@@ -367,13 +368,24 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+
+def _show(console: Any, title: str, header: list[str], cells: list[list[str]], left: tuple[str, ...]) -> None:
+    """One table on the console: the columns named in `left` left-aligned, the others right-aligned."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    for h in header:
+        t.add_column(h, justify="left" if h in left else "right")
+    for c in cells:
+        t.add_row(*c)
+    console.print(t)
+
 def render(directory: Path | str, candidate_name: str | None = None, quiet: bool = False) -> int:
     """Writes every table and plot of a bench folder from results.json; prints the tables.
 
     Returns 0, or 1 when some measurement failed (the failures are listed, never averaged).
     """
     from rich.console import Console
-    from rich.table import Table
 
     directory = Path(directory)
     console = Console(quiet=quiet)
@@ -397,15 +409,10 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
 
     srows = solo_rows(runs, serial)
     if srows:
-        t = Table(title="solo: median time and speedup over 1 thread")
         header = ["workload", "threads", "time_s", "speedup", "efficiency", "ok", "failed"]
-        for h in header:
-            t.add_column(h, justify="left" if h == "workload" else "right")
         cells = [[r["workload"], str(r["threads"]), _fmt(r["time_s"]), _fmt(r["speedup"], 2),
                   _fmt(r["efficiency"], 2), str(r["ok_runs"]), str(r["failed_runs"])] for r in srows]
-        for c in cells:
-            t.add_row(*c)
-        console.print(t)
+        _show(console, "solo: median time and speedup over 1 thread", header, cells, ("workload",))
         _write_csv(directory / "solo.csv", header, [[r[k] for k in ("workload", "threads", "time_s",
                    "speedup", "efficiency", "ok_runs", "failed_runs")] for r in srows])
         md += ["## Solo", "", _md_table(header, cells), ""]
@@ -416,9 +423,6 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
     if entries:
         order = config_order(runs)
         header = ["pair", *order]
-        t = Table(title="pairs: Σspeedup (serial time / time in the pair, summed over both programs)")
-        for h in header:
-            t.add_column(h, justify="left" if h == "pair" else "right")
         cells = []
         for pair in sorted(entries):
             row = [f"{pair[0]}+{pair[1]}"]
@@ -432,8 +436,8 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                     # Runs that worked but give no speedup: no usable serial time, or a 0 s time.
                     row.append("FAILED" if e.ok_runs == 0 else "n/a")
             cells.append(row)
-            t.add_row(*row)
-        console.print(t)
+        _show(console, "pairs: Σspeedup (serial time / time in the pair, summed over both programs)", header, cells,
+              ("pair",))
         md += ["## Pairs: Σspeedup", "", _md_table(header, cells), ""]
         csv_rows = []
         for pair in sorted(entries):
@@ -453,15 +457,10 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
         if cand and baselines:
             srows2 = summary_rows(entries, cand, baselines)
             header = ["baseline", "class", "pairs", "% of pairs", "mean factor"]
-            t = Table(title=f"improvement of {cand} over each baseline "
-                            f"(win >= {WIN}X, loss < {LOSS}X; mean = geometric mean)")
-            for h in header:
-                t.add_column(h, justify="left" if h in ("baseline", "class") else "right")
             cells = [[r.baseline, r.cls, str(r.pairs), f"{r.percent:.0f}%", _fmt(r.mean_factor)]
                      for r in srows2]
-            for c in cells:
-                t.add_row(*c)
-            console.print(t)
+            _show(console, f"improvement of {cand} over each baseline "
+                  f"(win >= {WIN}X, loss < {LOSS}X; mean = geometric mean)", header, cells, ("baseline", "class"))
             _write_csv(directory / "summary.csv",
                        ["candidate", "baseline", "class", "pairs", "percent", "mean_factor"],
                        [[cand, r.baseline, r.cls, r.pairs, round(r.percent, 2), r.mean_factor]
@@ -478,16 +477,12 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
     rrows = resource_rows(runs)
     if rrows:
         header = ["config", "runs", "CPU-s per run", "saved vs equipartition", "energy J per run"]
-        t = Table(title="resources: CPU-seconds of both programs of a pair (user + system, from wait4)")
-        for h in header:
-            t.add_column(h, justify="left" if h == "config" else "right")
         cells = [[r.config, str(r.runs), _fmt(r.cpu_s, 1),
                   "-" if r.saved_s is None else f"{r.saved_s:+.2f} s ({r.saved_pct:+.0f}%)"
                   if r.saved_pct is not None else f"{r.saved_s:+.2f} s",
                   _fmt(r.energy_j, 1)] for r in rrows]
-        for c in cells:
-            t.add_row(*c)
-        console.print(t)
+        _show(console, "resources: CPU-seconds of both programs of a pair (user + system, from wait4)", header,
+              cells, ("config",))
         _write_csv(directory / "resources.csv", ["config", "runs", "cpu_s", "saved_s_vs_equipartition",
                    "saved_pct_vs_equipartition", "energy_j"],
                    [[r.config, r.runs, r.cpu_s, r.saved_s, r.saved_pct, r.energy_j] for r in rrows])
@@ -500,26 +495,19 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
     orows = overhead_rows(runs)
     if orows:
         header = ["variant", "rounds", "median time_s", "median ratio to plain", "failed"]
-        t = Table(title="overhead: alternating rounds; ratio = time / plain time of the same round")
-        for h in header:
-            t.add_column(h, justify="left" if h == "variant" else "right")
         cells = [[r["variant"], str(r["rounds"]), _fmt(r["median_time_s"], 4),
                   _fmt(r["median_ratio"], 4), str(r["failed"])] for r in orows]
-        for c in cells:
-            t.add_row(*c)
-        console.print(t)
+        _show(console, "overhead: alternating rounds; ratio = time / plain time of the same round", header, cells,
+              ("variant",))
         _write_csv(directory / "overhead.csv", ["variant", "rounds", "median_time_s", "median_ratio",
                    "failed"], [[r[k] for k in ("variant", "rounds", "median_time_s", "median_ratio",
                                "failed")] for r in orows])
         md += ["## Overhead", "", _md_table(header, cells), ""]
 
     if failures:
-        t = Table(title=f"[red]{len(failures)} failed program run(s): excluded from every number above")
-        for h in ("run", "workload", "reason"):
-            t.add_column(h)
-        for f in failures:
-            t.add_row(f.what, f.workload, f.reason)
-        console.print(t)
+        header = ["run", "workload", "reason"]
+        _show(console, f"[red]{len(failures)} failed program run(s): excluded from every number above", header,
+              [[f.what, f.workload, f.reason] for f in failures], tuple(header))
         md += ["## Failures (excluded from every number above)", "",
                _md_table(["run", "workload", "reason"],
                          [[f.what, f.workload, f.reason.replace("|", "/").replace("\n", " ")]
