@@ -35,15 +35,24 @@ INSTALL_VARS = DESTDIR='$(DESTDIR)' prefix='$(prefix)' bindir='$(bindir)' sbindi
 # wheel in the venv) by clang and by gcc: the LLVM/Intel layer's test programs.
 IOMP5   := $(VENV)/lib/libiomp5.so
 
-.PHONY: all c asan py workloads-omp test test-unit test-py test-corpus lint cycles demo clean help
+.PHONY: all build-all c asan py workloads-omp test test-unit test-py test-corpus lint cycles demo clean help
 
-all: c py workloads-omp
+# The entry points a user types first (make, make demo, make test, make install, make fuzz) install
+# the Debian packages they need with tools/deps (the project's one list of them; quiet and quick
+# when nothing is missing), then build. The targets below them assume the packages are there.
+all:
+	@tools/deps build
+	@$(MAKE) --no-print-directory build-all
+
+build-all: c py workloads-omp
 
 help:
 	@echo "make          build daemon, layers, workloads (gcc, clang, libiomp5) and the scaf command into build/"
-	@echo "make demo     run two workloads unmodified and under scaf, print the table"
+	@echo "make demo     run two workloads unmodified and under scaf, print the table (gcc only, no clang)"
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
-	@echo "make test-corpus  only the real third-party programs (tools/corpus-install first; docs/corpus.md)"
+	@echo "              (each of make, make demo, make test, make install first runs tools/deps:"
+	@echo "              the Debian packages it needs, with sudo when not root)"
+	@echo "make test-corpus  only the real third-party programs (tools/deps corpus installs them; docs/corpus.md)"
 	@echo "make lint     ruff over the Python code, and make cycles"
 	@echo "make cycles   fail when C files depend on each other in a circle (#include or linked symbol)"
 	@echo "make man      the manual pages, from the --help texts, into build/man/"
@@ -81,37 +90,45 @@ $(BUILD)/bin/scaf: tools/scaf.in
 	sed -e 's|@ROOT@|$(CURDIR)|g' tools/scaf.in > $@
 	chmod +x $@
 
-test: all asan lint test-unit test-py
+test:
+	@tools/deps test
+	@$(MAKE) --no-print-directory build-all asan lint test-unit test-py
 
 test-unit:
 	cd $(BUILD)/cmake && ctest --output-on-failure
 	cd $(ASAN)/cmake && ctest --output-on-failure
 
 # The daemon robustness tests also run against the sanitized daemon.
-test-py: all asan
+test-py: build-all asan
 	SCAF_ASAN_SCAFD=$(ASAN)/bin/scafd $(VPY) -m pytest $(PYTEST_ARGS) tests
 
 # Real OpenMP programs from Debian packages, plain and under scaf (docs/corpus.md). `make test`
 # runs them too (they are under tests/); programs whose package is missing are skipped, or fail
-# with SCAF_CORPUS_REQUIRED=1 (.ci/run sets it after tools/corpus-install).
-test-corpus: all
+# with SCAF_CORPUS_REQUIRED=1 (.ci/run sets it; make test installs the packages first).
+test-corpus: build-all
 	$(VPY) -m pytest $(PYTEST_ARGS) tests/corpus
 
 lint: py cycles
 	$(VENV)/bin/ruff check python tests tools
 
-demo: all
+# Only gcc and GNU libgomp: the clang and libiomp5 variants of the workloads are for the tests.
+demo:
+	@tools/deps demo
+	@$(MAKE) --no-print-directory c py
 	$(BUILD)/bin/scaf demo
 
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ)
 
-man: all
+man: build-all
+	@tools/deps install
 	BUILD='$(BUILD)' VPY='$(VPY)' tools/man/build.sh
 
 # scafd goes to sbin (a daemon: section 8; `scaf` finds it by its installed path), the layers,
 # workloads and a virtual environment of pinned runtime packages to $(libdir)/scaf (docs/deploy.md).
-install: all man
+install:
+	@tools/deps build install
+	@$(MAKE) --no-print-directory build-all man
 	$(INSTALL_VARS) tools/install.sh install
 
 uninstall:
@@ -131,7 +148,12 @@ $(FUZZ)/fuzz_decode: tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/da
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $@
 
-fuzz: $(FUZZ)/fuzz_decode
+fuzz:
+	@tools/deps fuzz
+	@$(MAKE) --no-print-directory $(FUZZ)/fuzz_decode
+	$(MAKE) --no-print-directory fuzz-run
+
+fuzz-run:
 	mkdir -p $(FUZZ)/corpus $(FUZZ)/crashes
 	$(FUZZ)/fuzz_decode -max_total_time=$(FUZZ_S) -max_len=600 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ)/crashes/ $(FUZZ)/corpus tests/fuzz/corpus
@@ -149,5 +171,5 @@ fuzz-cov:
 		src/daemon/transport/wire.c src/daemon/collect/page.c
 
 # Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
-soak: all asan
+soak: build-all asan
 	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S) --wave $(SOAK_WAVE)

@@ -89,7 +89,7 @@ class RunResult:
 
 
 def known_packages() -> list[str]:
-    """The corpus's Debian packages, from packages.txt (also read by tools/corpus-install)."""
+    """The corpus's Debian packages, from packages.txt (also read by tools/deps)."""
     out = []
     for line in PACKAGES_TXT.read_text().splitlines():
         line = line.split("#", 1)[0].strip()

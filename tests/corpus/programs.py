@@ -1,7 +1,7 @@
 """The corpus: real third-party OpenMP programs from Debian bookworm packages, one row each.
 
 Each row says which Debian package(s) provide the program (all listed in packages.txt, which
-tools/corpus-install installs), the command line(s) run in a fresh directory, the generator of
+tools/deps corpus installs), the command line(s) run in a fresh directory, the generator of
 its input, the output files compared byte for byte, the masks for output that is not
 deterministic even without scaf (each with its reason, proven by running plain twice), the
 OpenMP pattern the program uses, and why it is interesting. The pattern is what we could tell

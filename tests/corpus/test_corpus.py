@@ -45,7 +45,7 @@ def test_program(prog: harness.Program, tmp_path: Path, scafd_factory: Callable[
     if missing or shutil.which(prog.binary()) is None:
         msg = (f"{prog.name}: Debian package(s) {' '.join(missing or prog.packages)} not installed "
                f"({prog.binary()} {'missing' if shutil.which(prog.binary()) is None else 'found'}); "
-               f"run tools/corpus-install (or: apt-get install {' '.join(prog.packages)})")
+               f"run tools/deps corpus (or: apt-get install {' '.join(prog.packages)})")
         if REQUIRED:
             pytest.fail(msg + " (SCAF_CORPUS_REQUIRED=1)")
         pytest.skip(msg)
