@@ -72,9 +72,9 @@ def test_bad_inputs_are_refused_without_output(tmp_path: Path) -> None:
         ("alloc", FIXTURES / "small.trace", "no status lines"),
         ("trace", tmp_path / "missing.trace", "cannot read"),
     ]
-    empty = tmp_path / "empty.trace"
-    empty.write_text("# scaf-trace 1 period=0.1 cpus=2 start=0 clock=schedstat\n")
-    cases.append(("trace", empty, "no trace rows"))
+    blank = tmp_path / "blank.trace"
+    blank.write_text("\n")
+    cases.append(("trace", blank, "no trace rows"))
     for kind, src, msg in cases:
         res = scaf("plot", kind, str(src), "-o", str(out))
         assert res.returncode == 1, (kind, src, res.stderr)
@@ -82,6 +82,22 @@ def test_bad_inputs_are_refused_without_output(tmp_path: Path) -> None:
         assert not out.exists()
     res = scaf("plot")
     assert res.returncode == 2
+
+
+def test_a_run_too_short_to_sample_still_gives_a_picture(tmp_path: Path) -> None:
+    """A trace with its header but no row (the run ended before the first sample): exit 0, a PNG
+    that says so, and the reason on stderr."""
+    empty = tmp_path / "short.trace"
+    empty.write_text("# scaf-trace 1 period=0.1 cpus=2 start=0 clock=schedstat\n")
+    csv = tmp_path / "short.csv"
+    csv.write_text("time,pid,name,cpu,usage\n")
+    for src in (empty, csv):
+        out = tmp_path / f"{src.name}.png"
+        res = scaf("plot", "trace", str(src), "-o", str(out))
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == str(out)
+        assert "ended before the first sample" in res.stderr
+        assert_png(out)
 
 
 def test_alloc_log_tolerates_a_torn_last_line(tmp_path: Path) -> None:

@@ -148,12 +148,12 @@ def _plot(demo: Demo, labels: list[str], out_dir: str, err: Console) -> bool:
     ok = True
     for fn, src, png in jobs:
         try:
-            fn(src, png)
+            note = fn(src, png)
         except Exception as e:  # noqa: BLE001 - a failed picture must not hide the measurements above
             err.print(f"[red]scaf: plotting {src} failed: {e}[/]")
             ok = False
             continue
-        err.print(f"wrote {png}")
+        err.print(f"wrote {png}" + (f" ({note})" if isinstance(note, str) else ""))
     return ok
 
 

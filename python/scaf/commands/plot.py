@@ -16,7 +16,8 @@ examples:
   scaf plot alloc alloc.jsonl -o alloc.png   threads per client over time
 
 inputs:
-  trace  the text or CSV output of `scaf trace` (see `scaf trace --help`)
+  trace  the text or CSV output of `scaf trace` (see `scaf trace --help`); a trace of a run that
+         ended before its first sample still gives a picture, which says so (exit status 0)
   alloc  the daemon's --log file: one status JSON object per line with a "time" field
 """
 
@@ -26,9 +27,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
         print("scaf plot: say what to plot: trace FILE or alloc LOG (see --help)", file=sys.stderr)
         return 2
     out = args.output or str(Path(args.file).with_suffix(".png"))
+    note = None
     try:
         if args.kind == "trace":
-            plot_trace(args.file, out, args.title)
+            note = plot_trace(args.file, out, args.title)
         else:
             plot_alloc_log(args.file, out, args.title)
     except PlotInputError as e:
@@ -37,6 +39,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"scaf plot: cannot write {out}: {e.strerror or e}", file=sys.stderr)
         return 1
+    if note:
+        print(f"scaf plot: {args.file}: {note}; the picture says so", file=sys.stderr)
     print(out)
     return 0
 

@@ -11,6 +11,14 @@ class PlotInputError(Exception):
     """The input file cannot be plotted (missing, empty, or not in the documented format)."""
 
 
+def too_short_note(data: TraceData) -> str | None:
+    """Why a valid trace has nothing to draw (the run ended before the first sample), or None."""
+    if data.rows:
+        return None
+    every = f" (one every {data.period:g} s)" if data.period else ""
+    return f"the traced run ended before the first sample{every}: too short for a trace picture"
+
+
 @dataclass
 class TraceData:
     period: float | None = None
@@ -56,7 +64,8 @@ def read_trace(path: str | Path) -> TraceData:
                 data.rows.append((float(t), int(pid_s), int(cpu_s), float(use)))
         except (ValueError, KeyError) as e:
             raise PlotInputError(f"{path}:{n}: not a scaf trace row: {raw!r}") from e
-    if not data.rows:
+    if not data.rows and data.period is None and not csv:
+        # A `scaf trace` file always starts with its header; without header and rows it is not one.
         raise PlotInputError(f"{path}: no trace rows (is it the output of `scaf trace`?)")
     return data
 
@@ -68,17 +77,22 @@ def _palette(n: int) -> list:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def plot_trace(trace_file: str | Path, png: str | Path, title: str | None = None) -> Path:
-    """Draws one strip per CPU over time, each filled by the trees' shares of it; returns png."""
+def plot_trace(trace_file: str | Path, png: str | Path, title: str | None = None) -> str | None:
+    """Draws one strip per CPU over time, each filled by the trees' shares of it, into png.
+
+    Returns None, or a note when the trace holds no sample (a run shorter than the sampling
+    period): the picture then says so instead of showing strips.
+    """
     import matplotlib.pyplot as plt
 
-    fig = trace_figure(trace_file, title)
+    data = read_trace(trace_file)
+    fig = trace_figure(data, title, name=Path(trace_file).name)
     fig.savefig(png, dpi=110)
     plt.close(fig)
-    return Path(png)
+    return too_short_note(data)
 
 
-def trace_figure(trace_file: str | Path, title: str | None = None):
+def trace_figure(trace: str | Path | TraceData, title: str | None = None, name: str | None = None):
     """The figure of plot_trace, for saving or inspecting (the caller closes it)."""
     import matplotlib
 
@@ -86,7 +100,15 @@ def trace_figure(trace_file: str | Path, title: str | None = None):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    data = read_trace(trace_file)
+    data = trace if isinstance(trace, TraceData) else read_trace(trace)
+    name = name or (Path(trace).name if not isinstance(trace, TraceData) else "trace")
+    note = too_short_note(data)
+    if note:
+        fig, ax = plt.subplots(figsize=(10, 2.0))
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, note[0].upper() + note[1:] + ".", ha="center", va="center", wrap=True)
+        ax.set_title(title or f"CPU use per process tree ({name})")
+        return fig
     times = np.array(sorted({r[0] for r in data.rows}))
     period = data.period
     if period is None:
@@ -127,7 +149,7 @@ def trace_figure(trace_file: str | Path, title: str | None = None):
     ax.set_ylim(-0.1, ncpu)
     ax.set_xlim(float(edges[0]), float(edges[-1]))
     ax.set_xlabel("time (s)")
-    ax.set_title(title or f"CPU use per process tree ({Path(trace_file).name})")
+    ax.set_title(title or f"CPU use per process tree ({name})")
     fig.tight_layout()
     return fig
 
