@@ -32,14 +32,19 @@ def test_figure_from_a_log(tmp_path: Path) -> None:
 
 
 def test_stability_command_runs_a_window() -> None:
-    res = bench("stability", "--workloads", "ep,crit", "--policy", "equipartition", "--size", "W", "--settle", "1",
+    """Size A (about 4x W, over 10 s at one thread) outlasts the 1 + 3 s asked for on any machine
+    this runs on; should one end first anyway, the row says so and the window is shorter."""
+    res = bench("stability", "--workloads", "ep,crit", "--policy", "equipartition", "--size", "A", "--settle", "1",
                 "--seconds", "3", "--json")
     assert res.returncode == 0, res.stderr
     row = json.loads(res.stdout.strip().splitlines()[-1])[0]
     assert row["policy"] == "equipartition" and row["cpus"] == 4
-    assert 2.5 < row["seconds"] < 8
-    # Equal shares, nobody moves: 2 each. Not exactly: on a loaded machine a W run can end inside the window,
-    # and the other then holds all 4 until it is restarted (2.031 was seen).
+    # The window is the one asked for (it opens at the later of the arrival and the settle time, so
+    # it may be longer), unless a program ended inside it.
+    assert row["seconds"] > 0
+    assert row["ended_early"] or row["seconds"] >= 2.9, row
+    # Equal shares, nobody moves: 2 each. Not exactly: should a run end inside the window, the other
+    # then holds all 4 until it is restarted (2.031 was seen with size W).
     assert set(row["avg_threads"]) == {"crit", "ep"}, row
     assert all(abs(v - 2.0) <= 0.15 for v in row["avg_threads"].values()), row
     assert row["changes"] <= 1, row

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -188,10 +187,10 @@ def test_explicit_team_everywhere_exits_4(progs: dict[str, str]) -> None:
 
 
 def test_plain_timeout_exits_4() -> None:
-    t0 = time.monotonic()
-    r = scaf("check", "--timeout", "0.5", "--", "sleep", "20")
+    """--timeout stops the run: a check that waited for `sleep 100000` would end in the helper's own
+    time cap (TimeoutExpired), loudly."""
+    r = scaf("check", "--timeout", "0.5", "--", "sleep", "100000")
     assert r.returncode == 4, r.stdout + r.stderr
-    assert time.monotonic() - t0 < 15
     assert re.search(r"^plain 1\s+timeout", r.stdout, re.MULTILINE), r.stdout
     assert "did not finish within 0.5 s" in r.stdout
 
