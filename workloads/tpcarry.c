@@ -26,8 +26,8 @@
  * so every round is checked, whatever the teams. */
 
 /* Not zero: a thread that never ran region (1) starts from this value (libgomp
- * ends the threads a smaller team leaves out and starts new ones when a team
- * grows again), so a team that grows between the regions is wrong too,
+ * may end the threads a smaller team leaves out, and start new ones when a
+ * team grows again), so a team that grows between the regions is wrong too,
  * rather than right by the accident of a new thread's partial reading 0. */
 static uint64_t partial = 0x7ca77a7e5eedULL;
 #pragma omp threadprivate(partial)
