@@ -108,6 +108,7 @@ WORKLOADS = [
     ("banner", "2", 0, "malleable"),
     ("split", "2", 1, "not malleable"),
     ("partials", "2", 1, "not malleable"),
+    ("tpcarry", "2", 1, "not malleable"),
 ]
 
 

@@ -263,7 +263,7 @@ def report_of(exe: Path, socket: str, tmp_path: Path, tag: str) -> dict:
     return json.loads(rep.read_text().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", ["banner", "fixed", "split", "stencil"])
+@pytest.mark.parametrize("name", ["banner", "fixed", "split", "stencil", "tpcarry"])
 def test_malleability_verdict_same_as_libgomp(rt: str, name: str, scafd_factory, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The verdict for the same workload built for this runtime is the one libgomp's build gets."""

@@ -63,6 +63,7 @@ def two(scafd_factory: Callable[..., Daemon]) -> Daemon:
         ("split", "fixed", "numbers threads without omp_get_num_threads()"),
         ("partials", "fixed", "numbers threads without omp_get_num_threads()"),
         ("fixed", "fixed", f"omp_set_num_threads({BOUND}) outside regions from fixed"),
+        ("tpcarry", "fixed", "numbers threads in code with thread-local (threadprivate) data"),
     ],
 )
 def test_hazard_workloads_judged_by_evidence(two: Daemon, tmp_path: Path, name: str, verdict: str, reason: str) -> None:
@@ -90,7 +91,7 @@ def test_the_first_look_is_what_keeps_split_correct(two: Daemon, tmp_path: Path)
     assert result["verified"] == "no", result
 
 
-@pytest.mark.parametrize("name", ["split", "partials", "fixed"])
+@pytest.mark.parametrize("name", ["split", "partials", "fixed", "tpcarry"])
 def test_seeded_teams_break_the_hazards(two: Daemon, tmp_path: Path, name: str) -> None:
     """scaf check's mode: a seeded team at every region. Each fixed-verdict workload fails."""
     result, rep = under_scaf(name, two, tmp_path, {"SCAF_CHECK_SEED": "3"})
@@ -99,10 +100,13 @@ def test_seeded_teams_break_the_hazards(two: Daemon, tmp_path: Path, name: str) 
     assert result["verified"] == "no", result
 
 
-def test_seeded_teams_keep_banner_correct(two: Daemon, tmp_path: Path) -> None:
-    plain = run("banner", plain_env({"OMP_NUM_THREADS": str(BOUND)}))
+@pytest.mark.parametrize("name", ["banner", "tpscratch"])
+def test_seeded_teams_keep_malleable_hazards_correct(two: Daemon, tmp_path: Path, name: str) -> None:
+    """banner queries a count before its regions, tpscratch numbers its threads over
+    threadprivate scratch: both only look like hazards, and stay right under any teams."""
+    plain = run(name, plain_env({"OMP_NUM_THREADS": str(BOUND)}))
     for seed in ("1", "2", "3"):
-        result, rep = under_scaf("banner", two, tmp_path / seed if (tmp_path / seed).mkdir() is None else tmp_path,
+        result, rep = under_scaf(name, two, tmp_path / seed if (tmp_path / seed).mkdir() is None else tmp_path,
                                  {"SCAF_CHECK_SEED": seed})
         assert len(rep["teams"]) > 1, rep
         assert result["verified"] == "yes" and result["checksum"] == checksum(plain.stdout), (seed, result)

@@ -36,9 +36,12 @@ WORKLOADS = [
     "split",
     "partials",
     "phases",
+    "explicit",
+    "tpscratch",
+    "tpcarry",
 ]
 # Not malleable on purpose: each fails when its team changes between regions (one hazard each).
-NON_MALLEABLE = ["fixed", "split", "partials"]
+NON_MALLEABLE = ["fixed", "split", "partials", "tpcarry"]
 # Workloads whose parallel work is divided by thread number somewhere (static schedules,
 # `master`, pipeline bands), so a runtime that misnumbers threads must make them fail.
 SPLIT_BY_THREAD_NUMBER = [
@@ -55,6 +58,9 @@ SPLIT_BY_THREAD_NUMBER = [
     "split",
     "partials",
     "phases",
+    "explicit",
+    "tpscratch",
+    "tpcarry",
 ]
 TIMEOUT = 120
 
@@ -64,13 +70,14 @@ int omp_get_thread_num(void) { return 0; }
 """
 
 VARYING_TEAM_SHIM = r"""
-/* Gives each parallel region a team of 1, 2, 3, 1, ... threads (unless the program
- * passed num_threads), through every GOMP_parallel* entry point the workloads use. */
+/* Gives each parallel region a team of 1, 2, 3, 1, ... threads, through every GOMP_parallel*
+ * entry point the workloads use, whatever num_threads the program passed: explicit passes
+ * the count it read before its regions to every one of them, and is malleable all the same. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 typedef void (*fn_t)(void *);
 static atomic_uint counter;
-static unsigned pick(unsigned n) { return n ? n : 1 + atomic_fetch_add(&counter, 1) % 3; }
+static unsigned pick(unsigned n) { (void)n; return 1 + atomic_fetch_add(&counter, 1) % 3; }
 #define REAL(name, type) static __typeof__(type) real; if (!real) real = (type)dlsym(RTLD_NEXT, #name)
 void GOMP_parallel(fn_t fn, void *d, unsigned n, unsigned f) {
   REAL(GOMP_parallel, void (*)(fn_t, void *, unsigned, unsigned));
@@ -366,3 +373,46 @@ def test_hazard_fails_when_a_team_shrinks_below_the_count_read_before_the_region
     assert p.returncode == 1, p.stdout + p.stderr
     assert parse_result(p.stdout)["verified"] == "no"
     assert re.search(says, p.stderr), p.stderr
+
+
+@pytest.mark.parametrize("name", ["explicit", "tpscratch"])
+def test_malleable_in_truth_under_teams_larger_than_the_program_saw(
+    name: str,
+    tmp_path: Path,
+    shims: dict[str, Path],
+    plain_runs: dict[tuple[str, int], subprocess.CompletedProcess[str]],
+) -> None:
+    """explicit passes num_threads(omp_get_max_threads()), read once before its regions, to
+    every region; tpscratch numbers its threads over threadprivate scratch. Both divide their
+    work only by the team a region really has. At OMP_NUM_THREADS=1 every team of 2 or 3 the
+    shim gives is one the program never asked for: the largest team on the result line shows
+    that the shim reached their regions, the checksum that the bits did not change."""
+    p = run_workload(name, 1, tmp_path, preload=shims["varying_team"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = parse_result(p.stdout)
+    assert res["verified"] == "yes" and int(res["threads"]) == 3, res
+    assert checksum(p.stdout) == checksum(plain_runs[(name, 1)].stdout)
+    if name == "explicit":
+        assert " num_threads(1) at every region" in p.stdout
+
+
+def test_tpcarry_fails_every_round_whose_two_regions_have_different_teams(
+    tmp_path: Path, shims: dict[str, Path]
+) -> None:
+    """tpcarry keeps each thread's partial in threadprivate storage from one region to the
+    next, which OpenMP allows only when both have the same team. Under the shim the two regions
+    of every round have different teams (1 then 2, 3 then 1, 2 then 3, ...): a team that shrank
+    leaves partials out, one that grew adds partials that an earlier region (or none) left."""
+    p = run_workload("tpcarry", 3, tmp_path, preload=shims["varying_team"])
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert parse_result(p.stdout)["verified"] == "no"
+    said = re.findall(
+        r"^tpcarry: round \d+: total [0-9a-f]{16}, expected [0-9a-f]{16}: threadprivate partials "
+        r"computed by a team of ([123]) were combined by a team of ([123])$",
+        p.stderr,
+        re.MULTILINE,
+    )
+    assert said and all(a != b for a, b in said), p.stderr
+    assert any(a > b for a, b in said) and any(a < b for a, b in said), p.stderr
+    rounds = int(re.search(r"^elements=\d+ rounds=(\d+)", p.stdout, re.MULTILINE).group(1))
+    assert f"tpcarry: {rounds} of {rounds} rounds summed wrongly" in p.stderr, p.stderr
