@@ -272,7 +272,7 @@ def test_help() -> None:
         res = bench(*args, "--help")
         assert res.returncode == 0 and "examples:" in res.stdout, args
     res = bench("pairs", "--help")
-    for c in ("unmodified", "omp-dynamic", "partition", "share2", "equipartition", "speedup"):
+    for c in ("unmodified", "omp-dynamic", "static", "partition", "share2", "equipartition", "speedup"):
         assert c in res.stdout
 
 

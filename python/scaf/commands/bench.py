@@ -43,6 +43,8 @@ examples:
 configurations (pairs):
   unmodified     plain libgomp, default threads (one per CPU of the bench's set)
   omp-dynamic    OMP_DYNAMIC=true: libgomp's own load-average heuristic
+  static         OMP_NUM_THREADS = each program's half of the CPUs (an odd CPU goes to
+                 the first), not pinned: the static split any user can type
   partition      static halves: each program pinned to half of the CPUs
   share2         OMP_NUM_THREADS = 2 x CPUs for each program (the oversubscription study)
   equipartition  a private scafd with the equipartition policy; programs run with the layer

@@ -20,6 +20,8 @@ class Config:
 CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("unmodified", "plain libgomp, default thread count (one per CPU of the bench's set)"),
     Config("omp-dynamic", "OMP_DYNAMIC=true: libgomp lowers team sizes by the load average"),
+    Config("static", "equal shares by thread count: OMP_NUM_THREADS = the program's share of the CPUs, "
+           "no pinning"),
     Config("partition", "static halves: each program pinned to its half of the CPUs"),
     Config("share2", "oversubscribed: OMP_NUM_THREADS = 2 x CPUs for each program"),
     Config("equipartition", "scaf, equipartition policy (private scafd)", policy="equipartition"),
@@ -64,6 +66,10 @@ def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
     mine = list(cpus)
     if config == "omp-dynamic":
         env["OMP_DYNAMIC"] = "true"
+    elif config == "static":
+        # partition's split as a thread count, which any user can set; nothing pins the threads,
+        # so the kernel may still move them anywhere in the set.
+        env["OMP_NUM_THREADS"] = str(max(1, len(partition(cpus, slot, nslots))))
     elif config == "partition":
         mine = partition(cpus, slot, nslots)
     elif config == "share2":
