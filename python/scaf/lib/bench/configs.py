@@ -35,6 +35,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            daemon_args=("--gang-quantum", "0"), env=(("SCAF_MALLEABLE", "no"),)),
 )}
 
+# What a user can do without scaf: scaf's configurations are measured against the best of these
+# (report.vs_best). share2 is left out: it is the oversubscription study's setting, not
+# anyone's best guess.
+BASELINES = ("unmodified", "omp-dynamic", "static", "partition")
+
 # The fixed-* configurations answer one question (what scaf does with programs it must not
 # reshape), consumption another (what leaving contexts idle saves); ask for them by name.
 DEFAULT_CONFIGS = [c for c in CONFIGS if not c.startswith("fixed-") and c != "consumption"]
