@@ -43,13 +43,16 @@ examples:
 configurations (pairs):
   unmodified     plain libgomp, default threads (one per CPU of the bench's set)
   omp-dynamic    OMP_DYNAMIC=true: libgomp's own load-average heuristic
+  static         OMP_NUM_THREADS = each program's half of the CPUs (an odd CPU goes to
+                 the first), not pinned: the static split any user can type
   partition      static halves: each program pinned to half of the CPUs
   share2         OMP_NUM_THREADS = 2 x CPUs for each program (the oversubscription study)
   equipartition  a private scafd with the equipartition policy; programs run with the layer
   speedup        a private scafd with the speedup policy; programs run with the layer
 
-output folder (--out): results.json (every raw run and the machine), summary.csv,
-pairs.csv, improvement.csv, solo.csv, overhead.csv, report.md, and PNGs.
+output folder (--out): results.json (every raw run and the machine), report.json (every
+figure of the tables), summary.csv, pairs.csv, improvement.csv, best_baseline.csv,
+solo.csv, overhead.csv, resources.csv, report.md, and PNGs.
 Formulas, resume semantics and thresholds: docs/bench.md in scaf's source tree.
 """
 
@@ -59,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "bench",
         help="benchmark workloads alone, in pairs under each configuration, or scaf's overhead",
         description=("Measure whether scaf helps on this machine: speedup curves of each workload "
-                     "alone, every pair of workloads under six configurations, and the overhead "
+                     "alone, every pair of workloads under each configuration, and the overhead "
                      "of the layer and daemon."),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -239,17 +242,33 @@ def cmd_pairs(args: argparse.Namespace) -> int:
                                lambda: bench_report.render(results.dir, candidate_name=args.candidate))
 
 
+# Wrapped by hand: the formatter keeps the epilog's layout, and so this text's.
+PAIRS_DESCRIPTION = """\
+Run every pair of workloads (unordered, a workload with itself included): the
+second starts STAGGER seconds after the first. Each pair runs under each
+configuration. Per program, speedup = its serial time (1 thread, alone) / its
+time in the pair; a pair's sum of speedups adds its two programs'.
+
+The summary compares the sum of speedups under the candidate configuration
+(speedup, else equipartition; --candidate) with each other configuration: per
+pair the factor sum(candidate) / sum(baseline), the pairs it wins (>= 1.05)
+and loses (< 0.95), and the geometric mean of each class.
+
+Another table sets the candidate against the best a user could do without
+scaf. Per pair: the best baseline (the highest sum of unmodified, omp-dynamic,
+static and partition, among those that ran and worked), its sum and the
+candidate's, the factors sum(candidate) / sum(best) and sum(candidate) /
+sum(unmodified), and BELOW where the candidate is more than 5% under the best;
+its last row gives the geometric means of both factors over the pairs. The
+summary counts wins and losses against that best too (baseline "best").
+"""
+
+
 def register_pairs(sub: argparse._SubParsersAction, epilog: str) -> None:
     p = sub.add_parser(
         "pairs",
         help="every pair of workloads under each configuration; speedup sums and wins/losses",
-        description=(
-            "Run every pair of workloads (unordered, a workload with itself included): the second "
-            "starts STAGGER seconds after the first. Each pair runs under each configuration. "
-            "Per program, speedup = its serial time (1 thread, alone) / its time in the pair; "
-            "the summary compares the sum of the two speedups under the candidate configuration "
-            "(speedup, else equipartition) with each other configuration."
-        ),
+        description=PAIRS_DESCRIPTION,
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

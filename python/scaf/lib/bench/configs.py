@@ -20,6 +20,8 @@ class Config:
 CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("unmodified", "plain libgomp, default thread count (one per CPU of the bench's set)"),
     Config("omp-dynamic", "OMP_DYNAMIC=true: libgomp lowers team sizes by the load average"),
+    Config("static", "equal shares by thread count: OMP_NUM_THREADS = the program's share of the CPUs, "
+           "no pinning"),
     Config("partition", "static halves: each program pinned to its half of the CPUs"),
     Config("share2", "oversubscribed: OMP_NUM_THREADS = 2 x CPUs for each program"),
     Config("equipartition", "scaf, equipartition policy (private scafd)", policy="equipartition"),
@@ -32,6 +34,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            "fit run unconfined (scafd --gang-quantum 0)", policy="speedup",
            daemon_args=("--gang-quantum", "0"), env=(("SCAF_MALLEABLE", "no"),)),
 )}
+
+# What a user can do without scaf: scaf's configurations are measured against the best of these
+# (report.vs_best). share2 is left out: it is the oversubscription study's setting, not
+# anyone's best guess.
+BASELINES = ("unmodified", "omp-dynamic", "static", "partition")
 
 # The fixed-* configurations answer one question (what scaf does with programs it must not
 # reshape), consumption another (what leaving contexts idle saves); ask for them by name.
@@ -64,6 +71,10 @@ def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
     mine = list(cpus)
     if config == "omp-dynamic":
         env["OMP_DYNAMIC"] = "true"
+    elif config == "static":
+        # partition's split as a thread count, which any user can set; nothing pins the threads,
+        # so the kernel may still move them anywhere in the set.
+        env["OMP_NUM_THREADS"] = str(max(1, len(partition(cpus, slot, nslots))))
     elif config == "partition":
         mine = partition(cpus, slot, nslots)
     elif config == "share2":

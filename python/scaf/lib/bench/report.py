@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import statistics
 from collections import Counter
@@ -15,8 +16,11 @@ from scaf.lib.bench import configs, machine, store
 WIN = 1.05   # improvement factor at or above: a win
 LOSS = 0.95  # below: a loss; in between: even
 
-FILES = ("summary.csv", "pairs.csv", "improvement.csv", "solo.csv", "overhead.csv", "resources.csv", "report.md",
-         "improvement_sorted.png", "pairs_bars.png", "solo_speedup.png")
+FILES = ("summary.csv", "pairs.csv", "improvement.csv", "best_baseline.csv", "solo.csv", "overhead.csv",
+         "resources.csv", "report.md", "report.json", "improvement_sorted.png", "pairs_bars.png", "solo_speedup.png")
+
+# The pseudo-baseline of the summary: per pair, whichever of configs.BASELINES did best.
+BEST = "best"
 
 
 def geomean(xs: list[float]) -> float | None:
@@ -167,10 +171,49 @@ def improvement(entries: dict, candidate: str, baseline: str) -> dict[tuple[str,
     return out
 
 
-def summary_rows(entries: dict, candidate: str, baselines: list[str]) -> list[ClassRow]:
+@dataclass
+class VsBest:
+    """The candidate against the best a user could do without scaf, in one pair."""
+
+    candidate_total: float | None
+    best: str | None  # the baseline with the largest Σspeedup in this pair (the first listed on a tie)
+    best_total: float | None
+    factor_best: float | None  # candidate / best
+    unmodified_total: float | None
+    factor_unmodified: float | None
+
+    @property
+    def below(self) -> bool:
+        """More than 5% below the best baseline: the promise 'never slower than without scaf' broken."""
+        return self.factor_best is not None and self.factor_best < LOSS
+
+
+def best_of(order: list[str], candidate: str) -> list[str]:
+    """The baselines present that a user could have picked instead of scaf."""
+    return [c for c in configs.BASELINES if c in order and c != candidate]
+
+
+def vs_best(entries: dict, candidate: str, baselines: list[str]) -> dict[tuple[str, str], VsBest]:
+    """Per pair that ran the candidate: its Σspeedup against the best of `baselines` that worked
+    there, and against unmodified. A baseline that failed in a pair cannot be its best."""
+    out = {}
+    for pair, by_config in entries.items():
+        cand = by_config.get(candidate)
+        if cand is None:
+            continue
+        present = [(b, by_config[b].total) for b in baselines if b in by_config and by_config[b].total]
+        best, best_total = max(present, key=lambda x: x[1]) if present else (None, None)
+        unmod = by_config.get("unmodified")
+        unmod_total = unmod.total if unmod and unmod.total and candidate != "unmodified" else None
+        c = cand.total or None
+        out[pair] = VsBest(c, best, best_total, c / best_total if c and best_total else None,
+                           unmod_total, c / unmod_total if c and unmod_total else None)
+    return out
+
+
+def summary_rows(factors_by_baseline: dict[str, list[float]]) -> list[ClassRow]:
     rows = []
-    for base in baselines:
-        factors = list(improvement(entries, candidate, base).values())
+    for base, factors in factors_by_baseline.items():
         n = len(factors)
         classes = (("wins", [f for f in factors if f >= WIN]),
                    ("even", [f for f in factors if LOSS <= f < WIN]),
@@ -287,14 +330,16 @@ def _plt():
     return plt
 
 
-def plot_improvement(entries: dict, candidate: str, baselines: list[str], png: Path) -> None:
+def plot_improvement(factors_by_baseline: dict[str, list[float]], candidate: str, png: Path) -> None:
     plt = _plt()
     import matplotlib.ticker
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for base in baselines:
-        fs = sorted(improvement(entries, candidate, base).values())
+    for base, factors in factors_by_baseline.items():
+        fs = sorted(factors)
         if fs:
-            ax.plot(range(1, len(fs) + 1), fs, marker="o", markersize=3, label=f"over {base}")
+            style = {"color": "black", "linewidth": 2} if base == BEST else {}
+            label = "over the best baseline of each pair" if base == BEST else f"over {base}"
+            ax.plot(range(1, len(fs) + 1), fs, marker="o", markersize=3, label=label, **style)
     ax.axhline(1.0, color="0.3", linewidth=0.8)
     ax.axhspan(LOSS, WIN, color="0.9", zorder=0, label=f"even ({LOSS}-{WIN})")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
@@ -369,16 +414,65 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 
-def _show(console: Any, title: str, header: list[str], cells: list[list[str]], left: tuple[str, ...]) -> None:
-    """One table on the console: the columns named in `left` left-aligned, the others right-aligned."""
+def _show(console: Any, title: str, header: list[str], cells: list[list[str]], left: tuple[str, ...],
+          footer: int = 0) -> None:
+    """One table on the console: the columns named in `left` left-aligned, the others right-aligned;
+    the last `footer` rows (totals, means) set apart by a rule."""
     from rich.table import Table
 
     t = Table(title=title)
     for h in header:
         t.add_column(h, justify="left" if h in left else "right")
-    for c in cells:
-        t.add_row(*c)
+    for i, c in enumerate(cells):
+        t.add_row(*c, end_section=footer > 0 and i == len(cells) - footer - 1)
     console.print(t)
+
+
+def _total_cell(e: PairEntry | None) -> str:
+    if e is None:
+        return "-"
+    if e.total is not None:
+        return f"{e.total:.2f}"
+    # Runs that worked but give no speedup: no usable serial time, or a 0 s time.
+    return "FAILED" if e.ok_runs == 0 else "n/a"
+
+
+def _render_vs_best(console: Any, directory: Path, doc: dict, entries: dict, cand: str, best_names: list[str],
+                    versus: dict[tuple[str, str], VsBest]) -> list[str]:
+    """The table of the candidate against each pair's best baseline, its CSV and JSON; returns its Markdown."""
+    gm_best = geomean([v.factor_best for v in versus.values() if v.factor_best is not None])
+    n_best = sum(v.factor_best is not None for v in versus.values())
+    gm_unmod = geomean([v.factor_unmodified for v in versus.values() if v.factor_unmodified is not None])
+    n_unmod = sum(v.factor_unmodified is not None for v in versus.values())
+    header = ["pair", "best baseline", "Σ best", f"Σ {cand}", "factor vs best", "factor vs unmodified", "flag"]
+    cells = [[f"{a}+{b}", v.best or "-", _fmt(v.best_total, 2), _total_cell(entries[(a, b)][cand]),
+              _fmt(v.factor_best), _fmt(v.factor_unmodified), "BELOW" if v.below else ""]
+             for (a, b), v in sorted(versus.items())]
+    counts = f"{n_best} pairs" if n_best == n_unmod else f"{n_best} / {n_unmod} pairs"
+    cells.append([f"geometric mean ({counts})", "-", "-", "-", _fmt(gm_best), _fmt(gm_unmod),
+                  "BELOW" if gm_best is not None and gm_best < LOSS else ""])
+    title = (f"{cand} against the best baseline of each pair (highest Σspeedup of {', '.join(best_names)}); "
+             f"factor = Σ{cand} / Σbaseline; BELOW: more than {round((1 - LOSS) * 100)}% under the best")
+    _show(console, title, header, cells, ("pair", "best baseline", "flag"), footer=1)
+    _write_csv(directory / "best_baseline.csv",
+               ["first", "second", "candidate", "best_baseline", "best_sum_speedup", "candidate_sum_speedup",
+                "factor_vs_best", "unmodified_sum_speedup", "factor_vs_unmodified", "below_best"],
+               [[a, b, cand, v.best, v.best_total, v.candidate_total, v.factor_best, v.unmodified_total,
+                 v.factor_unmodified, "yes" if v.below else "no"] for (a, b), v in sorted(versus.items())])
+    doc["vs_best"] = [{"first": a, "second": b, "best_baseline": v.best, "best_sum_speedup": v.best_total,
+                       "candidate_sum_speedup": v.candidate_total, "factor_vs_best": v.factor_best,
+                       "unmodified_sum_speedup": v.unmodified_total, "factor_vs_unmodified": v.factor_unmodified,
+                       "below_best": v.below} for (a, b), v in sorted(versus.items())]
+    doc["geomean"] = {"factor_vs_best": gm_best, "pairs_vs_best": n_best,
+                      "factor_vs_unmodified": gm_unmod, "pairs_vs_unmodified": n_unmod}
+    return [f"## {cand} against the best baseline of each pair", "",
+            (f"Per pair, the baseline with the highest Σspeedup among {', '.join(best_names)} (what a user "
+             f"could pick without scaf; one that failed in the pair does not count), and the factors "
+             f"Σspeedup({cand}) / Σspeedup(best) and Σspeedup({cand}) / Σspeedup(unmodified). BELOW marks "
+             f"a factor under {LOSS}: {cand} more than {round((1 - LOSS) * 100)}% below the best baseline. "
+             f"The last row holds the geometric means over the pairs where each factor exists."), "",
+            _md_table(header, cells), ""]
+
 
 def render(directory: Path | str, candidate_name: str | None = None, quiet: bool = False) -> int:
     """Writes every table and plot of a bench folder from results.json; prints the tables.
@@ -398,6 +492,8 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
     serial = serial_times(runs)
     failures = collect_failures(runs, serial)
     md: list[str] = [f"# scaf bench results: {directory.name}", ""]
+    # Every figure the tables show, for scripts (results.json holds the raw runs they come from).
+    doc: dict[str, Any] = {"format": "scaf-bench-report", "version": 1, "directory": directory.name}
     params = data.get("params", {})
     md += ["## Machine", "", "```", *machine.summary_lines(data.get("machine", {})), "```", "",
            (f"Parameters: {', '.join(f'{k}={v}' for k, v in params.items())}; "
@@ -416,6 +512,7 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
         _write_csv(directory / "solo.csv", header, [[r[k] for k in ("workload", "threads", "time_s",
                    "speedup", "efficiency", "ok_runs", "failed_runs")] for r in srows])
         md += ["## Solo", "", _md_table(header, cells), ""]
+        doc["solo"] = srows
         if any(r["speedup"] for r in srows):
             plot_solo(srows, directory / "solo_speedup.png")
 
@@ -425,27 +522,23 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
         header = ["pair", *order]
         cells = []
         for pair in sorted(entries):
-            row = [f"{pair[0]}+{pair[1]}"]
-            for c in order:
-                e = entries[pair].get(c)
-                if e is None:
-                    row.append("-")
-                elif e.total is not None:
-                    row.append(f"{e.total:.2f}")
-                else:
-                    # Runs that worked but give no speedup: no usable serial time, or a 0 s time.
-                    row.append("FAILED" if e.ok_runs == 0 else "n/a")
-            cells.append(row)
+            cells.append([f"{pair[0]}+{pair[1]}", *(_total_cell(entries[pair].get(c)) for c in order)])
         _show(console, "pairs: Σspeedup (serial time / time in the pair, summed over both programs)", header, cells,
               ("pair",))
         md += ["## Pairs: Σspeedup", "", _md_table(header, cells), ""]
         csv_rows = []
+        doc["pairs"] = []
         for pair in sorted(entries):
+            per_config = {}
             for c in order:
                 e = entries[pair].get(c)
                 if e:
                     csv_rows.append([pair[0], pair[1], c, e.times[0], e.speedups[0], e.times[1],
                                      e.speedups[1], e.total, e.ok_runs, e.failed_runs])
+                    per_config[c] = {"time_first_s": e.times[0], "speedup_first": e.speedups[0],
+                                     "time_second_s": e.times[1], "speedup_second": e.speedups[1],
+                                     "sum_speedup": e.total, "ok_runs": e.ok_runs, "failed_runs": e.failed_runs}
+            doc["pairs"].append({"first": pair[0], "second": pair[1], "configs": per_config})
         _write_csv(directory / "pairs.csv", ["first", "second", "config", "time_first_s",
                    "speedup_first", "time_second_s", "speedup_second", "sum_speedup",
                    "ok_runs", "failed_runs"], csv_rows)
@@ -453,26 +546,42 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
         cand = configs.candidate(order, candidate_name)
         if candidate_name and cand is None:
             console.print(f"[yellow]--candidate {candidate_name} has no runs here[/]")
+        doc["candidate"] = cand
         baselines = [c for c in order if c != cand]
         if cand and baselines:
-            srows2 = summary_rows(entries, cand, baselines)
+            factors = {b: improvement(entries, cand, b) for b in baselines}
+            best_names = best_of(order, cand)
+            doc["best_of"] = best_names
+            if best_names:
+                versus = vs_best(entries, cand, best_names)
+                factors[BEST] = {p: v.factor_best for p, v in versus.items() if v.factor_best is not None}
+                md += _render_vs_best(console, directory, doc, entries, cand, best_names, versus)
+            summary = summary_rows({b: list(f.values()) for b, f in factors.items()})
             header = ["baseline", "class", "pairs", "% of pairs", "mean factor"]
             cells = [[r.baseline, r.cls, str(r.pairs), f"{r.percent:.0f}%", _fmt(r.mean_factor)]
-                     for r in srows2]
+                     for r in summary]
+            best_note = (f"; {BEST}: the best of {', '.join(best_names)} in each pair" if best_names else "")
             _show(console, f"improvement of {cand} over each baseline "
-                  f"(win >= {WIN}X, loss < {LOSS}X; mean = geometric mean)", header, cells, ("baseline", "class"))
+                  f"(win >= {WIN}X, loss < {LOSS}X; mean = geometric mean{best_note})", header, cells,
+                  ("baseline", "class"))
             _write_csv(directory / "summary.csv",
                        ["candidate", "baseline", "class", "pairs", "percent", "mean_factor"],
                        [[cand, r.baseline, r.cls, r.pairs, round(r.percent, 2), r.mean_factor]
-                        for r in srows2])
+                        for r in summary])
             _write_csv(directory / "improvement.csv", ["first", "second", "candidate", "baseline", "factor"],
                        [[a, b, cand, base, f] for base in baselines
-                        for (a, b), f in sorted(improvement(entries, cand, base).items())])
+                        for (a, b), f in sorted(factors[base].items())])
+            doc["summary"] = [{"candidate": cand, "baseline": r.baseline, "class": r.cls, "pairs": r.pairs,
+                               "percent": r.percent, "mean_factor": r.mean_factor} for r in summary]
+            doc["improvement"] = [{"first": a, "second": b, "candidate": cand, "baseline": base, "factor": f}
+                                  for base in baselines for (a, b), f in sorted(factors[base].items())]
             md += [f"## Improvement of {cand} over each baseline", "",
                    (f"Factor = Σspeedup({cand}) / Σspeedup(baseline) per pair; win >= {WIN}, "
-                   f"loss < {LOSS}, even otherwise; mean factor = geometric mean of the class."), "",
+                   f"loss < {LOSS}, even otherwise; mean factor = geometric mean of the class"
+                   f"{best_note}."), "",
                    _md_table(header, cells), ""]
-            plot_improvement(entries, cand, baselines, directory / "improvement_sorted.png")
+            plot_improvement({b: list(f.values()) for b, f in factors.items()}, cand,
+                             directory / "improvement_sorted.png")
 
     rrows = resource_rows(runs)
     if rrows:
@@ -487,6 +596,9 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                    "saved_pct_vs_equipartition", "energy_j"],
                    [[r.config, r.runs, r.cpu_s, r.saved_s, r.saved_pct, r.energy_j] for r in rrows])
         md += ["## Resources: CPU-seconds per pair run", "", _md_table(header, cells), ""]
+        doc["resources"] = [{"config": r.config, "runs": r.runs, "cpu_s": r.cpu_s,
+                             "saved_s_vs_equipartition": r.saved_s, "saved_pct_vs_equipartition": r.saved_pct,
+                             "energy_j": r.energy_j} for r in rrows]
         if all(r.energy_j is None for r in rrows):
             line = "energy: not readable here (no RAPL)"
             console.print(line, highlight=False)
@@ -503,6 +615,7 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                    "failed"], [[r[k] for k in ("variant", "rounds", "median_time_s", "median_ratio",
                                "failed")] for r in orows])
         md += ["## Overhead", "", _md_table(header, cells), ""]
+        doc["overhead"] = orows
 
     if failures:
         header = ["run", "workload", "reason"]
@@ -512,7 +625,9 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                _md_table(["run", "workload", "reason"],
                          [[f.what, f.workload, f.reason.replace("|", "/").replace("\n", " ")]
                           for f in failures]), ""]
+    doc["failures"] = [{"run": f.what, "workload": f.workload, "reason": f.reason} for f in failures]
     (directory / "report.md").write_text("\n".join(md))
+    (directory / "report.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     written = [n for n in FILES if (directory / n).exists()]
     console.print(f"wrote {', '.join(written)} in {directory}", highlight=False, soft_wrap=True)
     return 1 if failures else 0
