@@ -1,1 +1,1 @@
-"""The corpus: real third-party OpenMP programs from Debian packages, plain and under scaf (docs/corpus.md)."""
+"""The corpus: real third-party OpenMP programs from Debian packages and pip's wheels, plain and under scaf (docs/corpus.md)."""

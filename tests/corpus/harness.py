@@ -39,6 +39,7 @@ POLL_S = 0.15
 COMPETITOR = ("ep", "--size", "S")
 COMPETITOR_GAP_S = 0.3
 PACKAGES_TXT = Path(__file__).resolve().with_name("packages.txt")
+REQUIREMENTS_TXT = Path(__file__).resolve().parents[2] / "requirements.txt"
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Program:
     """One row of the corpus table (tests/corpus/programs.py)."""
 
     name: str
-    packages: tuple[str, ...]
+    packages: tuple[str, ...]  # Debian packages (packages.txt)
     # Command lines run in order, cwd = the run directory. Paths relative to it.
     steps: tuple[tuple[str, ...], ...]
     inputs: Callable[[Path], None]
@@ -64,6 +65,13 @@ class Program:
     does: str = ""  # what it does in the test, one line
     # Extra check of the plain run's result (e.g. numpy: which BLAS it really loaded).
     check: Callable[[StepResult], None] | None = None
+    # pip packages from requirements.txt that `make` installs into build/venv, for programs run
+    # by the venv's python (scikit-learn, pip's numpy) rather than from a Debian package.
+    pip: tuple[str, ...] = ()
+    # False for a program whose only parallelism is a thread pool outside any OpenMP region
+    # (pip's numpy: OpenBLAS's pthread pool). The daemon shows such a client with regions 0 and
+    # its pool's size as last_team (docs/layer.md, "A client without regions").
+    regions: bool = True
 
     def binary(self) -> str:
         return self.steps[0][0]
@@ -98,20 +106,57 @@ def known_packages() -> list[str]:
     return out
 
 
+def pinned_pip_packages() -> dict[str, str]:
+    """requirements.txt's pins, name -> version (names lower-cased, as pip compares them)."""
+    out = {}
+    for line in REQUIREMENTS_TXT.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            out[name.strip().lower()] = version.strip()
+    return out
+
+
+def venv_python() -> Path:
+    return paths.build_dir() / "venv" / "bin" / "python"
+
+
+def pip_versions(names: tuple[str, ...]) -> dict[str, str]:
+    """The versions build/venv holds ("" for a package it lacks, or when there is no venv). Asked
+    of the venv's python, which runs the programs, not of whichever python runs the tests."""
+    if not names:
+        return {}
+    script = ("import importlib.metadata as m, sys\n"
+              "for n in sys.argv[1:]:\n"
+              "    try:\n        print(n, m.version(n))\n"
+              "    except m.PackageNotFoundError:\n        print(n)\n")
+    try:
+        r = subprocess.run([str(venv_python()), "-c", script, *names], capture_output=True, text=True, check=False)
+    except OSError:
+        return dict.fromkeys(names, "")
+    got = dict((ln.split() + [""])[:2] for ln in r.stdout.splitlines()) if r.returncode == 0 else {}
+    return {n: got.get(n, "") for n in names}
+
+
 def missing_packages(prog: Program) -> list[str]:
+    """The Debian packages prog needs that dpkg does not have, and its pip packages build/venv lacks
+    (as "pip:NAME")."""
     missing = []
     for p in prog.packages:
         r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True, check=False)
         if "install ok installed" not in r.stdout:
             missing.append(p)
+    missing += [f"pip:{n}" for n, v in pip_versions(prog.pip).items() if not v]
     return missing
 
 
 def package_versions(prog: Program) -> dict[str, str]:
+    """Debian package -> version; a pip package is keyed "NAME (pip)"."""
     out = {}
     for p in prog.packages:
         r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", p], capture_output=True, text=True, check=False)
         out[p] = r.stdout.strip() if r.returncode == 0 else ""
+    out.update({f"{n} (pip)": v for n, v in pip_versions(prog.pip).items()})
     return out
 
 

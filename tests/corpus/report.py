@@ -23,6 +23,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _package(key: str, version: str) -> str:
+    """'numpy 2.4.6 (pip)' for a pip package, recorded as 'numpy (pip)' (harness.package_versions)."""
+    if key.endswith(" (pip)"):
+        return f"{key.removesuffix(' (pip)')} {version} (pip)"
+    return f"{key} {version}"
+
+
 def _verdict(clients: list[dict]) -> str:
     """One line per distinct verdict among the program's clients (megahit runs several)."""
     seen: list[str] = []
@@ -53,7 +60,8 @@ def main() -> int:
     for prog in PROGRAMS:
         f = records / f"{prog.name}.json"
         r = json.loads(f.read_text()) if f.exists() else None
-        pkgs = ", ".join(f"{p} {v}" for p, v in r["packages"].items()) if r else ", ".join(prog.packages)
+        pkgs = ", ".join(_package(p, v) for p, v in r["packages"].items()) if r else \
+            ", ".join([*prog.packages, *(f"{p} (pip)" for p in prog.pip)])
         programs.append(f"| {prog.name} | {_cell(pkgs)} | {_cell(prog.does)} | {_cell(prog.pattern)} |")
         if r is None:
             results.append(f"| {prog.name} | not run | | | | |")

@@ -30,22 +30,58 @@ def report_dir() -> Path:
 
 
 def test_packages_listed_once() -> None:
-    """Every package a program needs is in packages.txt, which the install script reads."""
+    """Every package a program needs is in packages.txt, which the install script reads, or, for
+    the venv's programs, pinned in requirements.txt, which `make` installs into build/venv."""
     known = harness.known_packages()
     assert len(known) == len(set(known)), "packages.txt lists a package twice"
     needed = {p for prog in PROGRAMS for p in prog.packages}
     assert needed <= set(known), f"add to tests/corpus/packages.txt: {sorted(needed - set(known))}"
+    pinned = harness.pinned_pip_packages()
+    pip = {p.lower() for prog in PROGRAMS for p in prog.pip}
+    assert pip <= set(pinned), f"pin in requirements.txt: {sorted(pip - set(pinned))}"
     names = [p.name for p in PROGRAMS]
     assert len(names) == len(set(names))
+
+
+def test_pip_packages_are_asked_of_the_venv() -> None:
+    """A pip row's packages are looked up in build/venv by its own python: a pinned package has its
+    pinned version, one the venv lacks is missing, and the skip message says to run make."""
+    if not harness.venv_python().exists():
+        msg = f"{harness.venv_python()} missing: run make"
+        if REQUIRED:
+            pytest.fail(msg + " (SCAF_CORPUS_REQUIRED=1)")
+        pytest.skip(msg)
+    absent = "scaf-corpus-no-such-package"
+    prog = harness.Program(name="probe", packages=(), steps=((str(harness.venv_python()), "-c", "pass"),),
+                           inputs=lambda _d: None, pip=("numpy", absent))
+    assert harness.missing_packages(prog) == [f"pip:{absent}"]
+    assert harness.package_versions(prog) == {"numpy (pip)": harness.pinned_pip_packages()["numpy"],
+                                              f"{absent} (pip)": ""}
+    msg = _missing_message(prog, harness.missing_packages(prog))
+    assert f"pip package(s) {absent} not in" in msg and "run make" in msg and "Debian" not in msg, msg
+
+
+def _missing_message(prog: harness.Program, missing: list[str]) -> str:
+    found = "missing" if shutil.which(prog.binary()) is None else "found"
+    debs = [p for p in missing if not p.startswith("pip:")]
+    pip = [p.removeprefix("pip:") for p in missing if p.startswith("pip:")]
+    if not missing:  # the packages are there but not the program: name them all
+        debs, pip = list(prog.packages), list(prog.pip)
+    parts = []
+    if debs:
+        parts.append(f"Debian package(s) {' '.join(debs)} not installed; run tools/deps corpus "
+                     f"(or: apt-get install {' '.join(debs)})")
+    if pip:
+        parts.append(f"pip package(s) {' '.join(pip)} not in {harness.venv_python().parent.parent}; run make "
+                     "(it installs requirements.txt there)")
+    return f"{prog.name} ({prog.binary()} {found}): " + "; ".join(parts)
 
 
 @pytest.mark.parametrize("prog", PROGRAMS, ids=lambda p: p.name)
 def test_program(prog: harness.Program, tmp_path: Path, scafd_factory: Callable[..., Daemon]) -> None:
     missing = harness.missing_packages(prog)
     if missing or shutil.which(prog.binary()) is None:
-        msg = (f"{prog.name}: Debian package(s) {' '.join(missing or prog.packages)} not installed "
-               f"({prog.binary()} {'missing' if shutil.which(prog.binary()) is None else 'found'}); "
-               f"run tools/deps corpus (or: apt-get install {' '.join(prog.packages)})")
+        msg = _missing_message(prog, missing)
         if REQUIRED:
             pytest.fail(msg + " (SCAF_CORPUS_REQUIRED=1)")
         pytest.skip(msg)
@@ -87,4 +123,9 @@ def test_program(prog: harness.Program, tmp_path: Path, scafd_factory: Callable[
         diffs.append(f"(both runs, their inputs and the daemon's log are kept in {kept})")
     assert not diffs, f"{prog.name}: results under scaf differ from the plain run:\n" + "\n".join(diffs)
     assert clients, f"{prog.name} never appeared as a client of the daemon: {daemon.stderr()}"
-    assert any(c["regions"] > 0 for c in clients.values()), f"{prog.name} opened no parallel region: {record}"
+    if prog.regions:
+        assert any(c["regions"] > 0 for c in clients.values()), f"{prog.name} opened no parallel region: {record}"
+    else:
+        # Its pool alone made it a client: no region, and the layer reported the pool's size.
+        assert all(c["regions"] == 0 for c in clients.values()), f"{prog.name} opened a parallel region: {record}"
+        assert any(t > 0 for c in clients.values() for t in c["last_team"]), f"{prog.name}: no pool size: {record}"
