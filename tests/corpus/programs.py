@@ -1,7 +1,9 @@
-"""The corpus: real third-party OpenMP programs from Debian bookworm packages, one row each.
+"""The corpus: real third-party OpenMP programs from Debian bookworm packages, one row each, and
+Python programs on the pip wheels of build/venv (scikit-learn, numpy).
 
 Each row says which Debian package(s) provide the program (all listed in packages.txt, which
-tools/deps corpus installs), the command line(s) run in a fresh directory, the generator of
+tools/deps corpus installs) or which pip packages (pinned in requirements.txt, which `make`
+installs into build/venv), the command line(s) run in a fresh directory, the generator of
 its input, the output files compared byte for byte, the masks for output that is not
 deterministic even without scaf (each with its reason, proven by running plain twice), the
 OpenMP pattern the program uses, and why it is interesting. The pattern is what we could tell
@@ -15,9 +17,10 @@ team (one thread per CPU) is what a user gets, and what the layer has to bound.
 from __future__ import annotations
 
 import glob
+from pathlib import Path
 
 from . import inputs as gen
-from .harness import Program, StepResult
+from .harness import Program, StepResult, venv_python
 
 # Timestamps some programs print on stdout: the same program prints different ones each run.
 KALIGN_TIME = (r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\]", "kalign stamps each log line with the wall-clock time")
@@ -54,6 +57,33 @@ def _numpy_uses_openblas_openmp(step: StepResult) -> None:
     out = step.stdout.decode()
     assert f"{OPENBLAS_OPENMP_DIR}/libopenblas" in out, f"numpy did not load OpenBLAS built for OpenMP: {out}"
     assert "libgomp True" in out, f"numpy's process has no libgomp mapped: {out}"
+
+
+# The Python programs run by build/venv's python on pip's wheels (requirements.txt), not Debian's.
+VENV_PYTHON = str(venv_python())
+SCRIPTS = Path(__file__).resolve().with_name("scripts")
+
+
+# The scripts print the OpenMP runtimes they mapped on stderr; under scaf run that line also names
+# the layer and the system's libgomp.so.1, which the layer links.
+MAPPED_OPENMP = (r"^openmp \[.*\]$", "under scaf run the process also maps the layer and the libgomp.so.1 it links")
+
+
+def _maps_line(step: StepResult, word: str) -> str:
+    lines = step.stderr.decode().splitlines()
+    return next((ln for ln in lines if ln.startswith(word + " ")), f"(no {word} line on stderr)")
+
+
+def _sklearn_uses_bundled_libgomp(step: StepResult) -> None:
+    openmp, blas = _maps_line(step, "openmp"), _maps_line(step, "blas")
+    assert "scikit_learn.libs/libgomp" in openmp, f"scikit-learn did not map its bundled libgomp: {openmp}"
+    assert "numpy.libs/libscipy_openblas" in blas, f"not pip's numpy and its OpenBLAS: {blas}"
+
+
+def _numpy_uses_bundled_openblas(step: StepResult) -> None:
+    openmp, blas = _maps_line(step, "openmp"), _maps_line(step, "blas")
+    assert "numpy.libs/libscipy_openblas" in blas, f"not pip's numpy and its OpenBLAS: {blas}"
+    assert openmp == "openmp []", f"an OpenMP runtime is mapped: {openmp}"
 
 
 PROGRAMS: list[Program] = [
@@ -359,5 +389,57 @@ PROGRAMS: list[Program] = [
         does="blurs a generated 512x8192 gradient",
         pattern="omp_set_num_threads() in InitializeMagickResources (libGraphicsMagick); ~4 regions",
         why="per-thread state sized at start (also in tests/integration/test_thirdparty.py)",
+    ),
+    Program(
+        name="sklearn-hgb",
+        packages=(),
+        pip=("scikit-learn", "numpy"),
+        steps=((VENV_PYTHON, str(SCRIPTS / "sklearn_hgb.py")),),
+        inputs=gen.write_text("README", "the script generates its data (make_classification, seeded)\n"),
+        compare_stderr=True,
+        stderr_masks=(MAPPED_OPENMP,),
+        check=_sklearn_uses_bundled_libgomp,
+        does=("HistGradientBoostingClassifier, 30 iterations on 60,000 x 40 seeded samples; full-precision hashes "
+              "of predict_proba and of the trees"),
+        pattern=("scikit-learn's bundled libgomp (scikit_learn.libs/libgomp-*.so): omp_get_max_threads() outside "
+                 "regions in its _openmp_helpers (once per fit and predict), num_threads clauses on every prange; "
+                 "~6,400 regions"),
+        why=("OpenMP as most Python programs get it, from a wheel's bundled and renamed libgomp; its results are the "
+             "same bits at any team (each histogram and split search is one thread's), so they are compared in full"),
+    ),
+    Program(
+        name="sklearn-kmeans",
+        packages=(),
+        pip=("scikit-learn", "numpy"),
+        steps=((VENV_PYTHON, str(SCRIPTS / "sklearn_kmeans.py")),),
+        inputs=gen.write_text("README", "the script generates its data (make_blobs, seeded)\n"),
+        compare_stderr=True,
+        stderr_masks=(MAPPED_OPENMP,),
+        check=_sklearn_uses_bundled_libgomp,
+        does=("KMeans (lloyd, 3 seeded inits, 12 clusters) of 100,000 x 16 seeded blobs; hashes of labels_ (full), "
+              "cluster_centers_ (6 decimal places) and inertia_ (10 digits)"),
+        pattern=("scikit-learn's bundled libgomp: omp_get_max_threads() outside regions (once per fit), a "
+                 "num_threads clause on each lloyd iteration's region; ~50 regions; it sets its BLAS pool to 1 itself "
+                 "(threadpoolctl) while lloyd runs"),
+        why=("a floating-point reduction whose result depends on the team: the centres and inertia are compared "
+             "rounded (measured differences in docs/corpus.md), the labels in full"),
+    ),
+    Program(
+        name="numpy-pip",
+        packages=(),
+        pip=("numpy",),
+        steps=((VENV_PYTHON, str(SCRIPTS / "numpy_pip.py")),),
+        inputs=gen.write_text("README", "the script generates its matrices (seeded)\n"),
+        compare_stderr=True,
+        stderr_masks=(MAPPED_OPENMP,),
+        check=_numpy_uses_bundled_openblas,
+        regions=False,
+        does=("pip's numpy: 1500x1500 matmuls of integer-valued matrices and a solve with a known integer answer on "
+              "the OpenBLAS its wheel bundles (pthread pool); hashes of the results"),
+        pattern=("no OpenMP: OpenBLAS's own pthread pool (numpy.libs/libscipy_openblas64_-*.so), found and sized by "
+                 "the layer's BLAS adapter between calls; regions 0"),
+        why=("the BLAS pool under every pip-installed numpy, steered without OpenMP; its float results depend on the "
+             "pool's size, so the matrices are chosen to make them exact (integer-valued products, a solve with a "
+             "known integer answer)"),
     ),
 ]
