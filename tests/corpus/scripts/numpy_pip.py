@@ -5,7 +5,7 @@
 Seeded 1500 x 1500 matmuls and a solve, run by OpenBLAS's own thread pool (no OpenMP), whose
 size scaf changes between calls. OpenBLAS's float results depend on that size (docs/corpus.md
 has the measured differences), so the data are chosen to make the printed results independent
-of it, with nothing rounded away that a wrong result would change:
+of it:
 
 - the matrices hold small integers, and every product and partial sum stays an integer below
   2**53: exact in float64 whatever the order of summation, so the products are hashed in full;
@@ -13,8 +13,9 @@ of it, with nothing rounded away that a wrong result would change:
   1e-13 (the matrix's diagonal is raised to keep it well conditioned); rounded to 6 decimal
   places it is that solution, and only an error of 5e-7 or more could change that.
 
-Prints the BLAS objects mapped (OpenBLAS from numpy.libs, no OpenMP runtime) and a SHA-256 of
-each result. --dump also saves the unrounded arrays, to compare runs with different pool sizes.
+Prints on stderr the BLAS and OpenMP objects mapped (OpenBLAS from numpy.libs, no OpenMP
+runtime), and on stdout a SHA-256 of each result. --dump also saves the unrounded arrays, to
+compare runs with different pool sizes.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
     sklearn_hgb.py [--dump FILE.npz]
 
-Prints the OpenMP and BLAS objects mapped (scikit-learn's bundled libgomp), then one line per
-result, in full precision: a SHA-256 of predict_proba on the training data and of the fitted
-trees' node arrays (thresholds, leaf values, gains, counts), n_iter_ and the training accuracy.
-They are the same bits with 1 and 2 threads (docs/corpus.md): each histogram and each split
-search belongs to one thread, and no sum is split between threads. --dump also saves the arrays.
+Prints on stderr the OpenMP and BLAS objects mapped (scikit-learn's bundled libgomp), and on
+stdout one line per result, in full precision: a SHA-256 of predict_proba on the training data
+and of the fitted trees' node arrays (thresholds, leaf values, gains, counts), n_iter_ and the
+training accuracy. They are the same bits with 1 to 4 threads (docs/corpus.md): each histogram
+and each split search belongs to one thread, and no sum is split between threads. --dump also
+saves the arrays.
 """
 
 from __future__ import annotations

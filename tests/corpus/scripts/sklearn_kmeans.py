@@ -2,12 +2,13 @@
 
     sklearn_kmeans.py [--dump FILE.npz]
 
-Prints the OpenMP and BLAS objects mapped (scikit-learn's bundled libgomp), then a SHA-256 of
-labels_ in full, of cluster_centers_ rounded to 6 decimal places, inertia_ to 10 significant
-digits, and n_iter_. Rounded because lloyd's threads each sum their samples into their own copy
-of the centres and add the copies under a lock: the result depends on the team (1 and 2 threads
-differ by up to 7.8e-14 in the centres, 3.7e-8 in inertia_, docs/corpus.md), and with 3 or more
-threads on the order in which they take the lock. --dump also saves the unrounded arrays.
+Prints on stderr the OpenMP and BLAS objects mapped (scikit-learn's bundled libgomp), and on
+stdout a SHA-256 of labels_ in full and of cluster_centers_ rounded to 6 decimal places,
+inertia_ to 10 significant digits, and n_iter_. Rounded because lloyd's threads each sum their
+samples into their own copy of the centres and add the copies under a lock: the result depends
+on the team (1 and 2 threads differ by up to 5.9e-14 in the centres, 2.7e-7 in inertia_,
+docs/corpus.md), and with 3 or more threads on the order in which they take the lock. --dump
+also saves the unrounded arrays.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def main() -> int:
     print_runtimes()
     print("labels", km.labels_.shape, sha(km.labels_))
     # The coordinates lie between -10 and 10: 6 decimal places keep 7-8 significant digits, a
-    # step 10 million times the largest difference measured. + 0.0 turns -0.0 into 0.0.
+    # step over 10 million times the largest difference measured. + 0.0 turns -0.0 into 0.0.
     print("centers", km.cluster_centers_.shape, "rounded to 6 decimal places",
           sha(np.round(km.cluster_centers_, 6) + 0.0))
     print("inertia", f"{km.inertia_:.9e}")
