@@ -30,13 +30,13 @@ static const struct {
     /* A fixed team: the runtime's own count (0), or the smaller team the program saw. */
     {"fixed", {.live = 1, .mode = KEEP, .page_threads = 1, .cap = 4, .fixed_team = 4, .watch_team = 4}, 0, 4},
     {"fixed, smaller team seen",
-     {.live = 1, .mode = KEEP, .page_threads = 1, .cap = 4, .fixed_team = 2, .watch_team = 2, .cap_lowered = 1}, 2, 2},
+     {.live = 1, .mode = KEEP, .page_threads = 1, .cap = 4, .fixed_team = 2, .watch_team = 2}, 2, 2},
     {"fixed, estimator ignored",
      {.live = 1, .mode = KEEP, .page_threads = 4, .cap = 4, .fixed_team = 4, .est = EXPERIMENT}, 0, 4},
     /* First look at a suspect site: what the program has seen, whatever the page says. */
     {"first look", {.live = 1, .mode = WATCH, .page_threads = 1, .cap = 4, .fixed_team = 4, .watch_team = 4}, 0, 4},
     {"first look, smaller team seen",
-     {.live = 1, .mode = WATCH, .page_threads = 4, .cap = 4, .fixed_team = 2, .watch_team = 2, .cap_lowered = 1}, 2, 2},
+     {.live = 1, .mode = WATCH, .page_threads = 4, .cap = 4, .fixed_team = 2, .watch_team = 2}, 2, 2},
     /* scaf check: the seeded team, whatever the page says. */
     {"check seeded", {.live = 1, .mode = CHECKED, .page_threads = 1, .cap = 4, .check_team = 3}, 3, 3},
     /* Steered: the page within the cap, at least one thread. */

@@ -20,25 +20,31 @@
 #include "page.h"
 #include "say.h"
 #include "settings.h"
+#include "site.h"
+#include "tlscheck.h"
+#include "verdict.h"
 
 /*
  * The rule (docs/layer.md, "Malleability"): a team that changes between
  * regions gives a different result only where a thread's identity carries
- * meaning beyond the region it runs in. The layer sees three kinds of
- * evidence, each at the cost of a PLT call the program makes anyway:
+ * meaning beyond the region it runs in. This file gathers the evidence, each
+ * piece at the cost of a PLT call the program makes anyway, and keeps it;
+ * verdict.c decides from it (pure, table-tested):
  *
- *  - omp_set_num_threads() outside any region: the program chose its team.
- *    Fixed at once.
- *  - omp_get_max_threads() outside any region (a "query"): the program knows
- *    a count. Alone this proves nothing (almost every program prints it).
+ *  - omp_get_max_threads() outside any region (a "query") or
+ *    omp_set_num_threads() (a "set"): the program knows a count. Alone this
+ *    proves nothing; a set also caps every team at the count set.
  *  - inside a region, omp_get_thread_num() without omp_get_num_threads():
  *    the region splits or indexes by thread number against a count it did not
- *    read there, i.e. the queried one. With a query, fixed.
- *  - inside a region, omp_get_thread_num() in code whose object has
- *    thread-local storage (threadprivate): per-thread state that can outlive
- *    the region. Fixed.
+ *    read there. With a known count, fixed. Any thread numbering in a program
+ *    that set its count: fixed.
+ *  - regions in code whose object has thread-local storage (threadprivate):
+ *    per-thread state that may outlive the region. Each such site is checked
+ *    once (tlscheck.c) and held meanwhile at the team of the latest region in
+ *    such code, so that state handed from one region to the next stays with
+ *    the threads that made it.
  *
- * After a query (or for code with thread-local storage), each region's
+ * After a known count (or for code with thread-local storage), each region's
  * first instance runs at the runtime's own team while the evidence comes in, so
  * that the first look never changes the result.
  */
@@ -46,18 +52,16 @@
 _Atomic unsigned scaf_mall_epoch, scaf_mall_tid_epoch, scaf_mall_nth_epoch;
 _Atomic int scaf_mall_fixed;
 
-#define SITE_SLOTS 1024 /* power of two */
 #define OBJ_CACHE 32
 
-/* Bits of a site's state, 0 until its first instance ended. */
-enum site_state {
-    SITE_SEEN = 1,     /* an instance ended: later ones are steered */
-    SITE_TLS = 2,      /* its code's object has thread-local storage (looked up once) */
-};
-
-struct site {
-    _Atomic(void *) fn;
-    _Atomic int state;
+/* The program-wide evidence as bits of one word: one load at a region's start. */
+enum ev_bits {
+    EV_FORCED = 1u << 0,
+    EV_CHECK = 1u << 1,
+    EV_QUERIED = 1u << 2,
+    EV_SET = 1u << 3,
+    EV_TID_ONLY = 1u << 4,
+    EV_TID_ANY = 1u << 5,
 };
 
 struct tls_obj {
@@ -68,26 +72,26 @@ struct tls_obj {
 /* All of the module's state: one place, guarded by `lock` where more than one word changes. */
 static struct {
     pthread_mutex_t lock;
-    _Atomic int forced; /* the user, a rule or scaf check decided: evidence is not judged */
-    int check;         /* SCAF_CHECK_SEED given */
+    _Atomic uint32_t ev;   /* enum ev_bits */
     uint64_t check_seed;
     _Atomic uint64_t check_index;
     const char *report_path; /* SCAF_REPORT */
     int prepared;
 
     _Atomic unsigned cap;
-    _Atomic int cap_lowered;     /* the program saw a smaller team than the runtime would give */
     _Atomic unsigned seen_min;   /* smallest team read by omp_get_num_threads() alone, 0 = none */
+    _Atomic unsigned tls_team;   /* team of the latest region in code with thread-local storage, 0 = none */
     _Atomic unsigned fixed_team;
     _Atomic uint32_t verdict, source;
     char reason[SCAF_REASON_MAX];
 
-    _Atomic(void *) query_caller; /* first omp_get_max_threads() outside a region, or the region */
+    _Atomic(void *) query_caller; /* first omp_get_max_threads()/omp_set_num_threads() outside a region, or the region */
     _Atomic int query_in_region;  /* the count was omp_get_num_threads() read in region query_caller */
-    _Atomic int query_seen;
+    _Atomic int set_count;        /* the count the program last set, 0 = never */
+    _Atomic(void *) set_caller;
     _Atomic(void *) tid_only_fn; /* first region seen with a thread number but no team size */
+    _Atomic(void *) tid_fn;      /* first region seen with a thread number */
 
-    struct site sites[SITE_SLOTS];
     struct tls_obj objs[OBJ_CACHE];
     int nobjs;
 
@@ -97,6 +101,26 @@ static struct {
        .source = SCAF_SOURCE_DEFAULT, .reason = "no team-size call outside a region yet"};
 
 static unsigned watch_team(void);
+
+static inline int ev_has(uint32_t bit)
+{
+    return (atomic_load_explicit(&M.ev, memory_order_relaxed) & bit) != 0;
+}
+
+static struct scaf_evidence evidence(void)
+{
+    uint32_t e = atomic_load_explicit(&M.ev, memory_order_relaxed);
+
+    return (struct scaf_evidence){
+        .verdict = atomic_load_explicit(&M.verdict, memory_order_relaxed),
+        .forced = (e & EV_FORCED) != 0,
+        .check = (e & EV_CHECK) != 0,
+        .queried = (e & EV_QUERIED) != 0,
+        .set = (e & EV_SET) != 0,
+        .tid_only = (e & EV_TID_ONLY) != 0,
+        .tid_any = (e & EV_TID_ANY) != 0,
+    };
+}
 
 /* ---- describing code addresses for reasons ---- */
 
@@ -138,6 +162,8 @@ static void query_text(char *out, size_t len)
     describe(atomic_load(&M.query_caller), who, sizeof who);
     if (atomic_load(&M.query_in_region))
         say_into(out, len, "region %s read the team size", who);
+    else if (atomic_load(&M.set_count) > 0 && atomic_load(&M.set_caller) == atomic_load(&M.query_caller))
+        say_into(out, len, "omp_set_num_threads(%d) outside regions from %s", atomic_load(&M.set_count), who);
     else
         say_into(out, len, "omp_get_max_threads() outside regions from %s", who);
 }
@@ -161,12 +187,12 @@ void scaf_malleable_publish(struct scaf_page *page)
 }
 
 /* Only FIXED is final; evidence never unfixes a program. Caller holds M.lock. */
-static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *reason)
+static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *reason, unsigned team)
 {
     if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED)
         return;
     if (verdict == SCAF_VERDICT_FIXED) {
-        atomic_store(&M.fixed_team, watch_team());
+        atomic_store(&M.fixed_team, team && team < watch_team() ? team : watch_team());
         atomic_store(&scaf_mall_fixed, 1);
     }
     say_into(M.reason, sizeof M.reason, "%s", reason);
@@ -179,10 +205,11 @@ static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *re
     publish_locked(scaf_page_get());
 }
 
-static void set_verdict(uint32_t verdict, uint32_t source, const char *reason)
+/* `team`: the team a fixed verdict keeps when less than the first-look team (0: that team). */
+static void set_verdict(uint32_t verdict, uint32_t source, const char *reason, unsigned team)
 {
     pthread_mutex_lock(&M.lock);
-    set_verdict_locked(verdict, source, reason);
+    set_verdict_locked(verdict, source, reason, team);
     pthread_mutex_unlock(&M.lock);
 }
 
@@ -195,18 +222,17 @@ void scaf_malleable_init(void)
     atomic_store(&M.cap, scaf_bound_threads());
     M.report_path = scaf_settings.report;
     if (scaf_settings.check) {
-        M.check = 1;
         M.check_seed = scaf_settings.check_seed;
-        M.forced = 1;
+        atomic_fetch_or(&M.ev, EV_CHECK | EV_FORCED);
         set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_CHECK,
-                    "scaf check: SCAF_CHECK_SEED gives every region a seeded team");
+                    "scaf check: SCAF_CHECK_SEED gives every region a seeded team", 0);
         return;
     }
     if (m >= 0) {
-        M.forced = 1;
+        atomic_fetch_or(&M.ev, EV_FORCED);
         set_verdict(m ? SCAF_VERDICT_MALLEABLE : SCAF_VERDICT_FIXED, SCAF_SOURCE_USER,
                     m ? "SCAF_MALLEABLE=yes (scaf run --malleable)"
-                      : "SCAF_MALLEABLE=no (scaf run --fixed)");
+                      : "SCAF_MALLEABLE=no (scaf run --fixed)", 0);
     }
 }
 
@@ -258,7 +284,7 @@ void scaf_malleable_prepare(void)
     int nfiles = 0;
 
     pthread_mutex_lock(&M.lock);
-    if (M.prepared || M.forced) {
+    if (M.prepared || ev_has(EV_FORCED)) {
         M.prepared = 1;
         pthread_mutex_unlock(&M.lock);
         return;
@@ -294,61 +320,137 @@ void scaf_malleable_prepare(void)
             char reason[SCAF_REASON_MAX];
             say_into(reason, sizeof reason, "rule %s", where);
             pthread_mutex_lock(&M.lock);
-            M.forced = 1;
-            set_verdict_locked(verdict, SCAF_SOURCE_RULES, reason);
+            atomic_fetch_or(&M.ev, EV_FORCED);
+            set_verdict_locked(verdict, SCAF_SOURCE_RULES, reason, 0);
             pthread_mutex_unlock(&M.lock);
             return;
         }
 }
 
+/* ---- reasons: the rule verdict.c applied, with the names of the code it saw ---- */
+
+/* The reason text for a judgement about region `fn` (SCAF_WHY_*). */
+static void reason_for(int why, void *fn, unsigned team, char *out, size_t len)
+{
+    char what[96], who[160], other[96];
+
+    describe(fn, what, sizeof what);
+    query_text(who, sizeof who);
+    switch (why) {
+    case SCAF_WHY_ESCAPED:
+        say_into(out, len, "region %s read the team size (%u) without thread numbers: watching each region once",
+                 what, team);
+        return;
+    case SCAF_WHY_ESCAPED_TID:
+        say_into(out, len, "a region numbers threads without omp_get_num_threads(); region %s read the team "
+                 "size without thread numbers", what);
+        return;
+    case SCAF_WHY_TID_ONLY: {
+        void *tid_fn = atomic_load(&M.tid_only_fn);
+        describe(tid_fn ? tid_fn : fn, other, sizeof other);
+        say_into(out, len, "region %s numbers threads without omp_get_num_threads(); %s", other, who);
+        return;
+    }
+    case SCAF_WHY_SET_TID: {
+        void *tid_fn = atomic_load(&M.tid_fn);
+        char set_who[96];
+        describe(tid_fn ? tid_fn : fn, other, sizeof other);
+        describe(atomic_load(&M.set_caller), set_who, sizeof set_who);
+        say_into(out, len, "region %s numbers threads; omp_set_num_threads(%d) outside regions from %s", other,
+                 atomic_load(&M.set_count), set_who);
+        return;
+    }
+    case SCAF_WHY_TLS_CARRIED:
+        say_into(out, len, "region %s depends on thread-local (threadprivate) data left by earlier regions",
+                 what);
+        return;
+    case SCAF_WHY_TLS_UNCHECKED:
+        say_into(out, len, "region %s runs in code with thread-local (threadprivate) data that could not be "
+                 "checked", what);
+        return;
+    case SCAF_WHY_TLS_WAIT:
+        say_into(out, len, "region %s runs in code with thread-local (threadprivate) data: checking whether "
+                 "it outlives the region", what);
+        return;
+    case SCAF_WHY_CLEAN:
+        if (atomic_load(&M.query_caller))
+            say_into(out, len, "%s, but every region seen reads its own team size or none", who);
+        else
+            say_into(out, len, "its thread-local data is per-region scratch (region %s checked)", what);
+        return;
+    default:
+        say_into(out, len, "region %s", what);
+        return;
+    }
+}
+
 /* ---- evidence outside regions ---- */
+
+/* The program read (`set` 0) or set its count: the first known count is remembered, then judged. */
+static void count_known(void *caller, int set, int team)
+{
+    char reason[SCAF_REASON_MAX], who[96];
+    struct scaf_evidence ev;
+    uint32_t verdict;
+    int why;
+
+    pthread_mutex_lock(&M.lock);
+    ev = evidence();
+    if (set) {
+        atomic_store(&M.set_count, team < 1 ? 1 : team);
+        atomic_store(&M.set_caller, caller);
+    }
+    if (!ev.queried) {
+        atomic_store(&M.query_caller, caller);
+        atomic_store(&M.query_in_region, 0);
+    }
+    atomic_fetch_or(&M.ev, EV_QUERIED | (set ? EV_SET : 0));
+    verdict = scaf_verdict_count_known(&ev, set != 0, &why);
+    if (verdict != ev.verdict || why != SCAF_WHY_NONE) {
+        if (why != SCAF_WHY_NONE) {
+            reason_for(why, NULL, 0, reason, sizeof reason);
+        } else {
+            describe(caller, who, sizeof who);
+            if (set)
+                say_into(reason, sizeof reason,
+                         "omp_set_num_threads(%d) outside regions from %s: watching each region once", team, who);
+            else
+                say_into(reason, sizeof reason,
+                         "omp_get_max_threads() outside regions from %s: watching each region once", who);
+        }
+        set_verdict_locked(verdict, SCAF_SOURCE_EVIDENCE, reason, 0);
+    }
+    pthread_mutex_unlock(&M.lock);
+}
 
 void scaf_malleable_query(void *caller)
 {
-    char who[96], what[96], reason[SCAF_REASON_MAX];
-    void *tid_fn;
-
-    if (scaf_experiment_in_child() || atomic_exchange(&M.query_seen, 1))
+    if (scaf_experiment_in_child() || ev_has(EV_QUERIED))
         return;
-    atomic_store(&M.query_caller, caller);
-    if (M.forced)
-        return;
-    describe(caller, who, sizeof who);
-    tid_fn = atomic_load(&M.tid_only_fn);
-    if (tid_fn) {
-        describe(tid_fn, what, sizeof what);
-        say_into(reason, sizeof reason,
-                 "region %s numbers threads without omp_get_num_threads(); "
-                 "omp_get_max_threads() outside regions from %s", what, who);
-        set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
+    if (ev_has(EV_FORCED)) {
+        /* Remembered for reasons, judged by nobody. */
+        atomic_fetch_or(&M.ev, EV_QUERIED);
         return;
     }
-    say_into(reason, sizeof reason,
-             "omp_get_max_threads() outside regions from %s: watching each region once", who);
-    set_verdict(SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_EVIDENCE, reason);
+    count_known(caller, 0, 0);
 }
 
 void scaf_malleable_set(void *caller, int team)
 {
-    char who[96], reason[SCAF_REASON_MAX];
-
     if (scaf_experiment_in_child())
         return;
+    /* Every team is capped at what the program asked for from now on, whatever the verdict. */
     atomic_store(&M.cap, team < 1 ? 1u : (unsigned)team);
-    if (M.forced) {
-        /* A user-declared fixed team follows the program's own choice. */
-        if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED)
-            atomic_store(&M.fixed_team, atomic_load(&M.cap));
-        return;
-    }
-    describe(caller, who, sizeof who);
-    say_into(reason, sizeof reason, "omp_set_num_threads(%d) outside regions from %s", team, who);
     pthread_mutex_lock(&M.lock);
-    if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED)
-        atomic_store(&M.fixed_team, atomic_load(&M.cap)); /* it chose again */
-    set_verdict_locked(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
-    publish_locked(scaf_page_get());
+    /* A fixed team follows the program's own choice (the user's --fixed, or a fixed verdict). */
+    if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED) {
+        atomic_store(&M.fixed_team, scaf_malleable_cap());
+        publish_locked(scaf_page_get());
+    }
     pthread_mutex_unlock(&M.lock);
+    if (ev_has(EV_FORCED))
+        return;
+    count_known(caller, 1, team);
 }
 
 /* ---- evidence inside regions ---- */
@@ -420,28 +522,6 @@ static int object_has_tls(void (*fn)(void *))
     return s.found.tls;
 }
 
-static struct site *site_get(void (*fn)(void *))
-{
-    uintptr_t h = (uintptr_t)(void *)fn;
-    void *key = (void *)fn;
-
-    h ^= h >> 17;
-    h *= 0xed5ad4bbu;
-    h ^= h >> 11;
-    for (unsigned i = 0; i < 16; i++) {
-        struct site *s = &M.sites[(h + i) & (SITE_SLOTS - 1)];
-        void *cur = atomic_load_explicit(&s->fn, memory_order_acquire);
-        if (cur == key)
-            return s;
-        if (!cur) {
-            void *expected = NULL;
-            if (atomic_compare_exchange_strong(&s->fn, &expected, key) || expected == key)
-                return s;
-        }
-    }
-    return NULL; /* table crowded: the site is watched every time, which is only slower */
-}
-
 static uint64_t mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -450,50 +530,48 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* The verdict's part of a region's team: which enum scaf_team_mode, and the seeded team for scaf check. */
-static int region_mode(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count, unsigned cap,
-                       unsigned *check_team)
-{
-    struct site *s;
-
-    m->fn = fn;
-    m->site = NULL;
-    /* Not an atomic increment: two masters opening regions at once only blur whose calls count. */
-    m->epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed) + 1;
-    atomic_store_explicit(&scaf_mall_epoch, m->epoch, memory_order_relaxed);
-    if (explicit_count || atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed))
-        return m->mode = SCAF_TEAM_KEEP;
-    if (M.check) {
-        uint64_t i = atomic_fetch_add_explicit(&M.check_index, 1, memory_order_relaxed);
-        *check_team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % cap);
-        return m->mode = SCAF_TEAM_CHECK;
-    }
-    if (M.forced)
-        return m->mode = SCAF_TEAM_STEER;
-    s = site_get(fn);
-    m->site = s;
-    if (s && atomic_load_explicit(&s->state, memory_order_relaxed) != 0)
-        return m->mode = SCAF_TEAM_STEER;
-    /* A site not seen yet: watch it if a count was read outside, or if its code keeps per-thread state. */
-    if (atomic_load_explicit(&M.query_seen, memory_order_relaxed) || object_has_tls(fn))
-        return m->mode = SCAF_TEAM_WATCH;
-    return m->mode = SCAF_TEAM_STEER;
-}
-
-int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count,
-                                struct scaf_team_in *in)
+int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *),
+                                unsigned num_threads, int strict, struct scaf_team_in *in)
 {
     /* watch_team() inlined over one reading of the cap, this runs at every region. A fixed program
      * runs at the team it was fixed at, or else at the first-look team. */
     unsigned seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
     unsigned fixed = atomic_load_explicit(&M.fixed_team, memory_order_relaxed);
+    struct scaf_mode_in mi;
 
     in->cap = scaf_malleable_cap();
     in->watch_team = seen && seen < in->cap ? seen : in->cap;
     in->fixed_team = fixed ? fixed : in->watch_team;
-    in->cap_lowered = atomic_load_explicit(&M.cap_lowered, memory_order_relaxed);
-    in->mode = region_mode(m, fn, explicit_count, in->cap, &in->check_team);
-    return in->mode;
+    m->fn = fn;
+    m->site = site;
+    m->check_due = 0;
+    /* Not an atomic increment: two masters opening regions at once only blur whose calls count. */
+    m->epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed) + 1;
+    atomic_store_explicit(&scaf_mall_epoch, m->epoch, memory_order_relaxed);
+    mi.ev = evidence();
+    mi.clause = num_threads == 0                         ? SCAF_CLAUSE_NONE
+                : !strict && num_threads == in->cap ? SCAF_CLAUSE_DEFAULT
+                                                         : SCAF_CLAUSE_OTHER;
+    mi.fixed = atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed) != 0;
+    mi.site_known = site != NULL;
+    mi.site = site ? atomic_load_explicit(&site->verdict, memory_order_relaxed) : 0;
+    /* The object lookup only for a site not seen yet; a seen one carries the answer in its bits. */
+    mi.tls = mi.site ? (mi.site & SCAF_SITE_TLS) != 0 : (mi.clause != SCAF_CLAUSE_OTHER && !mi.fixed &&
+                                                         !mi.ev.forced && object_has_tls(fn));
+    m->tls = mi.tls;
+    m->mode = in->mode = scaf_verdict_mode(&mi);
+    if (m->mode == SCAF_TEAM_CHECK) {
+        uint64_t i = atomic_fetch_add_explicit(&M.check_index, 1, memory_order_relaxed);
+        in->check_team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % in->cap);
+    } else if (m->mode == SCAF_TEAM_WATCH && m->tls) {
+        /* State handed from the latest region in such code stays with the threads that made it. */
+        unsigned t = atomic_load_explicit(&M.tls_team, memory_order_relaxed);
+        if (t && t < in->watch_team)
+            in->watch_team = t;
+        m->check_due = (mi.site & SCAF_SITE_TLS_WAIT) &&
+                       atomic_load_explicit(&site->tls_result, memory_order_relaxed) == SCAF_TLS_NONE;
+    }
+    return m->mode;
 }
 
 /*
@@ -508,45 +586,14 @@ static void lower_cap(unsigned team)
 
     while (team >= 1 && (cur == 0 || team < cur) && !atomic_compare_exchange_weak(&M.seen_min, &cur, team))
         ;
-    if (team >= 1 && team < scaf_malleable_cap())
-        atomic_store(&M.cap_lowered, 1);
-}
-
-/*
- * A region read its team size without numbering its threads (typically
- * `single: nthreads = omp_get_num_threads()`): the count may escape to later
- * regions as a buffer size. It counts as a query, and the program has now
- * seen that team: no later region may be given more.
- */
-static void count_escaped(const struct scaf_mall_region *m, unsigned team)
-{
-    char what[96], reason[SCAF_REASON_MAX];
-
-    if (atomic_load_explicit(&M.query_seen, memory_order_relaxed) || atomic_exchange(&M.query_seen, 1))
-        return;
-    atomic_store(&M.query_in_region, 1);
-    atomic_store(&M.query_caller, (void *)m->fn);
-    describe((void *)m->fn, what, sizeof what);
-    if (atomic_load(&M.tid_only_fn)) {
-        say_into(reason, sizeof reason,
-                 "a region numbers threads without omp_get_num_threads(); region %s read the team "
-                 "size without thread numbers", what);
-        set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
-        return;
-    }
-    say_into(reason, sizeof reason,
-             "region %s read the team size (%u) without thread numbers: watching each region once",
-             what, team);
-    set_verdict(SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_EVIDENCE, reason);
 }
 
 void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
 {
-    int tid = atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) == m->epoch;
-    int nth = atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) == m->epoch;
-    char what[96], who[160], reason[SCAF_REASON_MAX];
-    struct site *s = m->site;
-    int state, first;
+    struct scaf_judge_in ji;
+    struct scaf_judgement j;
+    struct scaf_site *s = m->site;
+    char reason[SCAF_REASON_MAX];
 
     if (M.report_path) {
         if (team >= 1 && team <= SCAF_MAX_CPUS)
@@ -556,48 +603,56 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     }
     if (m->mode == SCAF_TEAM_KEEP || m->mode == SCAF_TEAM_CHECK)
         return;
-    if (nth && !tid)
+    if (m->tls)
+        atomic_store_explicit(&M.tls_team, team, memory_order_relaxed);
+    ji.tid = atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) == m->epoch;
+    ji.nth = atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) == m->epoch;
+    ji.site = s ? atomic_load_explicit(&s->verdict, memory_order_relaxed) : 0;
+    /* The common case, a seen site whose threads neither number themselves nor read the team size,
+     * ends here after three loads (the judgement would change nothing). */
+    if (ji.site && !ji.tid && !ji.nth && !(ji.site & SCAF_SITE_TLS_WAIT))
+        return;
+    ji.ev = evidence();
+    ji.mode = m->mode;
+    ji.tls = m->tls;
+    ji.tls_check = SCAF_TLS_NONE;
+    if (s && (ji.site & SCAF_SITE_TLS_WAIT)) {
+        scaf_tlscheck_poll();
+        ji.tls_check = (int)atomic_load(&s->tls_result);
+    }
+    scaf_verdict_judge(&ji, &j);
+    if (j.lower_cap)
         lower_cap(team);
-    if (M.forced)
+    if (ji.ev.forced)
         return;
-    /* The common case, a seen site whose threads neither number themselves nor read the team
-     * size alone, ends here after two loads. */
-    state = s ? atomic_load_explicit(&s->state, memory_order_relaxed) : 0;
-    first = state == 0;
-    if (!first && !tid && !nth)
-        return;
-    if (first) {
-        state = SITE_SEEN | (object_has_tls(m->fn) ? SITE_TLS : 0);
-        if (s)
-            atomic_store_explicit(&s->state, state, memory_order_relaxed);
+    if (s && j.site != ji.site)
+        atomic_store_explicit(&s->verdict, j.site, memory_order_relaxed);
+    if (j.tid_any && !ji.ev.tid_any) {
+        void *expected = NULL;
+        atomic_compare_exchange_strong(&M.tid_fn, &expected, (void *)m->fn);
+        atomic_fetch_or(&M.ev, EV_TID_ANY);
     }
-    if (nth && !tid)
-        count_escaped(m, team);
-    if (tid && (state & SITE_TLS)) {
-        describe((void *)m->fn, what, sizeof what);
-        say_into(reason, sizeof reason,
-                 "region %s numbers threads in code with thread-local (threadprivate) data", what);
-        set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
-        return;
+    if (j.tid_only && !ji.ev.tid_only) {
+        void *expected = NULL;
+        atomic_compare_exchange_strong(&M.tid_only_fn, &expected, (void *)m->fn);
+        atomic_fetch_or(&M.ev, EV_TID_ONLY);
     }
-    if (tid && !nth) {
-        if (atomic_load(&M.query_seen)) {
-            describe((void *)m->fn, what, sizeof what);
-            query_text(who, sizeof who);
-            say_into(reason, sizeof reason,
-                     "region %s numbers threads without omp_get_num_threads(); %s", what, who);
-            set_verdict(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason);
-            return;
+    if (j.escaped && !ji.ev.queried) {
+        pthread_mutex_lock(&M.lock);
+        if (!ev_has(EV_QUERIED)) {
+            atomic_store(&M.query_in_region, 1);
+            atomic_store(&M.query_caller, (void *)m->fn);
+            atomic_fetch_or(&M.ev, EV_QUERIED);
         }
-        if (!atomic_load_explicit(&M.tid_only_fn, memory_order_relaxed)) {
-            void *expected = NULL;
-            atomic_compare_exchange_strong(&M.tid_only_fn, &expected, (void *)m->fn);
-        }
+        pthread_mutex_unlock(&M.lock);
     }
-    if (first && atomic_load(&M.verdict) == SCAF_VERDICT_UNDECIDED) {
-        query_text(who, sizeof who);
-        say_into(reason, sizeof reason, "%s, but every region seen reads its own team size or none", who);
-        set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_EVIDENCE, reason);
+    if (j.why != SCAF_WHY_NONE) {
+        reason_for(j.why, (void *)m->fn, team, reason, sizeof reason);
+        /* Thread-local state handed between regions stays right only at the team that made it. */
+        set_verdict(j.verdict, SCAF_SOURCE_EVIDENCE, reason,
+                    j.why == SCAF_WHY_TLS_CARRIED || j.why == SCAF_WHY_TLS_UNCHECKED
+                        ? atomic_load_explicit(&M.tls_team, memory_order_relaxed)
+                        : 0);
     }
 }
 

@@ -21,7 +21,8 @@ void scaf_malleable_prepare(void);
 
 /* Evidence from an adapter's omp_* wrappers, each called only outside any parallel region. */
 void scaf_malleable_query(void *caller);          /* omp_get_max_threads() */
-void scaf_malleable_set(void *caller, int team);  /* omp_set_num_threads(); team: the new nthreads-var */
+void scaf_malleable_set(void *caller, int team);  /* omp_set_num_threads(); team: the new nthreads-var
+                                                     (it caps every team from now on) */
 
 /*
  * Evidence from inside regions: omp_get_thread_num() / omp_get_num_threads().
@@ -48,23 +49,28 @@ static inline int scaf_malleable_nth_new(unsigned *epoch)
     return atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) != *epoch;
 }
 
+struct scaf_site;
+
 /* Per outermost region instance, kept by the wrapper between begin and end. */
 struct scaf_mall_region {
     void (*fn)(void *);
-    void *site; /* the site's record, NULL when not looked up (or the table is full) */
+    struct scaf_site *site; /* the site's record (core/site.h), NULL when the table is full */
     unsigned epoch;
-    int mode; /* enum scaf_team_mode */
+    int mode;        /* enum scaf_team_mode */
+    int tls;         /* the site's object has thread-local storage */
+    int check_due;   /* a TLS check of this site is due: start it before the region runs */
 };
 
 /*
- * Decides how the region's team is chosen and opens its evidence window.
- * `explicit_count`: the program passed num_threads (then the mode is KEEP and
- * no evidence is judged). Fills the verdict's part of `in` for
- * scaf_team_decide: mode, cap, fixed_team, watch_team, cap_lowered and, for
+ * Decides how the region's team is chosen (core/verdict.c) and opens its
+ * evidence window. `num_threads`: the program's clause (0: none); `strict`:
+ * a clause that must stand as written. A clause equal to the program's own
+ * default (nthreads-var) is steered like no clause. Fills the verdict's part
+ * of `in` for scaf_team_decide: mode, cap, fixed_team, watch_team and, for
  * SCAF_TEAM_CHECK, check_team. Returns the mode.
  */
-int scaf_malleable_region_begin(struct scaf_mall_region *m, void (*fn)(void *), int explicit_count,
-                                struct scaf_team_in *in);
+int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *),
+                                unsigned num_threads, int strict, struct scaf_team_in *in);
 
 /* Closes the window: judges what the region's threads called. `team`: the team it ran with. */
 void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team);

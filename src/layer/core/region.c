@@ -4,7 +4,9 @@
 #include <errno.h>
 
 #include "client.h"
+#include "site.h"
 #include "team.h"
+#include "tlscheck.h"
 
 static int (*runtime_level)(void);
 
@@ -14,11 +16,26 @@ void scaf_region_init(const struct scaf_runtime *rt)
     scaf_client_init(rt->max_threads, rt->unusable);
 }
 
+/* The verdict wants this site's thread-local data checked before it runs: start the pair of runs. */
+static void start_tls_check(struct scaf_region_rec *r, void (*fn)(void *), void *data, unsigned flags)
+{
+    void (*serial)(void *) = r->serial;
+    void *sdata = r->serial_data;
+
+    if (!serial && (flags & SCAF_REGION_FORKABLE)) {
+        serial = r->run ? r->run : fn;
+        sdata = data;
+    }
+    /* The program's own frames start above the wrapper's: the record lives in its frame. */
+    (void)scaf_tlscheck_start(r->mall.site, fn, serial, sdata, r + 1);
+}
+
 /* Connected: the verdict says how the team is chosen, the estimator what it needs, team.c the number. */
 unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, void (*fn)(void *),
-                                void *data, unsigned num_threads, int forkable)
+                                void *data, unsigned num_threads, unsigned flags)
 {
     struct scaf_team_in in = {.live = 1, .num_threads = num_threads};
+    struct scaf_site *site;
     struct scaf_team t;
 
     if (__builtin_expect(scaf_estimate_in_child(), 0)) {
@@ -33,12 +50,16 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
         scaf_page_wait_turn(p);
     scaf_page_count_region(p);
     r->live = 1;
-    if (scaf_malleable_region_begin(&r->mall, fn, num_threads != 0, &in) == SCAF_TEAM_STEER)
+    site = scaf_site_lookup(fn);
+    if (scaf_malleable_region_begin(&r->mall, site, fn, num_threads, (flags & SCAF_REGION_STRICT) != 0, &in) ==
+        SCAF_TEAM_STEER)
         in.page_threads = scaf_page_threads(p);
+    else if (__builtin_expect(r->mall.check_due, 0))
+        start_tls_check(r, fn, data, flags);
     t = scaf_team_decide(&in);
     if (in.mode == SCAF_TEAM_STEER) {
         /* The estimator sees the steered team and may ask for a mode; team.c has the last word. */
-        in.est = scaf_estimate_begin(&r->est, fn, r->run, data, t.team, forkable);
+        in.est = scaf_estimate_begin(&r->est, site, fn, r->run, data, t.team, (flags & SCAF_REGION_FORKABLE) != 0);
         r->est_on = 1;
         if (in.est != SCAF_TEAM_EST_PLAIN)
             t = scaf_team_decide(&in);
@@ -50,7 +71,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
 
 /* Not connected yet (or in a forked child): maybe connect, then decide. */
 unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                unsigned num_threads, int forkable)
+                                unsigned num_threads, unsigned flags)
 {
     struct scaf_page *p;
     int saved = errno;
@@ -65,7 +86,7 @@ unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), v
     errno = saved;
     if (!p)
         return num_threads;
-    return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
+    return scaf_region_begin_live(p, r, fn, data, num_threads, flags);
 }
 
 void scaf_region_end_live(struct scaf_region_rec *r)

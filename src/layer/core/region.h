@@ -17,10 +17,20 @@ struct scaf_runtime {
 /* Once, from the adapter's constructor (before scaf_region_begin_slow can run). */
 void scaf_region_init(const struct scaf_runtime *rt);
 
+/* What an adapter says of a region's entry point (the `flags` of scaf_region_begin_*). */
+#define SCAF_REGION_FORKABLE 0x1u /* fn(data) alone on one thread is a complete serial execution
+                                   * (GOMP_parallel), so the estimator's forked experiment may run it */
+#define SCAF_REGION_STRICT 0x2u   /* the num_threads clause must stand as written (LLVM's strict clause) */
+
 /* One outermost region instance, from its wrapper's entry to its exit (on the wrapper's stack). */
 struct scaf_region_rec {
     struct scaf_region est;     /* the estimator's record */
     void (*run)(void *);        /* set by the adapter: what an experiment runs as run(data); NULL: fn */
+    /* Set by the adapter where it has one: a complete serial execution of the region on the calling
+     * thread, serial(serial_data) (the real entry point with one thread); NULL: fn(data) when
+     * forkable, else none. The TLS check runs it (core/tlscheck.h). */
+    void (*serial)(void *);
+    void *serial_data;
     struct scaf_mall_region mall;
     unsigned team;              /* the team it ran with (the runtime's own count when not ours) */
     unsigned char live;         /* connected and outermost: scaf_region_end has work to do */
@@ -31,19 +41,18 @@ struct scaf_region_rec {
  * The region entry, in three steps so that an inert process pays one load and
  * one branch (the adapter inlines them):
  *
- *     p = scaf_page_get(); r->live = r->est_on = 0; r->run = NULL (or a runner);
+ *     p = scaf_page_get(); r->live = r->est_on = 0; r->run = r->serial = NULL (or runners);
  *     if (p) n = scaf_region_begin_live(p, r, ...);
  *     else if (scaf_region_inert()) n = num_threads;
  *     else { run the adapter's init once; n = scaf_region_begin_slow(r, ...); }
  *
  * Each returns the num_threads to pass the runtime's real entry point.
- * `forkable`: running fn(data) alone on one thread is a complete serial
- * execution of the region (GOMP_parallel), so a forked experiment may run it.
+ * `num_threads`: the program's clause, 0 for none; `flags`: SCAF_REGION_*.
  */
 unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, void (*fn)(void *),
-                                void *data, unsigned num_threads, int forkable);
+                                void *data, unsigned num_threads, unsigned flags);
 unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                unsigned num_threads, int forkable);
+                                unsigned num_threads, unsigned flags);
 
 static inline int scaf_region_inert(void)
 {

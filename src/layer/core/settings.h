@@ -24,6 +24,7 @@ struct scaf_settings {
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */
     int experiments;       /* SCAF_EXPERIMENTS */
+    int tls_check;         /* SCAF_TLS_CHECK: check regions in code with thread-local data (else fixed) */
     int cpu_view;          /* SCAF_CPU_VIEW */
     int run_delay;         /* SCAF_RUN_DELAY */
     int counters;          /* SCAF_COUNTERS: -1 auto (unset), 0 off, 1 wanted */

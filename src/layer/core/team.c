@@ -18,14 +18,15 @@ struct scaf_team scaf_team_decide(const struct scaf_team_in *in)
     switch (in->mode) {
     case SCAF_TEAM_KEEP:
         /* An explicit clause, or a fixed team: the runtime's count stands. Passing 0 keeps its own
-         * semantics (nthreads-var, OMP_DYNAMIC); a count only when the program saw a smaller team. */
+         * semantics (nthreads-var, OMP_DYNAMIC); a count only when the team is smaller than that. */
         out.team = in->num_threads ? in->num_threads : in->fixed_team;
-        out.request = in->num_threads ? in->num_threads : in->cap_lowered ? in->fixed_team : 0;
+        out.request = in->num_threads ? in->num_threads : in->fixed_team < in->cap ? in->fixed_team : 0;
         return out;
     case SCAF_TEAM_WATCH:
-        /* First look at a suspect site: the team the program has seen. */
+        /* First look at a suspect site: the team the program has seen (or the team of the latest region
+         * in code with thread-local data). */
         out.team = in->watch_team;
-        out.request = in->cap_lowered ? in->fixed_team : in->num_threads;
+        out.request = in->watch_team < in->cap ? in->watch_team : in->num_threads;
         return out;
     case SCAF_TEAM_CHECK:
         out.team = out.request = in->check_team;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "experiment.h"
-#include "site.h"
+#include "../core/site.h"
 
 /*
  * Nonzero when the site needs a (new) baseline now: none yet, or older than

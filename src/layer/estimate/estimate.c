@@ -15,7 +15,7 @@
 #include "rundelay.h"
 #include "schedule.h"
 #include "scaf/clock.h"
-#include "site.h"
+#include "../core/site.h"
 #include "watchdog.h"
 
 /* All of the estimator's state but the per-thread counter group: one place. */
@@ -81,8 +81,8 @@ static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct sca
     return SCAF_TEAM_EST_PLAIN;
 }
 
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(void *), void *data,
-                        unsigned team, int forkable)
+int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn)(void *), void (*run)(void *),
+                        void *data, unsigned team, int forkable)
 {
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
     struct scaf_site *s;
@@ -115,7 +115,7 @@ int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(v
     r->slot = scaf_watchdog_claim(&E.watch, now);
     if (scaf_schedule_live(&E.exp))
         scaf_schedule_collect(&E.exp, now, cfg->interval_ns);
-    s = scaf_site_lookup(fn);
+    s = site;
     r->site = s;
     if (!s)
         return r->mode;

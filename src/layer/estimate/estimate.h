@@ -8,6 +8,7 @@
 #include "../core/team.h"
 
 struct scaf_page;
+struct scaf_site;
 
 /* Lives on the wrapper's stack (or in a thread-local for the split _start/_end API). */
 struct scaf_region {
@@ -36,11 +37,13 @@ struct scaf_region {
  * PLAIN, INPLACE (the caller runs one thread) or EXPERIMENT (a child was
  * forked and runs the instance serially; the caller runs one thread fewer).
  * team.c turns the mode into the number. In an experiment child the fork does
- * not return here: the child runs the region, reports and _exits.
- * Must stay cheap: a clock read and a lookup.
+ * not return here: the child runs the region, reports and _exits. `site`: the
+ * site's record in the table the verdict shares (core/site.h), NULL when the
+ * table is full (then the instance is not measured).
+ * Must stay cheap: a clock read and a few loads.
  */
-int scaf_estimate_begin(struct scaf_region *r, void (*fn)(void *), void (*run)(void *), void *data,
-                        unsigned team, int forkable);
+int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn)(void *), void (*run)(void *),
+                        void *data, unsigned team, int forkable);
 
 /* Called after the real runtime entry returned. */
 void scaf_estimate_end(struct scaf_region *r);

@@ -346,25 +346,19 @@ static int install_filter(int write_fd, int read_fd)
  * inside its bound. The bound is for stuck children, so generous costs nothing. */
 #define COW_ALLOWANCE 128
 
-static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wfd, pid_t parent,
-                                 const struct scaf_exp_config *cfg, uint64_t fork_t0)
+int scaf_experiment_child_enter(pid_t parent)
 {
     static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGABRT, SIGTRAP, SIGPROF};
     struct sigaction dfl;
     sigset_t mask;
     struct rlimit no_core = {0, 0};
-    struct itimerval it;
-    uint64_t bound;
 
     in_child = 1;
     if (child_prepare)
         child_prepare();
     /* Die with the parent; if it is already gone, we were orphaned before this line: stop now. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-        _exit(0);
-    close(rfd);
-    child_fd = wfd;
-
+        return -1;
     /* The program's handlers must not run here; its async signals are the parent's business. */
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -373,36 +367,63 @@ static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wf
         sigaction(sync_sigs[i], &dfl, NULL);
         sigdelset(&mask, sync_sigs[i]);
     }
+    sigprocmask(SIG_SETMASK, &mask, NULL);
+    /* A killed child must not leave a core file (SIGSYS and SIGSEGV dump by default). */
+    setrlimit(RLIMIT_CORE, &no_core);
+    prctl(PR_SET_DUMPABLE, 0);
+    return 0;
+}
+
+int scaf_experiment_child_isolate(uint64_t bound_ns)
+{
+    struct itimerval it;
+
+    if (isolate_shared_mappings() != 0)
+        return -1;
+    memset(&it, 0, sizeof it);
+    it.it_value.tv_sec = (time_t)(bound_ns / 1000000000ull);
+    it.it_value.tv_usec = (suseconds_t)(bound_ns % 1000000000ull / 1000);
+    if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+        it.it_value.tv_usec = 1000;
+    /* CPU time, not wall time: a child starved by a loaded machine is not over its bound. A child
+     * blocked without using CPU is the parent's to kill. */
+    return setitimer(ITIMER_PROF, &it, NULL);
+}
+
+int scaf_experiment_child_filter(int write_fd, int read_fd)
+{
+    return install_filter(write_fd, read_fd);
+}
+
+uint64_t scaf_experiment_bound_ns(uint64_t bound_ns, uint64_t fork_t0)
+{
+    return bound_ns + COW_ALLOWANCE * (scaf_clock_ns(CLOCK_MONOTONIC) - fork_t0);
+}
+
+static _Noreturn void child_main(void (*fn)(void *), void *data, int rfd, int wfd, pid_t parent,
+                                 const struct scaf_exp_config *cfg, uint64_t fork_t0)
+{
+    if (scaf_experiment_child_enter(parent) != 0)
+        _exit(0);
+    close(rfd);
+    child_fd = wfd;
     if (cfg->counters) {
         struct sigaction st;
+        sigset_t usr1;
 
         memset(&st, 0, sizeof st);
         st.sa_handler = child_stop;
         sigfillset(&st.sa_mask);
         sigaction(SIGUSR1, &st, NULL);
-        sigdelset(&mask, SIGUSR1);
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        sigprocmask(SIG_UNBLOCK, &usr1, NULL);
         if (scaf_perfctr_open(&child_pc) != 0)
             child_pc.leader = child_pc.member = -1;
     }
-    sigprocmask(SIG_SETMASK, &mask, NULL);
-
-    if (isolate_shared_mappings() != 0)
+    if (scaf_experiment_child_isolate(scaf_experiment_bound_ns(cfg->bound_ns, fork_t0)) != 0)
         _exit(EXIT_NOSANDBOX);
-    /* A killed experiment must not leave a core file (SIGSYS and SIGSEGV dump by default). */
-    setrlimit(RLIMIT_CORE, &no_core);
-    prctl(PR_SET_DUMPABLE, 0);
-
-    bound = cfg->bound_ns + COW_ALLOWANCE * (scaf_clock_ns(CLOCK_MONOTONIC) - fork_t0);
-    memset(&it, 0, sizeof it);
-    it.it_value.tv_sec = (time_t)(bound / 1000000000ull);
-    it.it_value.tv_usec = (suseconds_t)(bound % 1000000000ull / 1000);
-    if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
-        it.it_value.tv_usec = 1000;
-    /* CPU time, not wall time: a child starved by a loaded machine is not over its bound. A child
-     * blocked without using CPU is the parent's to kill (kill_ns). */
-    setitimer(ITIMER_PROF, &it, NULL);
-
-    if (install_filter(wfd, child_pc.leader) != 0)
+    if (scaf_experiment_child_filter(wfd, child_pc.leader) != 0)
         _exit(EXIT_NOSANDBOX); /* never run the region unconfined */
 
     {

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "experiment.h"
-#include "site.h"
+#include "../core/site.h"
 
 struct scaf_page;
 

@@ -265,29 +265,75 @@ SCAF_EXPORT int omp_get_num_threads_(void)
 
 /* Not connected yet: the constructor may not have run (another library's constructor can open a region). */
 __attribute__((noinline)) static unsigned begin_slow(struct scaf_region_rec *r, scaf_fn_t fn, void *data,
-                                                     unsigned num_threads, int forkable)
+                                                     unsigned num_threads, unsigned flags)
 {
     pthread_once(&init_once, init);
-    return scaf_region_begin_slow(r, fn, data, num_threads, forkable);
+    return scaf_region_begin_slow(r, fn, data, num_threads, flags);
 }
 
 /*
  * Returns the num_threads argument for the real entry point. Inert: one load
- * and one branch, and the original argument goes straight through.
+ * and one branch, and the original argument goes straight through. `serial`:
+ * the entry point again with one thread (a complete serial execution, for the
+ * TLS check), NULL where fn(data) is one (FORKABLE) or none is made.
  */
-static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, void *data,
-                                    unsigned num_threads, int forkable)
+static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, void *data, unsigned num_threads,
+                                    unsigned flags, void (*serial)(void *), void *serial_data)
 {
     struct scaf_page *p = scaf_page_get();
 
     r->live = 0;
     r->est_on = 0;
     r->run = NULL;
+    r->serial = serial;
+    r->serial_data = serial_data;
     if (__builtin_expect(p != NULL, 1))
-        return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
+        return scaf_region_begin_live(p, r, fn, data, num_threads, flags);
     if (__builtin_expect(scaf_region_inert(), 1))
         return num_threads;
-    return begin_slow(r, fn, data, num_threads, forkable);
+    return begin_slow(r, fn, data, num_threads, flags);
+}
+
+/*
+ * The combined entry points again, with one thread: what a TLS check's child
+ * runs for a region whose outlined function alone is not the whole region (its
+ * work-sharing needs the entry's setup). In a forked child the runtime can
+ * run a team of one (no pool thread is needed).
+ */
+struct serial_call {
+    int kind; /* which member of the union below */
+    scaf_fn_t fn;
+    void *data;
+    long start, end, incr, chunk;
+    unsigned count, flags;
+    union {
+        void (*chunked)(scaf_fn_t, void *, unsigned, long, long, long, long, unsigned);
+        void (*runtime)(scaf_fn_t, void *, unsigned, long, long, long, unsigned);
+        void (*sections)(scaf_fn_t, void *, unsigned, unsigned, unsigned);
+        unsigned (*reductions)(scaf_fn_t, void *, unsigned, unsigned);
+    } real;
+};
+
+enum { SERIAL_CHUNKED, SERIAL_RUNTIME, SERIAL_SECTIONS, SERIAL_REDUCTIONS };
+
+static void serial_run(void *p)
+{
+    const struct serial_call *c = p;
+
+    switch (c->kind) {
+    case SERIAL_CHUNKED:
+        c->real.chunked(c->fn, c->data, 1, c->start, c->end, c->incr, c->chunk, c->flags);
+        break;
+    case SERIAL_RUNTIME:
+        c->real.runtime(c->fn, c->data, 1, c->start, c->end, c->incr, c->flags);
+        break;
+    case SERIAL_SECTIONS:
+        c->real.sections(c->fn, c->data, 1, c->count, c->flags);
+        break;
+    default:
+        (void)c->real.reductions(c->fn, c->data, 1, c->flags);
+        break;
+    }
 }
 
 /* ---- combined entry points (gcc >= 4.9 emits these) ---- */
@@ -295,7 +341,7 @@ static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, voi
 SCAF_EXPORT void GOMP_parallel(scaf_fn_t fn, void *data, unsigned num_threads, unsigned flags)
 {
     struct scaf_region_rec r;
-    unsigned n = region_begin(&r, fn, data, num_threads, 1);
+    unsigned n = region_begin(&r, fn, data, num_threads, SCAF_REGION_FORKABLE, NULL, NULL);
 
     REAL(parallel, "GOMP_parallel")(fn, data, n, flags);
     scaf_region_end(&r);
@@ -305,8 +351,10 @@ SCAF_EXPORT unsigned GOMP_parallel_reductions(scaf_fn_t fn, void *data, unsigned
                                               unsigned flags)
 {
     struct scaf_region_rec r;
-    unsigned n = region_begin(&r, fn, data, num_threads, 0);
-    unsigned ret = REAL(reductions, "GOMP_parallel_reductions")(fn, data, n, flags);
+    struct serial_call sc = {.kind = SERIAL_REDUCTIONS, .fn = fn, .data = data, .flags = flags,
+                             .real.reductions = REAL(reductions, "GOMP_parallel_reductions")};
+    unsigned n = region_begin(&r, fn, data, num_threads, 0, serial_run, &sc);
+    unsigned ret = sc.real.reductions(fn, data, n, flags);
 
     scaf_region_end(&r);
     return ret;
@@ -316,9 +364,11 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                         unsigned count, unsigned flags)
 {
     struct scaf_region_rec r;
-    unsigned n = region_begin(&r, fn, data, num_threads, 0);
+    struct serial_call sc = {.kind = SERIAL_SECTIONS, .fn = fn, .data = data, .count = count, .flags = flags,
+                             .real.sections = REAL(sections, "GOMP_parallel_sections")};
+    unsigned n = region_begin(&r, fn, data, num_threads, 0, serial_run, &sc);
 
-    REAL(sections, "GOMP_parallel_sections")(fn, data, n, count, flags);
+    sc.real.sections(fn, data, n, count, flags);
     scaf_region_end(&r);
 }
 
@@ -327,10 +377,13 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                                  long start, long end, long incr, long chunk,  \
                                                  unsigned flags)                               \
     {                                                                                          \
-        struct scaf_region_rec r;                                                                   \
-        unsigned n = region_begin(&r, fn, data, num_threads, 0);                               \
-        REAL(member, "GOMP_parallel_loop_" #suffix)(fn, data, n, start, end, incr, chunk, flags); \
-        scaf_region_end(&r);                                                                        \
+        struct scaf_region_rec r;                                                              \
+        struct serial_call sc = {.kind = SERIAL_CHUNKED, .fn = fn, .data = data, .start = start,  \
+                                 .end = end, .incr = incr, .chunk = chunk, .flags = flags,        \
+                                 .real.chunked = REAL(member, "GOMP_parallel_loop_" #suffix)};    \
+        unsigned n = region_begin(&r, fn, data, num_threads, 0, serial_run, &sc);              \
+        sc.real.chunked(fn, data, n, start, end, incr, chunk, flags);                          \
+        scaf_region_end(&r);                                                                   \
     }
 
 #define LOOP_RUNTIME(suffix, member)                                                           \
@@ -338,10 +391,13 @@ SCAF_EXPORT void GOMP_parallel_sections(scaf_fn_t fn, void *data, unsigned num_t
                                                  long start, long end, long incr,              \
                                                  unsigned flags)                               \
     {                                                                                          \
-        struct scaf_region_rec r;                                                                   \
-        unsigned n = region_begin(&r, fn, data, num_threads, 0);                               \
-        REAL(member, "GOMP_parallel_loop_" #suffix)(fn, data, n, start, end, incr, flags);     \
-        scaf_region_end(&r);                                                                        \
+        struct scaf_region_rec r;                                                              \
+        struct serial_call sc = {.kind = SERIAL_RUNTIME, .fn = fn, .data = data, .start = start,  \
+                                 .end = end, .incr = incr, .flags = flags,                        \
+                                 .real.runtime = REAL(member, "GOMP_parallel_loop_" #suffix)};    \
+        unsigned n = region_begin(&r, fn, data, num_threads, 0, serial_run, &sc);              \
+        sc.real.runtime(fn, data, n, start, end, incr, flags);                                 \
+        scaf_region_end(&r);                                                                   \
     }
 
 LOOP_CHUNKED(static, loop_static)
@@ -376,7 +432,7 @@ static unsigned split_begin(scaf_fn_t fn, void *data, unsigned num_threads)
         s->depth++;
         return num_threads;
     }
-    n = region_begin(&s->r, fn, data, num_threads, 0);
+    n = region_begin(&s->r, fn, data, num_threads, 0, NULL, NULL);
     if (s->r.live) {
         s->active = 1;
         s->depth = 0;

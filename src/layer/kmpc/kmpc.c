@@ -209,25 +209,33 @@ static _Atomic int teams_active;
 static _Thread_local int in_fork_if;
 
 __attribute__((noinline)) static unsigned begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                                     unsigned num_threads, int forkable)
+                                                     unsigned num_threads, unsigned flags)
 {
     scaf_gomp_init();
-    return scaf_region_begin_slow(r, fn, data, num_threads, forkable);
+    return scaf_region_begin_slow(r, fn, data, num_threads, flags);
 }
 
+/* `run`: the serial runner of a forkable region (SCAF_REGION_FORKABLE in flags), else NULL. */
 static inline unsigned region_begin(struct scaf_region_rec *r, void (*run)(void *), void (*fn)(void *),
-                                    void *data, unsigned num_threads, int forkable)
+                                    void *data, unsigned num_threads, unsigned flags)
 {
     struct scaf_page *p = scaf_page_get();
 
     r->live = 0;
     r->est_on = 0;
     r->run = run;
+    r->serial = NULL;
+    r->serial_data = NULL;
     if (__builtin_expect(p != NULL, 1))
-        return scaf_region_begin_live(p, r, fn, data, num_threads, forkable);
+        return scaf_region_begin_live(p, r, fn, data, num_threads, flags);
     if (__builtin_expect(scaf_region_inert(), 1))
         return num_threads;
-    return begin_slow(r, fn, data, num_threads, forkable);
+    return begin_slow(r, fn, data, num_threads, flags);
+}
+
+static inline unsigned clause_flags(struct kmpc_clause c)
+{
+    return c.strict ? SCAF_REGION_STRICT : 0;
 }
 
 /*
@@ -334,7 +342,8 @@ static void fork_steered(struct ident *loc, kmp_int32 argc, void *microtask, va_
     k.microtask = microtask;
     k.argc = x.n - 3;
     k.argv = x.a + 3;
-    team = region_begin(&r, kmpc_run_serial, (void (*)(void *))microtask, &k, c.n, K.barrier != NULL);
+    team = region_begin(&r, kmpc_run_serial, (void (*)(void *))microtask, &k, c.n,
+                        clause_flags(c) | (K.barrier != NULL ? SCAF_REGION_FORKABLE : 0));
     push_team(loc, c, team);
     scaf_kmpc_call((void *)REAL(fork_call, "__kmpc_fork_call"), x.n, x.a);
     scaf_region_end(&r);
@@ -394,7 +403,7 @@ SCAF_EXPORT void __kmpc_fork_call_if(struct ident *loc, kmp_int32 argc, void *mi
         REAL(fork_call_if, "__kmpc_fork_call_if")(loc, argc, microtask, cond, args);
         return;
     }
-    team = region_begin(&r, NULL, (void (*)(void *))microtask, args, c.n, 0);
+    team = region_begin(&r, NULL, (void (*)(void *))microtask, args, c.n, clause_flags(c));
     push_team(loc, c, team);
     in_fork_if = 1;
     REAL(fork_call_if, "__kmpc_fork_call_if")(loc, argc, microtask, cond, args);

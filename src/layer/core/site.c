@@ -1,4 +1,4 @@
-/* site.c — the per-call-site table: lock-free insert-only open addressing, no allocation after load. */
+/* site.c — the per-region-site table the verdict and the estimator share: lock-free insert-only open addressing, no allocation after load. */
 #include "site.h"
 
 #include <stddef.h>

@@ -1,11 +1,12 @@
-/* site.h — per-call-site records of the estimator: a fixed open-addressing table keyed by the outlined function. */
+/* site.h — per-region-site records of the verdict and the estimator: one fixed open-addressing table keyed by the outlined function. */
 #ifndef SCAF_LAYER_SITE_H
 #define SCAF_LAYER_SITE_H
 
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* Table capacity; a program with more distinct region sites runs the rest unmeasured. */
+/* Table capacity; a program with more distinct region sites runs the rest unmeasured, and watches
+ * them at every instance (the verdict cannot remember them). */
 #define SCAF_SITE_SLOTS 1024u
 
 #define SCAF_SITE_NOFORK 0x1u /* an experiment here hit a blocked call or its bound twice: no more forks */
@@ -18,6 +19,10 @@
  */
 struct scaf_site {
     _Atomic uintptr_t key;           /* outlined fn; 0 = free slot */
+    /* The verdict's (core/malleable.c) */
+    _Atomic uint32_t verdict;        /* enum scaf_site_bits (core/verdict.h); 0 until an instance ended */
+    _Atomic uint32_t tls_result;     /* enum scaf_tls_result of its TLS check */
+    /* The estimator's */
     _Atomic uint64_t instances;      /* outermost instances seen */
     _Atomic uint64_t par_ns;         /* wall time of the latest plain instance with >= 2 threads */
     _Atomic uint32_t par_threads;    /* the team it ran with */

@@ -1,0 +1,121 @@
+/* verdict.c — the malleability verdict, pure: region modes and what an ended region proves, from explicit evidence. */
+#include "verdict.h"
+
+#include "scaf/proto.h"
+#include "team.h"
+
+int scaf_verdict_mode(const struct scaf_mode_in *in)
+{
+    if (in->clause == SCAF_CLAUSE_OTHER || in->fixed)
+        return SCAF_TEAM_KEEP;
+    if (in->ev.check)
+        return SCAF_TEAM_CHECK;
+    if (in->ev.forced)
+        return SCAF_TEAM_STEER;
+    if (in->site_known && (in->site & SCAF_SITE_TLS_WAIT))
+        return SCAF_TEAM_WATCH;
+    if (in->site_known && in->site != 0)
+        return SCAF_TEAM_STEER;
+    /* A site not seen yet: watched once if a count is known outside (its regions may divide work by
+     * it) or if its code keeps per-thread state; a crowded table watches every instance. */
+    if (in->ev.queried || in->tls)
+        return SCAF_TEAM_WATCH;
+    return SCAF_TEAM_STEER;
+}
+
+/* A verdict change, unless the program is fixed already (only FIXED is final). */
+static void change(struct scaf_judgement *out, uint32_t verdict, int why)
+{
+    if (out->verdict == SCAF_VERDICT_FIXED)
+        return;
+    out->verdict = verdict;
+    out->why = why;
+}
+
+void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *out)
+{
+    const struct scaf_evidence *ev = &in->ev;
+    uint32_t site = in->site;
+    bool first = site == 0, queried = ev->queried, waiting, cleared = false;
+
+    *out = (struct scaf_judgement){.verdict = ev->verdict, .why = SCAF_WHY_NONE, .site = site};
+    /* An explicit count or a fixed team ran as written; scaf check's teams are its own. */
+    if (in->mode == SCAF_TEAM_KEEP || in->mode == SCAF_TEAM_CHECK)
+        return;
+    /* The program has seen this team: first looks and fixed teams get no more from now on. */
+    out->lower_cap = in->nth && !in->tid;
+    if (ev->forced)
+        return;
+    if (first)
+        site = SCAF_SITE_SEEN | (in->tls ? SCAF_SITE_TLS : 0);
+    out->site = site;
+    waiting = (site & SCAF_SITE_TLS_WAIT) != 0;
+    /* The common case: a seen site whose threads neither number themselves nor read the team size. */
+    if (!first && !in->tid && !in->nth && !waiting)
+        return;
+    out->tid_any = in->tid;
+    if (in->nth && !in->tid) {
+        /* `single: n = omp_get_num_threads()`: the count may escape to later regions; a query. */
+        out->escaped = true;
+        if (!queried) {
+            queried = true;
+            change(out, ev->tid_only ? SCAF_VERDICT_FIXED : SCAF_VERDICT_UNDECIDED,
+                   ev->tid_only ? SCAF_WHY_ESCAPED_TID : SCAF_WHY_ESCAPED);
+        }
+    }
+    /* Code with thread-local data, seen for the first time or held: its check decides. */
+    if ((first || waiting) && (site & SCAF_SITE_TLS) && !(site & SCAF_SITE_TLS_CLEAR)) {
+        switch (in->tls_check) {
+        case SCAF_TLS_SCRATCH:
+            site = (site & ~SCAF_SITE_TLS_WAIT) | SCAF_SITE_TLS_CLEAR;
+            cleared = true;
+            break;
+        case SCAF_TLS_CARRIED:
+            change(out, SCAF_VERDICT_FIXED, SCAF_WHY_TLS_CARRIED);
+            break;
+        case SCAF_TLS_UNCHECKED:
+            change(out, SCAF_VERDICT_FIXED, SCAF_WHY_TLS_UNCHECKED);
+            break;
+        default:
+            /* Per-thread data that may outlive the region: held at its team until checked. */
+            if (!waiting) {
+                out->tls_check_due = true;
+                site |= SCAF_SITE_TLS_WAIT;
+                change(out, SCAF_VERDICT_UNDECIDED, SCAF_WHY_TLS_WAIT);
+            }
+            break;
+        }
+        out->site = site;
+    }
+    if (in->tid && ev->set)
+        change(out, SCAF_VERDICT_FIXED, SCAF_WHY_SET_TID);
+    if (in->tid && !in->nth) {
+        if (queried)
+            change(out, SCAF_VERDICT_FIXED, SCAF_WHY_TID_ONLY);
+        else
+            out->tid_only = true;
+    }
+    /* A site seen clean (or cleared by its check) settles a program that was only watching. */
+    if ((first || cleared) && !(site & SCAF_SITE_TLS_WAIT) && out->verdict == SCAF_VERDICT_UNDECIDED)
+        change(out, SCAF_VERDICT_MALLEABLE, SCAF_WHY_CLEAN);
+}
+
+uint32_t scaf_verdict_count_known(const struct scaf_evidence *ev, bool set, int *why)
+{
+    *why = SCAF_WHY_NONE;
+    if (ev->forced || ev->verdict == SCAF_VERDICT_FIXED)
+        return ev->verdict;
+    if (set && ev->tid_any) {
+        /* The specification promises a program that sets n exactly n threads (dyn-var false): one that
+         * also numbers its threads is read as relying on that. */
+        *why = SCAF_WHY_SET_TID;
+        return SCAF_VERDICT_FIXED;
+    }
+    if (ev->queried)
+        return ev->verdict; /* only the first count known changes anything */
+    if (ev->tid_only) {
+        *why = SCAF_WHY_TID_ONLY;
+        return SCAF_VERDICT_FIXED;
+    }
+    return SCAF_VERDICT_UNDECIDED;
+}
