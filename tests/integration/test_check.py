@@ -67,7 +67,8 @@ int main(void) {
 }
 """
 
-# Fixed by evidence (omp_set_num_threads outside a region), then parked: a client to look at.
+# Fixed by evidence (omp_set_num_threads outside a region and a region that numbers its threads),
+# then parked: a client to look at.
 PARKED_C = r"""
 #include <omp.h>
 #include <unistd.h>
@@ -77,7 +78,7 @@ int main(void) {
 #pragma omp parallel
     {
 #pragma omp atomic
-        x++;
+        x += omp_get_thread_num() + 1;
     }
     sleep(30);
     return x == 0;
@@ -405,7 +406,8 @@ def test_status_shows_verdict_and_reason(scafd: Daemon, progs: dict[str, str]) -
         assert rows[procs[1].pid][4:6] == ["yes", "user"], rows
         assert "why:" not in r.stdout
         v = scaf("status", "-v", "--socket", scafd.socket)
-        assert f"{procs[0].pid} parked: fixed (by evidence): omp_set_num_threads(2) outside regions" in v.stdout
+        assert f"{procs[0].pid} parked: fixed (by evidence): region parked" in v.stdout, v.stdout
+        assert "numbers threads; omp_set_num_threads(2) outside regions" in v.stdout, v.stdout
         assert f"{procs[1].pid} parked: malleable (by user): SCAF_MALLEABLE=yes" in v.stdout
         j = json.loads(scaf("status", "--json", "--socket", scafd.socket).stdout)
         assert {c["pid"]: c["verdict_source"] for c in j["clients"]} == {procs[0].pid: "evidence",

@@ -205,7 +205,7 @@ def test_bound_is_initial_nthreads_var(probe: Path, scafd: Daemon, probes: Calla
 
 def test_explicit_counts_if_false_and_nested_untouched(probe: Path, scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "1", "--no-lookout")
-    extra = {"OMP_NUM_THREADS": "3", "OMP_MAX_ACTIVE_LEVELS": "2", **NO_ESTIMATE}
+    extra = {"OMP_NUM_THREADS": "4", "OMP_MAX_ACTIVE_LEVELS": "2", **NO_ESTIMATE}
     plain = run(probe, ["explicit"], plain_env(extra))
     under = run(probe, ["explicit"], layer_env(d.socket, extra))
     assert plain.returncode == under.returncode == 0, (plain.stderr, under.stderr)
@@ -215,9 +215,11 @@ def test_explicit_counts_if_false_and_nested_untouched(probe: Path, scafd_factor
         return dict(kv.split("=") for kv in line.split())
 
     p, u = fields(plain.stdout), fields(under.stdout)
-    assert p == {"explicit": "3", "iffalse": "1", "default": "3", "nested_outer": "2", "nested_inner": "3"}, p
-    # Only the default outermost region follows the allocation (1 context); the rest is as plain.
-    assert u == {**p, "default": "1"}, (u, d.stderr())
+    assert p == {"explicit": "3", "iffalse": "1", "default": "4", "nested_outer": "2", "nested_inner": "4",
+                 "asdefault": "4"}, p
+    # The default outermost region and num_threads(N) with N the program's own default follow the
+    # allocation (1 context); any other count, an if(false) and nested regions are as plain.
+    assert u == {**p, "default": "1", "asdefault": "1"}, (u, d.stderr())
     assert plain.stdout.splitlines()[-2:] == under.stdout.splitlines()[-2:]  # checksum, done
 
 

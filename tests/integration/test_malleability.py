@@ -63,7 +63,7 @@ def two(scafd_factory: Callable[..., Daemon]) -> Daemon:
         ("split", "fixed", "numbers threads without omp_get_num_threads()"),
         ("partials", "fixed", "numbers threads without omp_get_num_threads()"),
         ("fixed", "fixed", f"omp_set_num_threads({BOUND}) outside regions from fixed"),
-        ("tpcarry", "fixed", "numbers threads in code with thread-local (threadprivate) data"),
+        ("tpcarry", "fixed", "depends on thread-local (threadprivate) data left by earlier regions"),
     ],
 )
 def test_hazard_workloads_judged_by_evidence(two: Daemon, tmp_path: Path, name: str, verdict: str, reason: str) -> None:
@@ -77,9 +77,38 @@ def test_hazard_workloads_judged_by_evidence(two: Daemon, tmp_path: Path, name: 
     if verdict == "malleable":
         # Steered: the daemon's 2, after at most a first full-team look at each region.
         assert 2 in rep["teams"] and set(rep["teams"]) <= {2, BOUND}, rep
+    elif name == "tpcarry":
+        # Its first region is checked and steered; the second reads what the first left, so it runs
+        # at the first's team until its own check fixes the team there: right at every step.
+        assert set(rep["teams"]) <= {2, BOUND}, rep
     else:
         # Never changed: every region at the team the program saw.
         assert rep["teams"] == [BOUND], rep
+
+
+def test_threadprivate_scratch_is_checked_and_steered(two: Daemon, tmp_path: Path) -> None:
+    """tpscratch numbers its threads in code with threadprivate data, which it writes before
+    reading in every region: each site is checked once (a pair of serial runs, one with the data
+    scrambled) and then steered. Size W leaves the checks time to end on a loaded machine."""
+    wl = str(paths.workload("tpscratch"))
+    plain = subprocess.run([wl, "--size", "W"], env=plain_env({"OMP_NUM_THREADS": str(BOUND)}),
+                           capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    report = tmp_path / "tpscratch.report"
+    env = layer_env(two.socket, {"OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(report)})
+    p = subprocess.run([wl, "--size", "W"], env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    rep = json.loads(report.read_text().splitlines()[0])
+    assert parse_result(p.stdout)["verified"] == "yes", p.stdout + p.stderr
+    assert checksum(p.stdout) == checksum(plain.stdout)
+    assert rep["verdict"] == "malleable" and rep["source"] == "evidence", rep
+    assert 2 in rep["teams"] and set(rep["teams"]) <= {2, BOUND}, rep
+
+
+def test_without_the_check_threadprivate_code_stays_fixed(two: Daemon, tmp_path: Path) -> None:
+    """SCAF_TLS_CHECK=0 (or a check that cannot run): code with threadprivate data keeps its team."""
+    result, rep = under_scaf("tpscratch", two, tmp_path, {"SCAF_TLS_CHECK": "0"})
+    assert result["verified"] == "yes", result
+    assert rep["verdict"] == "fixed" and "could not be checked" in rep["reason"], rep
+    assert rep["teams"] == [BOUND], rep
 
 
 def test_the_first_look_is_what_keeps_split_correct(two: Daemon, tmp_path: Path) -> None:
@@ -224,20 +253,53 @@ int main(void) {
 """
 
 THREADPRIVATE = r"""
-/* threadprivate state filled in one region and read in a later one (like NPB IS). */
+/* threadprivate state filled in one region and read in later ones (a running sum, like NPB IS's
+ * bucket pointers carried to full_verify). It runs 2 s, so that the layer's check of it ends. */
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 static long acc;
 #pragma omp threadprivate(acc)
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 int main(void) {
-    long total = 0;
-    for (int it = 0; it < 50; it++) {
+    long total = 0, iters = 0;
+    int nt = atoi(getenv("OMP_NUM_THREADS")); /* not omp_get_max_threads(): only the data is evidence */
+    double end = now() + 2.0;
+    while (now() < end || iters < 50) {
 #pragma omp parallel
         acc += omp_get_thread_num() + 1;
+        iters++;
     }
 #pragma omp parallel reduction(+ : total)
     total += acc;
-    printf("total=%ld\n", total);
+    printf("%s\n", total == iters * nt * (nt + 1) / 2 ? "ok" : "wrong");
+    return 0;
+}
+"""
+
+
+SETNUM_SHARED = r"""
+/* Sets its count from an option's default, as many programs do, and only shares work out: no
+ * thread numbers, so its results cannot depend on the team. Prints the largest team it saw. */
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+    omp_set_num_threads(3);
+    long sum = 0;
+    int most = 0;
+    for (int it = 0; it < 2000; it++) {
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : sum) reduction(max : most)
+        for (int i = 0; i < 4096; i++) {
+            sum += i % 7;
+            most = most > 1 ? most : 1;
+        }
+    }
+    printf("sum=%ld\n", sum);
     return 0;
 }
 """
@@ -268,11 +330,26 @@ def test_team_size_read_in_a_region_caps_later_teams(two: Daemon, tmp_path: Path
     assert rep["teams"] == [2], rep  # the first region was steered to 2; never 4 afterwards
 
 
+def test_set_count_without_thread_numbers_is_steered_within_it(two: Daemon, tmp_path: Path) -> None:
+    """omp_set_num_threads(3) is knowledge of a count, not a verdict: regions that only share work
+    out (a dynamic loop, reductions) are steered, to the daemon's 2 and never above the 3 it set
+    (OMP_NUM_THREADS says 4)."""
+    exe = build(tmp_path, "setshared", SETNUM_SHARED)
+    plain = subprocess.run([str(exe)], env=plain_env({"OMP_NUM_THREADS": str(BOUND)}), capture_output=True,
+                           text=True, timeout=TIMEOUT, check=True)
+    p, rep = report_of(exe, two, tmp_path)
+    assert p.stdout == plain.stdout, (p.stdout, plain.stdout)
+    assert rep["verdict"] == "malleable" and "omp_set_num_threads(3) outside regions" in rep["reason"], rep
+    assert 2 in rep["teams"] and max(rep["teams"]) <= 3, rep
+
+
 def test_threadprivate_state_fixes_the_team(two: Daemon, tmp_path: Path) -> None:
     exe = build(tmp_path, "tp", THREADPRIVATE)
     plain = subprocess.run([str(exe)], env=plain_env({"OMP_NUM_THREADS": str(BOUND)}), capture_output=True,
                            text=True, timeout=TIMEOUT, check=True)
     p, rep = report_of(exe, two, tmp_path)
-    assert p.stdout == plain.stdout, (p.stdout, plain.stdout)
-    assert rep["verdict"] == "fixed" and "thread-local" in rep["reason"], rep
+    assert p.stdout == plain.stdout == "ok\n", (p.stdout, plain.stdout)
+    # The check found the running sum carried from region to region; meanwhile (and after) every
+    # region kept the team the first one ran with.
+    assert rep["verdict"] == "fixed" and "depends on thread-local" in rep["reason"], rep
     assert rep["teams"] == [BOUND], rep

@@ -15,7 +15,8 @@
  *                        passed; print `team=N` whenever the plain region's team
  *                        changes, and at the end `kinds k=N ...` (last team per kind)
  *   explicit             print the teams of num_threads(3), if(0), a default
- *                        region and a nested default region inside num_threads(2)
+ *                        region, a nested default region inside num_threads(2), and
+ *                        num_threads(N) with N the value of OMP_NUM_THREADS (the default)
  *   fixed STOP MAXSEC    call omp_get_max_threads() first (prints `max=N`), then loop
  *   setnum N STOP MAXSEC call omp_set_num_threads(N) first, then loop
  *   fsetnum N STOP MAXSEC, fsetnum8 N STOP MAXSEC, fmax STOP MAXSEC
@@ -292,7 +293,9 @@ static void split_all(void)
 
 static void explicit_all(void)
 {
-    int ex = 0, iff = 0, def = 0, outer = 0, inner = 0, cond = 0;
+    int ex = 0, iff = 0, def = 0, outer = 0, inner = 0, cond = 0, asdef = 0;
+    const char *env = getenv("OMP_NUM_THREADS");
+    int n = env ? atoi(env) : 1;
 
 #pragma omp parallel num_threads(3)
     if (omp_get_thread_num() == 0)
@@ -311,8 +314,13 @@ static void explicit_all(void)
         if (omp_get_thread_num() == 0 && omp_get_ancestor_thread_num(1) == 0)
             inner = omp_get_num_threads();
     }
-    printf("explicit=%d iffalse=%d default=%d nested_outer=%d nested_inner=%d\n", ex, iff, def,
-           outer, inner);
+    /* The program's own default passed as a clause (Cython's prange): read from the environment,
+     * not from omp_get_max_threads(), so that no count query is seen. */
+#pragma omp parallel num_threads(n)
+    if (omp_get_thread_num() == 0)
+        asdef = omp_get_num_threads();
+    printf("explicit=%d iffalse=%d default=%d nested_outer=%d nested_inner=%d asdefault=%d\n", ex, iff, def,
+           outer, inner, asdef);
     sum_only();
 }
 
