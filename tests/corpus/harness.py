@@ -56,6 +56,9 @@ class Program:
     outputs: tuple[str, ...] = ()
     # (regex, why) pairs: matches are replaced by "<masked>" in stdout before comparing.
     stdout_masks: tuple[tuple[str, str], ...] = ()
+    # (significant digits, why): decimal numbers in the output files are compared rounded to this
+    # many digits, for a program whose own floating-point sums differ between two plain runs.
+    output_digits: tuple[int, str] | None = None
     # stderr is compared only where it is deterministic plain (progress bars and timings are not).
     compare_stderr: bool = False
     stderr_masks: tuple[tuple[str, str], ...] = ()
@@ -168,6 +171,17 @@ def plain_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["LC_ALL"] = "C"
     env.update(extra or {})
     return env
+
+
+_DECIMAL = re.compile(rb"-?\d+\.\d+(?:[eE][-+]?\d+)?")
+
+
+def rounded(data: bytes, digits: tuple[int, str] | None) -> bytes:
+    """Every decimal number in data rounded to digits[0] significant digits (None: data as is)."""
+    if digits is None:
+        return data
+    n = digits[0]
+    return _DECIMAL.sub(lambda m: f"{float(m.group()):.{n}g}".encode(), data)
 
 
 def masked(data: bytes, masks: tuple[tuple[str, str], ...]) -> bytes:
@@ -364,6 +378,6 @@ def differences(prog: Program, plain: RunResult, scaf: RunResult) -> list[str]:
         pa, pb = plain.dir / rel, scaf.dir / rel
         if not pb.exists():
             diffs.append(f"{rel}: missing under scaf")
-        elif pa.read_bytes() != pb.read_bytes():
+        elif rounded(pa.read_bytes(), prog.output_digits) != rounded(pb.read_bytes(), prog.output_digits):
             diffs.append(f"{rel}: differs ({pa} vs {pb})")
     return diffs
