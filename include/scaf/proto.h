@@ -15,7 +15,7 @@
  * All integers are native-endian: both ends run on the same machine.
  */
 #define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
-#define SCAF_PROTO_VERSION 3u
+#define SCAF_PROTO_VERSION 4u
 
 #define SCAF_NAME_MAX 16     /* like TASK_COMM_LEN, NUL included */
 #define SCAF_CPUSET_WORDS 16 /* 1024 CPUs */
@@ -170,7 +170,12 @@ struct scaf_page {
     _Atomic uint32_t reason_seq;
     uint32_t reserved1;
     char reason[SCAF_REASON_MAX]; /* why: the call, function and object; NUL-terminated */
-    uint8_t client_reserved[64];
+    /* Regions that ran a team the daemon did not choose (a num_threads other than the program's
+     * default, a fixed team): the team of the latest one, and how many there were (wraps). The
+     * daemon never confines such a client to fewer CPUs than that team (protocol 4). */
+    _Atomic uint32_t rigid_team;
+    _Atomic uint32_t rigid_regions;
+    uint8_t client_reserved[56];
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
 static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");

@@ -5,6 +5,7 @@
 #include "collect/lookout.h"
 #include "collect/page.h"
 #include "decide/referee.h"
+#include "decide/rigid.h"
 #include "scaf/proto.h"
 
 #include <stdbool.h>
@@ -27,6 +28,7 @@ struct scaf_client {
     uint32_t page_nclients;          /* nclients as last written */
     struct scaf_lookout_client lookout;
     struct scaf_client_state state; /* probes, the noise of E, its curve's points (scaf_client_state_step) */
+    struct scaf_rigid rigid;        /* teams it ran that the daemon did not choose (scaf_rigid_step) */
 };
 
 #endif

@@ -6,6 +6,7 @@
 #include "collect/page.h"
 #include "decide/cap.h"
 #include "decide/referee.h"
+#include "decide/rigid.h"
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
 #include "report/status.h"
@@ -56,6 +57,8 @@ static int decide(struct scafd *d)
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
         scaf_referee_cap(&d->rclients[i], d->cap.cpus);
         d->rclients[i].uid = c->uid;
+        d->rclients[i].rigid_team = scaf_rigid_step(&c->rigid, now, c->report.rigid_regions, c->report.rigid_team,
+                                                    c->report.long_region, c->report.last_team);
         scaf_client_state_step(&c->state, now, (uint64_t)(d->opt.probe_interval_s * 1e9),
                                c->applied ? c->alloc.share : 0, d->chunk, c->report.eff_threads,
                                c->report.estimate == SCAF_ESTIMATE_NONE ? -1.0 : c->report.efficiency,

@@ -130,24 +130,32 @@ def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
 
 
 def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
-    """The layer marks a client non-malleable on its page at run time; the referee picks it up."""
+    """The layer marks a client non-malleable on its page at run time; the referee picks it up.
+    A fixed team is never confined to fewer CPUs than it has threads: 6 on 4 contexts runs
+    unconfined, 3 gets a CPU set of exactly 3."""
     s, p, _ = wire.register(scafd.socket, 8)
     assert p.control == wire.CONTROL_THREADS and p.threads == 4
     p.set_u32("fixed_team", 6)
     p.set_u32("client_flags", wire.CLIENT_NONMALLEABLE)
     st = scafd.wait_for(lambda s: s["clients"] and not s["clients"][0]["malleable"], what="non-malleable")
-    assert p.control == wire.CONTROL_CPUSET and p.threads == 6
-    assert st["clients"][0]["threads"] == 6 and st["clients"][0]["cpuset"] == p.cpuset()
-    # A long region also switches to affinity control, keeping its share as the thread count.
+    scafd.wait_for(lambda s: p.threads == 6, what="the fixed team on the page")
+    assert p.control == wire.CONTROL_THREADS and p.cpuset() == [], "a team of 6 on 4 contexts: unconfined"
+    p.set_u32("fixed_team", 3)
+    st = scafd.wait_for(lambda s: p.control == wire.CONTROL_CPUSET and s["clients"][0]["control"] == "cpuset",
+                        what="the team of 3 placed")
+    # 3 of the daemon's 4 contexts; --cpus 4 on a smaller machine lays them onto the real CPUs.
+    assert p.threads == 3 and st["clients"][0]["share"] == 3, st["clients"][0]
+    assert set(p.cpuset()) <= set(os.sched_getaffinity(0)) and len(p.cpuset()) == min(3, os.cpu_count() or 1)
+    # A long region runs the team it started with (last_team) until it returns: placed like a fixed
+    # team too. 3 + 2 do not fit 4 contexts, so the two take turns (gangs), each confined to no
+    # fewer CPUs than its team.
     s2, p2, _ = wire.register(scafd.socket, 8)
+    p2.set_u32("last_team", 2)
     p2.set_u32("client_flags", wire.CLIENT_LONG_REGION)
-    scafd.wait_for(lambda s: any(c["long_region"] for c in s["clients"]), what="long_region in status")
-    scafd.wait_for(lambda s: p2.control == wire.CONTROL_CPUSET, what="cpuset control for the long region")
-    # The fixed team of 6 fills all 4 contexts: the two take turns (gangs), and in its turn the
-    # malleable client has the whole machine (docs/daemon.md, "Fixed teams").
-    assert p2.threads == 4
-    st = scafd.status()
-    assert sorted(c["gang"] for c in st["clients"]) == [1, 2], st
+    st = scafd.wait_for(lambda s: any(c["long_region"] and c["rigid_team"] == 2 for c in s["clients"]),
+                        what="the long region's team in status")
+    st = scafd.wait_for(lambda s: sorted(c["gang"] for c in s["clients"]) == [1, 2], what="turns")
+    assert p2.threads == 2 and p2.control == wire.CONTROL_THREADS, (p2.threads, p2.control)
     s.close()
     s2.close()
 
@@ -181,7 +189,7 @@ CLIENT = {
     "id": int, "pid": int, "uid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
     "estimate": str, "long_region": bool, "experiments": int, "gang": int, "verdict": str, "verdict_source": str,
-    "reason": str, "eff_threads": int, "probing": bool,
+    "reason": str, "eff_threads": int, "probing": bool, "control": str, "rigid_team": int,
 }
 
 

@@ -1,7 +1,7 @@
 """Fixed teams that together need more contexts than the daemon has take turns (gangs).
 
-Real daemon, real layer, the `fixed` workload (it calls omp_set_num_threads, so its team is
-fixed). The daemon believes it has 2 contexts and each program keeps a team of 2.
+Real daemon, real layer, the `fixed` workload (it calls omp_set_num_threads and numbers its
+threads, so its team is fixed). The daemon believes it has 2 contexts and each program keeps a team of 2.
 """
 
 from __future__ import annotations
@@ -36,14 +36,17 @@ def test_fixed_teams_that_do_not_fit_take_turns(scafd_factory: Callable[..., Dae
     d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "50")
     a, b = start_fixed(d), start_fixed(d)
     try:
+        # Both judged fixed (omp_set_num_threads, then a region numbering its threads: at the end of
+        # its first region), then two gangs.
+        # Never squeezed: each keeps its team and is not confined. (A status shows the page as it is
+        # now and the allocation of the last referee turn: wait for the turn after both were fixed.)
         st = d.wait_for(
-            lambda st: sorted(c["gang"] for c in st["clients"] if c["pid"] in (a.pid, b.pid)) == [1, 2],
-            what="two gangs",
+            lambda st: sorted((c["gang"], c["verdict"], c["threads"], len(c["cpuset"]), c["control"])
+                              for c in st["clients"] if c["pid"] in (a.pid, b.pid))
+            == [(1, "fixed", 2, 0, "threads"), (2, "fixed", 2, 0, "threads")],
+            what="two gangs of fixed teams, unconfined",
             timeout=30,
         )
-        for c in st["clients"]:
-            # Never squeezed: each keeps its team and is not confined.
-            assert c["threads"] == 2 and c["cpuset"] == [] and c["verdict"] == "fixed", c
         # Over a window, both make progress: turns, not starvation.
         r0 = {p.pid: regions(st, p.pid) for p in (a, b)}
         time.sleep(1.5)

@@ -243,18 +243,19 @@ def test_split_entry_points_follow_allocation(probe: Path, scafd_factory: Callab
 @pytest.mark.parametrize(
     "args,team",
     [
-        (["setnum", "2", "STOP", MAXSEC], 2),  # omp_set_num_threads(2)
-        (["fsetnum", "2", "STOP", MAXSEC], 2),  # Fortran omp_set_num_threads_
-        (["fsetnum8", "2", "STOP", MAXSEC], 2),  # Fortran omp_set_num_threads_8_
+        (["setnum", "1", "STOP", MAXSEC], 1),  # omp_set_num_threads(1)
+        (["fsetnum", "1", "STOP", MAXSEC], 1),  # Fortran omp_set_num_threads_
+        (["fsetnum8", "1", "STOP", MAXSEC], 1),  # Fortran omp_set_num_threads_8_
     ],
     ids=["set_num_threads", "set_num_threads_", "set_num_threads_8_"],
 )
 def test_nonmalleable_fixed_team_under_cpuset(
     probe: Path, scafd_factory: Callable[..., Daemon], probes: Callable[..., Probe], args: list[str], team: int
 ) -> None:
-    # One context: a malleable program would run 1 thread; this one keeps its team and is
-    # confined by affinity instead.
-    d = scafd_factory("--policy", "equipartition", "--cpus", "1", "--no-lookout")
+    """The probe sets its count and numbers its threads (gcc's static loops): fixed, kept, and
+    confined by affinity to a CPU set of exactly its team (never fewer CPUs than threads), here
+    one of the daemon's 2 contexts."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
     p = probes(probe, args, layer_env(d.socket, {"OMP_NUM_THREADS": "3", **QUIET}))
     st = d.wait_for(
         lambda st: (c := client(st, p.pid)) is not None and not c["malleable"] and c["cpuset"],

@@ -212,8 +212,9 @@ def test_status_shows_verdict_and_reason(two: Daemon) -> None:
         c = next(c for c in st["clients"] if c["pid"] == p.pid)
         assert c["verdict_source"] == "evidence" and not c["malleable"], c
         assert "split" in c["reason"] and "omp_get_max_threads()" in c["reason"], c
-        # A fixed team of 4, alone, larger than the daemon's 2 contexts: it gets all of them.
-        assert c["threads"] == BOUND and len(c["cpuset"]) == 2, c
+        # A fixed team of 4, alone, larger than the daemon's 2 contexts: never confined to fewer CPUs
+        # than its threads, it runs unconfined, as without scaf.
+        assert c["threads"] == BOUND and c["cpuset"] == [] and c["control"] == "threads", c
     finally:
         p.wait(timeout=TIMEOUT)
 

@@ -2,6 +2,7 @@
 #include "../../src/daemon/decide/cap.h"
 #include "../../src/daemon/decide/peruser.h"
 #include "../../src/daemon/decide/referee.h"
+#include "../../src/daemon/decide/rigid.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -82,8 +83,8 @@ static void decide_equipartition(void)
     /* not malleable: its fixed team, placed on a CPU set of its own size */
     CHECK(out[1].threads == 2 && out[1].share == 2 && out[1].control == SCAF_CONTROL_CPUSET, "fixed: threads %u ctl %u", out[1].threads,
           out[1].control);
-    /* a long region: affinity control, threads still the share */
-    CHECK(out[2].threads == out[2].share && out[2].control == SCAF_CONTROL_CPUSET, "long region: ctl %u",
+    /* a long region of one thread (rigid_team 0, decide/rigid.c): steered as ever, never confined */
+    CHECK(out[2].threads == out[2].share && out[2].control == SCAF_CONTROL_THREADS, "long region: ctl %u",
           out[2].control);
     for (int i = 0; i < 3; i++)
         CHECK(mask(out[i].cpuset) != 0 && (mask(out[i].cpuset) & ~0x3ull) == 0, "client %d cpuset %#llx", i,
@@ -169,7 +170,7 @@ static void decide_fixed_teams(void)
          {0, 1, 1}},
         {"two fixed pairs on 2 contexts: unconfined", 2, 2, 2, {0, 0}, {2, 2}, {2, 2}, {0, 0}, {0, 0}},
         {"two fixed pairs on 4 contexts: disjoint sets", 4, 4, 2, {0, 0}, {2, 2}, {2, 2}, {1, 1}, {2, 2}},
-        {"a team larger than the machine gets all of it", 4, 4, 1, {0}, {8}, {4}, {1}, {4}},
+        {"a team larger than the machine runs unconfined", 4, 4, 1, {0}, {8}, {4}, {0}, {0}},
         {"foreign load never squeezes a fixed team", 2, 1, 1, {0}, {2}, {2}, {0}, {0}},
         {"fixed and malleable on 2: malleable keeps one", 2, 2, 2, {0, 1}, {2, 0}, {2, 1}, {0, 0}, {0, 1}},
     };
@@ -246,6 +247,157 @@ static void decide_gangs(void)
             if (!cases[t].malleable[i])
                 CHECK(out[i].threads == cases[t].fixed[i], "%s: team kept", cases[t].name);
         }
+    }
+}
+
+/* Teams the daemon did not choose (a clause, a first look, a long region) are placed like fixed ones. */
+static void decide_rigid(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t cpus, nclients;
+        bool gang;
+        int malleable[4];
+        uint32_t fixed[4], rigid[4];
+        uint32_t want_threads[4], want_control[4], want_cpus[4], want_slot[4];
+    } cases[] = {
+        {"a clause of 2 beside a steered client on 4", 4, 2, false, {1, 1}, {0, 0}, {2, 0}, {2, 2}, {1, 0}, {2, 0},
+         {0, 0}},
+        {"a rigid team of 1 is no team", 4, 2, false, {1, 1}, {0, 0}, {1, 0}, {2, 2}, {0, 0}, {0, 0}, {0, 0}},
+        {"two first looks at 2 on 2, gangs off: unconfined", 2, 2, false, {1, 1}, {0, 0}, {2, 2}, {2, 2}, {0, 0},
+         {0, 0}, {0, 0}},
+        {"two first looks at 2 on 2: turns", 2, 2, true, {1, 1}, {0, 0}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 2}},
+        {"a first look at 2 beside a steered one on 2: turns", 2, 2, true, {1, 1}, {0, 0}, {2, 0}, {2, 2}, {0, 0},
+         {0, 0}, {1, 2}},
+        {"a rigid team larger than the machine: unconfined", 4, 2, false, {1, 1}, {0, 0}, {8, 0}, {8, 1}, {0, 0},
+         {0, 0}, {0, 0}},
+        {"a long region at 3 beside a steered one on 4", 4, 2, false, {1, 1}, {0, 0}, {3, 0}, {3, 1}, {1, 0},
+         {3, 0}, {0, 0}},
+        {"a fixed team's clause larger than its team counts", 8, 2, false, {0, 1}, {2, 0}, {4, 0}, {4, 4}, {1, 0},
+         {4, 0}, {0, 0}},
+    };
+    const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
+    int cpu[] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[4];
+        struct scaf_referee_alloc out[4];
+        struct scaf_referee_snapshot s = {.available = cases[t].cpus, .cpus = cases[t].cpus, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .cpu_list = cpu,
+                                          .cpu_list_len = cases[t].cpus, .gang = cases[t].gang};
+
+        for (uint32_t i = 0; i < cases[t].nclients; i++) {
+            cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
+            cl[i].rigid_team = cases[t].rigid[i];
+        }
+        CHECK(scaf_referee_decide(eq, &s, out) == 0, "%s: decide", cases[t].name);
+        for (uint32_t i = 0; i < cases[t].nclients; i++) {
+            /* A steered client's set is where it would run (status shows it), never applied. */
+            bool steered = cases[t].malleable[i] && cases[t].rigid[i] < 2;
+            CHECK(out[i].threads == cases[t].want_threads[i] && out[i].control == cases[t].want_control[i] &&
+                      (steered || (uint32_t)__builtin_popcountll(mask(out[i].cpuset)) == cases[t].want_cpus[i]) &&
+                      out[i].gang_slot == cases[t].want_slot[i],
+                  "%s: client %u threads %u control %u cpus %d gang %u", cases[t].name, i, out[i].threads,
+                  out[i].control, __builtin_popcountll(mask(out[i].cpuset)), out[i].gang_slot);
+            CHECK(out[i].malleable == (cases[t].malleable[i] != 0), "%s: the verdict shown is the program's",
+                  cases[t].name);
+        }
+    }
+}
+
+/*
+ * The invariant, on random snapshots: a client confined to a CPU set has at least as many CPUs as
+ * the team it runs (its fixed or rigid team, or its thread count), confined teams never share a
+ * CPU, and a client steered by its thread count is never confined.
+ */
+static uint32_t rnd(uint64_t *x, uint32_t m)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*x >> 33) % m;
+}
+
+static void never_squeeze(void)
+{
+    const char *names[] = {"equipartition", "speedup", "consumption"};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    int cpu[16];
+
+    for (int i = 0; i < 16; i++)
+        cpu[i] = i;
+    for (int round = 0; round < 6000; round++) {
+        const struct scaf_policy *pol = scaf_policy_lookup(names[round % 3]);
+        struct scaf_referee_client cl[6];
+        struct scaf_referee_alloc out[6];
+        uint32_t n, cpus;
+        struct scaf_referee_snapshot s;
+        uint64_t seen = 0;
+
+        cpus = 1 + rnd(&x, 16);
+        n = 1 + rnd(&x, 6);
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t maxt = 1 + rnd(&x, 20), mall = rnd(&x, 3) != 0, fixed = 1 + rnd(&x, 12), lr = rnd(&x, 4) == 0;
+            cl[i] = mk(maxt, (int)mall, fixed, lr);
+            cl[i].rigid_team = rnd(&x, 3) == 0 ? rnd(&x, 12) : 0;
+            cl[i].pol.efficiency = rnd(&x, 2) ? -1.0 : (double)(1 + rnd(&x, 100)) / 100.0;
+            cl[i].pol.report_threads = cl[i].pol.efficiency > 0 ? 1 + rnd(&x, cl[i].pol.max_threads) : 0;
+        }
+        {
+            uint32_t avail = 1 + rnd(&x, cpus), gang = rnd(&x, 2);
+            s = (struct scaf_referee_snapshot){.available = avail, .cpus = cpus, .chunk = 1, .nclients = n,
+                                               .clients = cl, .cpu_list = cpu, .cpu_list_len = cpus, .gang = gang != 0};
+        }
+        if (!pol || scaf_referee_decide(pol, &s, out) != 0) {
+            fail("never squeeze", "decide failed");
+            return;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t team = !cl[i].malleable ? (cl[i].rigid_team > cl[i].fixed_team ? cl[i].rigid_team : cl[i].fixed_team)
+                            : cl[i].rigid_team >= 2 ? cl[i].rigid_team
+                                                     : out[i].threads;
+            int got = __builtin_popcountll(mask(out[i].cpuset));
+
+            CHECK(out[i].threads >= 1, "round %d client %u: no threads", round, i);
+            if (out[i].control == SCAF_CONTROL_CPUSET) {
+                CHECK((uint32_t)got >= team, "round %d client %u: team %u confined to %d CPUs", round, i, team, got);
+                CHECK((seen & mask(out[i].cpuset)) == 0, "round %d client %u: confined sets overlap", round, i);
+                seen |= mask(out[i].cpuset);
+            }
+            if (cl[i].malleable && cl[i].rigid_team < 2)
+                CHECK(out[i].control == SCAF_CONTROL_THREADS, "round %d client %u: a steered client confined", round,
+                      i);
+        }
+    }
+}
+
+/* The team a client runs that the daemon did not choose, over referee turns (decide/rigid.c). */
+static void rigid_steps(void)
+{
+    static const struct {
+        const char *name;
+        uint64_t now_s10; /* tenths of a second */
+        uint32_t regions, team;
+        bool long_region;
+        uint32_t last_team, want;
+    } steps[] = {
+        {"nothing yet", 0, 0, 0, false, 0, 0},
+        {"a first look at 4", 1, 1, 4, false, 4, 4},
+        {"steered regions since: still held", 5, 1, 4, false, 2, 4},
+        {"held 2 s after the last such region", 20, 1, 4, false, 2, 4},
+        {"then released", 22, 1, 4, false, 2, 0},
+        {"a clause of 3 again", 23, 7, 3, false, 3, 3},
+        {"a clause of 2 while 3 is held: the largest counts", 24, 9, 2, false, 2, 3},
+        {"the hold restarts from the latest", 45, 9, 2, false, 2, 0},
+        {"a long region of 2", 46, 9, 2, true, 2, 2},
+        {"a long region of one thread is none", 47, 9, 2, true, 1, 0},
+        {"a clause of one thread is none", 48, 10, 1, false, 1, 0},
+        {"the counter wraps", 49, 0, 5, false, 1, 5},
+    };
+    struct scaf_rigid r = {0};
+
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        uint32_t got = scaf_rigid_step(&r, steps[i].now_s10 * 100000000ull, steps[i].regions, steps[i].team,
+                                       steps[i].long_region, steps[i].last_team);
+        CHECK(got == steps[i].want, "rigid %s: %u, want %u", steps[i].name, got, steps[i].want);
     }
 }
 
@@ -437,6 +589,9 @@ int main(void)
     collect();
     decide_fixed_teams();
     decide_gangs();
+    decide_rigid();
+    never_squeeze();
+    rigid_steps();
     layout();
     decide_equipartition();
     decide_more_clients_than_contexts();

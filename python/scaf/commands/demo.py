@@ -153,7 +153,7 @@ def _plot(demo: Demo, labels: list[str], out_dir: str, err: Console) -> bool:
             err.print(f"[red]scaf: plotting {src} failed: {e}[/]")
             ok = False
             continue
-        err.print(f"wrote {png}" + (f" ({note})" if isinstance(note, str) else ""))
+        err.print(f"wrote {png}" + (f" ({note})" if note else ""))
     return ok
 
 

@@ -206,7 +206,8 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             str(c.get("threads", "?")),
             str(share),
             *verdict_of(c),
-            cpu_ranges(c.get("cpuset") or []) or "-",
+            # The set a client is confined to; "-": none (steered by its thread count, or unconfined).
+            cpu_ranges(c.get("cpuset") or []) if c.get("control", "cpuset") == "cpuset" else "-",
             str(c.get("nlwp", "-")),
             _fmt_eff(c.get("efficiency")),
             str(c.get("estimate", "-")),

@@ -180,14 +180,16 @@ def read_alloc_log(path: str | Path) -> tuple[list[dict], int]:
     return records, bad
 
 
-def plot_alloc_log(log_path: str | Path, png_path: str | Path, title: str | None = None) -> Path:
-    """Draws each client's thread allocation over time from a daemon --log; returns png_path."""
+def plot_alloc_log(log_path: str | Path, png_path: str | Path, title: str | None = None) -> str | None:
+    """Draws each client's thread allocation over time from a daemon --log into png_path.
+
+    Returns None (like plot_trace, whose note says when a trace is too short to draw)."""
     import matplotlib.pyplot as plt
 
     fig = alloc_figure(log_path, title)
     fig.savefig(png_path, dpi=110)
     plt.close(fig)
-    return Path(png_path)
+    return None
 
 
 def alloc_figure(log_path: str | Path, title: str | None = None):

@@ -81,6 +81,12 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
         fixed = max_threads; /* announced at HELLO, team not reported yet */
     r->fixed_team = fixed > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : fixed;
     r->last_team = atomic_load_explicit(&pg->last_team, memory_order_relaxed);
+    if (r->last_team > SCAF_MAX_CPUS)
+        r->last_team = SCAF_MAX_CPUS; /* a long region's team is placed: no team exceeds the machine limit */
+    r->rigid_team = atomic_load_explicit(&pg->rigid_team, memory_order_relaxed);
+    if (r->rigid_team > SCAF_MAX_CPUS)
+        r->rigid_team = SCAF_MAX_CPUS; /* the page is untrusted: a huge team is the machine */
+    r->rigid_regions = atomic_load_explicit(&pg->rigid_regions, memory_order_relaxed);
     r->experiment_pid = atomic_load_explicit(&pg->experiment_pid, memory_order_relaxed);
     r->regions = atomic_load_explicit(&pg->regions, memory_order_relaxed);
     r->experiments = atomic_load_explicit(&pg->experiments, memory_order_relaxed);

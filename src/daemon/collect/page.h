@@ -16,7 +16,9 @@ struct scaf_page_report {
     uint32_t flags;       /* SCAF_CLIENT_* as written (unknown bits kept, ignored) */
     bool long_region;     /* SCAF_CLIENT_LONG_REGION */
     uint32_t fixed_team;  /* 1..SCAF_MAX_CPUS: the team a fixed client reported, else its max_threads */
-    uint32_t last_team;   /* team of the latest outermost region, as written */
+    uint32_t last_team;   /* team of the latest outermost region, 0..SCAF_MAX_CPUS */
+    uint32_t rigid_team;  /* team of the latest region the daemon did not choose, 0..SCAF_MAX_CPUS */
+    uint32_t rigid_regions; /* how many such regions ran (wraps): a change means some ran since */
     /* The efficiency report: one consistent triple (the client_seq seqlock), or the last one that was. */
     uint32_t eff_threads; /* p' in 0..SCAF_MAX_CPUS; 0 = none (also when out of range) */
     double efficiency;    /* E in [0, 1]; -1 when estimate is NONE */

@@ -98,18 +98,36 @@ out:
     return rc;
 }
 
+/* Whether the referee places a client like a fixed team: its team is fixed, or it runs one now
+ * that the daemon did not choose (a clause, a first look, a long region). */
+static bool placed_like_fixed(const struct scaf_referee_client *c)
+{
+    return !c->malleable || c->rigid_team >= 2;
+}
+
+/* The team such a client runs. */
+static uint32_t team_of(const struct scaf_referee_client *c)
+{
+    if (!c->malleable)
+        return c->rigid_team > c->fixed_team ? c->rigid_team : c->fixed_team ? c->fixed_team : 1;
+    return c->rigid_team;
+}
+
 /*
- * Fixed teams first (docs/daemon.md, "Fixed teams"): a fixed team is never
- * given fewer CPUs than it has threads, because a spin-synchronised team
- * squeezed onto fewer CPUs waits a scheduler slice at every hand-off. When
- * the fixed teams fit beside one chunk per malleable client, each gets a CPU
- * set of its own size and the policy divides the rest among the malleable
- * clients. When they do not fit, fixed teams run unconfined, as they would
- * without scaf, and each malleable client keeps a share of what is left
- * (at least one chunk), so scaf never adds threads to an oversubscribed
- * machine. With gangs on, fixed teams that do not fit are packed (first fit,
- * in arrival order) into gangs that each fit the machine, and the gangs take
- * turns.
+ * Never squeeze (docs/daemon.md, "Teams scaf does not choose"): no client is
+ * confined to fewer CPUs than the team it runs, because a spin-synchronised
+ * team squeezed onto fewer CPUs waits a scheduler slice at every hand-off.
+ * Fixed teams, and for as long as they run them, the teams of malleable
+ * clients that the daemon did not choose (a num_threads other than the
+ * default, a first look, a long region), come first. When they all fit beside
+ * one chunk per steered client, each gets a CPU set of exactly its team and
+ * the policy divides the rest among the steered clients. When they do not fit
+ * (or one team is larger than the machine), they run unconfined, as they would
+ * without scaf, and each steered client keeps a share of what is left (at
+ * least one chunk), so scaf never adds threads to an oversubscribed machine.
+ * With gangs on, the teams that do not fit are packed (first fit, in arrival
+ * order) into gangs that each fit the machine, and the gangs take turns.
+ * Steered clients are never confined: their thread count is their share.
  */
 int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_referee_snapshot *snap,
                         struct scaf_referee_alloc *out)
@@ -123,7 +141,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     uint32_t cpus = snap->cpus ? snap->cpus : available;
     uint32_t chunk = snap->chunk ? snap->chunk : 1;
     uint32_t nmall = 0, nfixed = 0, fixed_sum = 0, rest;
-    bool placed, gangs;
+    bool placed, gangs, too_big = false;
     int rc = -1;
 
     if (nclients == 0)
@@ -140,21 +158,23 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     }
     for (uint32_t i = 0; i < nclients; i++) {
         const struct scaf_referee_client *c = &snap->clients[i];
-        if (c->malleable) {
+        if (!placed_like_fixed(c)) {
             pc[nmall] = c->pol;
             if (pc[nmall].max_threads == 0)
                 pc[nmall].max_threads = 1;
             idx[nmall++] = i;
         } else {
-            uint32_t t = c->fixed_team ? c->fixed_team : 1;
+            uint32_t t = team_of(c);
+            /* A team larger than the machine cannot have CPUs of its own: it runs unconfined. */
+            too_big |= t > cpus;
             share[i] = t > cpus ? cpus : t;
             fixed_sum += share[i];
             nfixed++;
         }
     }
-    placed = fixed_sum + nmall * chunk <= available;
-    /* Gangs: fixed teams and the malleable clients take turns, so the malleable ones, in theirs,
-     * have the whole machine. Without gangs they share what the fixed teams leave. */
+    placed = !too_big && fixed_sum + nmall * chunk <= available;
+    /* Gangs: fixed teams and the steered clients take turns, so the steered ones, in theirs, have
+     * the whole machine. Without gangs they share what the fixed teams leave. */
     gangs = !placed && snap->gang && nfixed > 0 && nfixed + (nmall > 0) >= 2;
     rest = gangs ? available : available > fixed_sum ? available - fixed_sum : 0;
     if (rest < nmall * chunk)
@@ -171,12 +191,12 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
     scaf_cpuset_layout(share, nclients, cpus, snap->cpu_list, snap->cpu_list_len, sets);
     if (gangs) {
         /* First fit, in arrival order: deterministic, and an arrival never reshuffles earlier gangs.
-         * The malleable clients, all together, are the last gang. */
+         * The steered clients, all together, are the last gang. */
         uint32_t ngangs = 0, load[SCAF_MAX_CPUS];
         for (uint32_t i = 0; i < nclients; i++) {
             uint32_t g = 0;
             out[i].gang_slot = 0;
-            if (snap->clients[i].malleable)
+            if (!placed_like_fixed(&snap->clients[i]))
                 continue;
             while (g < ngangs && load[g] + share[i] > cpus)
                 g++;
@@ -191,7 +211,7 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
         if (nmall > 0 && ngangs < SCAF_MAX_CPUS) {
             ngangs++;
             for (uint32_t i = 0; i < nclients; i++)
-                if (snap->clients[i].malleable)
+                if (!placed_like_fixed(&snap->clients[i]))
                     out[i].gang_slot = ngangs;
         }
         if (ngangs < 2)
@@ -207,18 +227,20 @@ int scaf_referee_decide(const struct scaf_policy *policy, const struct scaf_refe
 
         a->share = share[i];
         a->malleable = c->malleable != 0;
+        a->rigid = c->malleable && c->rigid_team >= 2 ? c->rigid_team : 0;
         a->coef = 0.0;
         memcpy(a->cpuset, sets[i], sizeof a->cpuset);
-        if (!c->malleable) {
-            /* Its team size is fixed: placed on CPUs of its own, or left to the kernel. */
-            a->threads = c->fixed_team ? c->fixed_team : 1;
+        if (placed_like_fixed(c)) {
+            /* Its team stands: placed on CPUs of its own, exactly its team, or left to the kernel. */
+            a->threads = team_of(c);
             a->control = placed ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
             if (!placed)
                 memset(a->cpuset, 0, sizeof a->cpuset);
         } else {
+            /* Steered by its thread count alone: its team never exceeds what it may use. */
             a->coef = coef[k++];
             a->threads = share[i];
-            a->control = c->long_region ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
+            a->control = SCAF_CONTROL_THREADS;
         }
     }
     rc = 0;

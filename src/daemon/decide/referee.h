@@ -15,7 +15,9 @@ struct scaf_referee_client {
     struct scaf_policy_client pol; /* what the policy gets */
     bool malleable;                /* false: its team is fixed, so its CPU set is steered instead */
     uint32_t fixed_team;           /* team of a non-malleable client (>= 1 when !malleable) */
-    bool long_region;              /* a region ran past the threshold: affinity control */
+    bool long_region;              /* a region ran past the threshold (it is in rigid_team) */
+    uint32_t rigid_team;           /* a team it runs now that the daemon did not choose (decide/rigid.c),
+                                    * 0: none; >= 2 makes a malleable client placed like a fixed team */
     uid_t uid;                     /* its user: with per_user, whose part it shares */
 };
 
@@ -39,6 +41,7 @@ struct scaf_referee_alloc {
     uint32_t threads;   /* what the page says: share, or the fixed team */
     uint32_t control;   /* enum scaf_control */
     bool malleable;     /* as decided: status shows this, so it always matches threads and control */
+    uint32_t rigid;     /* the team it was placed for while it runs teams the daemon did not choose, else 0 */
     uint32_t gang_slot; /* 0: not in a gang; else its turn, 1..number of gangs */
     double coef;
     uint64_t cpuset[SCAF_CPUSET_WORDS];

@@ -83,6 +83,14 @@ static inline void scaf_page_set_last_team(struct scaf_page *p, unsigned team)
     atomic_store_explicit(&p->last_team, team, memory_order_relaxed);
 }
 
+/* A region ran a team the daemon did not choose (a clause other than the default, a fixed team): the
+ * daemon must not confine the process to fewer CPUs than that (relaxed: it samples). */
+static inline void scaf_page_note_rigid(struct scaf_page *p, unsigned team)
+{
+    atomic_store_explicit(&p->rigid_team, team, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->rigid_regions, 1, memory_order_relaxed);
+}
+
 static inline unsigned scaf_page_last_team(const struct scaf_page *p)
 {
     return atomic_load_explicit(&((struct scaf_page *)p)->last_team, memory_order_relaxed);

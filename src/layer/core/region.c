@@ -66,6 +66,10 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     }
     r->team = t.team;
     scaf_page_set_last_team(p, t.team);
+    /* A clause other than the default, or a fixed team: a team the daemon must place, not shrink.
+     * First looks are not reported: one instance each, and a steered client is never confined. */
+    if (in.mode == SCAF_TEAM_KEEP)
+        scaf_page_note_rigid(p, t.team);
     return t.request;
 }
 

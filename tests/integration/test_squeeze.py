@@ -1,0 +1,138 @@
+"""Never squeeze, end to end: while real programs run under a daemon, no `scaf status` sample shows a
+client confined to fewer CPUs than the team it runs (outside gang turns), whether its team comes from
+the program's default (steered), a num_threads clause other than the default, a fixed verdict or a
+long region. The invariant over the referee's whole input space is test_daemon_referee's."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import Daemon, layer_env, parse_result
+from scaf.lib import paths
+
+TIMEOUT = 300
+
+# A num_threads clause of 2 in every region, whatever the program's default: a team the layer keeps.
+CLAUSE2 = r"""
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+    long sum = 0;
+    for (int it = 0; it < 40000; it++) {
+#pragma omp parallel for num_threads(2) reduction(+ : sum) schedule(static)
+        for (int i = 0; i < 2048; i++)
+            sum += i & 7;
+    }
+    printf("sum=%ld\n", sum);
+    return 0;
+}
+"""
+
+
+def samples_while(d: Daemon, procs: list[subprocess.Popen[str]], min_s: float = 3.0) -> list[dict]:
+    """Status samples every 0.1 s until every program ended (at least min_s of them, or all of the run)."""
+    out: list[dict] = []
+    start = time.monotonic()
+    while time.monotonic() - start < TIMEOUT:
+        out.append(d.status())
+        if all(p.poll() is not None for p in procs) and time.monotonic() - start >= min_s:
+            break
+        if all(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the programs did not end within {TIMEOUT} s")
+    return out
+
+
+def squeezed(samples: list[dict], pids: set[int]) -> list[tuple[int, int, list[int]]]:
+    """(pid, team, cpuset) of every sample where a client under CPU-set control had fewer CPUs than
+    the team of its latest region, outside gang turns."""
+    bad = []
+    for st in samples:
+        for c in st["clients"]:
+            if c["pid"] in pids and c["control"] == "cpuset" and c["gang"] == 0 \
+                    and c["last_team"] > len(c["cpuset"]):
+                bad.append((c["pid"], c["last_team"], c["cpuset"]))
+    return bad
+
+
+def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_explicit_programs_are_steered_not_squeezed(scafd_factory: Callable[..., Daemon]) -> None:
+    """Two copies of `explicit` (Cython's prange: num_threads(omp_get_max_threads()) in every short,
+    barrier-heavy region) on 2 contexts. Their clause is their own default, so both are steered to
+    one thread each while they run together: the teams they report average well below 2, no sample
+    shows a confined team larger than its set, and both verify with the plain checksum."""
+    wl = str(paths.workload("explicit"))
+    plain = subprocess.run([wl, "--size", "W"], capture_output=True, text=True, timeout=TIMEOUT, check=True,
+                           env={"OMP_NUM_THREADS": "2"})
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "2"})
+    procs = [start([wl, "--size", "W"], env) for _ in range(2)]
+    try:
+        samples = samples_while(d, procs)
+    finally:
+        outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    pids = {p.pid for p in procs}
+    assert not squeezed(samples, pids), squeezed(samples, pids)
+    both = [st for st in samples if len([c for c in st["clients"] if c["pid"] in pids and c["regions"] > 0]) == 2]
+    assert len(both) >= 5, f"the two ran together for {len(both)} samples only"
+    teams = [c["last_team"] for st in both for c in st["clients"] if c["pid"] in pids]
+    assert sum(teams) / len(teams) < 1.5, teams
+    checksum = next(ln for ln in plain.stdout.splitlines() if ln.startswith("checksum="))
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0 and parse_result(out)["verified"] == "yes", out + err
+        assert checksum in out.splitlines(), out
+
+
+def test_a_clause_other_than_the_default_gets_cpus_of_its_own(scafd_factory: Callable[..., Daemon],
+                                                              tmp_path: Path) -> None:
+    """num_threads(2) in a program whose default is 4: the layer keeps the clause, the page reports
+    the team, and the daemon (4 contexts) places it on a set of 2 CPUs of its own beside a steered
+    program, which gets the rest; never fewer CPUs than the team."""
+    src = tmp_path / "clause2.c"
+    src.write_text(CLAUSE2)
+    exe = tmp_path / "clause2"
+    subprocess.run(["gcc", "-O2", "-fopenmp", str(src), "-o", str(exe)], check=True, capture_output=True)
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
+    procs = [start([str(exe)], env), start([str(paths.workload("ep")), "--size", "W"], env)]
+    try:
+        st = d.wait_for(lambda s: any(c["pid"] == procs[0].pid and c["rigid_team"] == 2 and c["control"] == "cpuset"
+                                      for c in s["clients"]), what="the clause's team placed", timeout=60)
+        c = next(c for c in st["clients"] if c["pid"] == procs[0].pid)
+        assert c["threads"] == 2 and c["share"] == 2 and c["malleable"], c
+        samples = samples_while(d, procs[:1], min_s=1.0)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=TIMEOUT)
+    assert not squeezed(samples, {procs[0].pid, procs[1].pid}), squeezed(samples, {procs[0].pid, procs[1].pid})
+
+
+def test_a_long_region_keeps_its_team_and_gets_cpus_for_it(scafd_factory: Callable[..., Daemon]) -> None:
+    """A region past SCAF_LONG_REGION_S runs the team it started with until it returns: the daemon
+    places that team (never confines it to a smaller share), and steers it again after."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    env = layer_env(d.socket, {"OMP_NUM_THREADS": "4", "SCAF_LONG_REGION_S": "0.2"})
+    procs = [start([str(paths.workload("ep")), "--size", "W"], env) for _ in range(2)]
+    try:
+        d.wait_for(lambda s: any(c["long_region"] and c["rigid_team"] >= 2 for c in s["clients"]),
+                   what="a long region placed", timeout=120)
+        samples = samples_while(d, procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    pids = {p.pid for p in procs}
+    assert not squeezed(samples, pids), squeezed(samples, pids)
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0 and parse_result(out)["verified"] == "yes", out + err
