@@ -4,7 +4,7 @@
 
 hgb: HistGradientBoostingClassifier, 60,000 x 40, 60 iterations (every parallel loop a Cython
 prange with num_threads = omp_get_max_threads(), many short regions). kmeans: KMeans (lloyd, 8
-clusters, 100,000 x 20, n_init 4): fewer, longer regions. Prints a digest of the result, the same
+clusters, 400,000 x 20, n_init 4): fewer, longer regions. Prints a digest of the result, the same
 for any team (KMeans's centres and inertia rounded: their reduction order depends on the team), and
 the fit's seconds on stderr.
 """
@@ -33,7 +33,7 @@ def main() -> int:
         from sklearn.cluster import KMeans
         from sklearn.datasets import make_blobs
 
-        x, _ = make_blobs(n_samples=100_000, n_features=20, centers=8, random_state=0)
+        x, _ = make_blobs(n_samples=400_000, n_features=20, centers=8, random_state=0)
         t0 = time.perf_counter()
         km = KMeans(n_clusters=8, n_init=4, algorithm="lloyd", random_state=0).fit(x)
         fit = time.perf_counter() - t0
