@@ -3,6 +3,7 @@
 #define SCAF_PROCFS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -30,5 +31,19 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
  * *buf stays valid for free() either way.
  */
 ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap);
+
+/* One mapping of /proc/self/maps: its range and its four permission letters ("rw-p"). */
+struct scaf_map {
+    uintptr_t lo, hi;
+    char perms[5];
+};
+
+/*
+ * Calls fn(map, arg) for each mapping of this process, in address order, with
+ * no allocation and no stdio (usable in a freshly forked child). A nonzero
+ * return from fn stops the walk and is returned. Returns 0 when every line
+ * was passed, or -1 with errno when the file could not be read.
+ */
+int scaf_procfs_each_map(int (*fn)(const struct scaf_map *map, void *arg), void *arg);
 
 #endif

@@ -88,3 +88,70 @@ ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap)
 out:
     return n;
 }
+
+static uintptr_t hex_field(const char **p)
+{
+    uintptr_t v = 0;
+
+    for (;; (*p)++) {
+        char c = **p;
+
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uintptr_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (uintptr_t)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+/* "lo-hi perms ..." into *m; 0, or -1 for a line that is not one. */
+static int map_line(const char *s, struct scaf_map *m)
+{
+    m->lo = hex_field(&s);
+    if (*s++ != '-')
+        return -1;
+    m->hi = hex_field(&s);
+    if (*s++ != ' ')
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        if (!s[i])
+            return -1;
+        m->perms[i] = s[i];
+    }
+    m->perms[4] = 0;
+    return 0;
+}
+
+int scaf_procfs_each_map(int (*fn)(const struct scaf_map *map, void *arg), void *arg)
+{
+    char buf[4096], line[512];
+    size_t ll = 0;
+    ssize_t got;
+    int rc = 0, saved, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    while (rc == 0 && (got = read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < got && rc == 0; i++) {
+            struct scaf_map m;
+
+            if (buf[i] != '\n') {
+                if (ll + 1 < sizeof line)
+                    line[ll++] = buf[i];
+                continue;
+            }
+            line[ll] = 0;
+            ll = 0;
+            if (map_line(line, &m) == 0)
+                rc = fn(&m, arg);
+        }
+    }
+    saved = errno;
+    close(fd);
+    if (rc == 0 && got < 0) {
+        errno = saved;
+        return -1;
+    }
+    return rc;
+}

@@ -99,6 +99,54 @@ static void test_read_grow(void)
     free(buf);
 }
 
+struct find_map {
+    uintptr_t addr;
+    struct scaf_map found;
+    int hits, lines;
+    uintptr_t last_lo;
+    int ordered;
+};
+
+static int find_map(const struct scaf_map *m, void *arg)
+{
+    struct find_map *f = arg;
+
+    f->lines++;
+    f->ordered &= m->lo >= f->last_lo && m->hi > m->lo;
+    f->last_lo = m->lo;
+    if (f->addr >= m->lo && f->addr < m->hi) {
+        f->found = *m;
+        f->hits++;
+    }
+    return 0;
+}
+
+static int stop_at_two(const struct scaf_map *m, void *arg)
+{
+    (void)m;
+    return ++*(int *)arg == 2 ? 7 : 0;
+}
+
+/* This process's own mappings: its stack and a heap block are private and writable. */
+static void test_each_map(void)
+{
+    int local = 0, calls = 0;
+    char *heap = malloc(64);
+    struct find_map f = {.addr = (uintptr_t)&local, .ordered = 1};
+
+    CHECK(scaf_procfs_each_map(find_map, &f) == 0, "walk the maps");
+    CHECK(f.hits == 1 && strcmp(f.found.perms, "rw-p") == 0, "the stack: %d hits, perms %s", f.hits, f.found.perms);
+    CHECK(f.lines > 5 && f.ordered, "%d lines, in address order: %d", f.lines, f.ordered);
+    f = (struct find_map){.addr = (uintptr_t)heap, .ordered = 1};
+    CHECK(scaf_procfs_each_map(find_map, &f) == 0 && f.hits == 1 && f.found.perms[1] == 'w', "a heap block");
+    f = (struct find_map){.addr = (uintptr_t)(void *)test_each_map, .ordered = 1};
+    CHECK(scaf_procfs_each_map(find_map, &f) == 0 && f.hits == 1 && f.found.perms[2] == 'x' &&
+              f.found.perms[1] == '-',
+          "code: %s", f.found.perms);
+    CHECK(scaf_procfs_each_map(stop_at_two, &calls) == 7 && calls == 2, "a nonzero return stops the walk");
+    free(heap);
+}
+
 static void test_clocks(void)
 {
     uint64_t a = scaf_clock_ns(CLOCK_MONOTONIC), b = scaf_clock_ns(CLOCK_MONOTONIC);
@@ -114,6 +162,7 @@ int main(void)
     test_read_file();
     test_read_pid();
     test_read_grow();
+    test_each_map();
     test_clocks();
     return check_exit("test_common");
 }

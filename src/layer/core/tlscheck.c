@@ -19,6 +19,7 @@
 #include "../estimate/experiment.h"
 #include "say.h"
 #include "scaf/clock.h"
+#include "scaf/procfs.h"
 #include "settings.h"
 #include "site.h"
 #include "verdict.h"
@@ -201,21 +202,6 @@ static int tls_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static uintptr_t hexnum(const char **p)
-{
-    uintptr_t v = 0;
-
-    for (;; (*p)++) {
-        char c = **p;
-        if (c >= '0' && c <= '9')
-            v = v * 16 + (uintptr_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v = v * 16 + (uintptr_t)(c - 'a' + 10);
-        else
-            return v;
-    }
-}
-
 static int push_prot(struct track *t, uintptr_t lo, uintptr_t hi)
 {
     if (lo >= hi)
@@ -239,44 +225,31 @@ static int add_prot(struct track *t, uintptr_t lo, uintptr_t hi, const struct ra
     return push_prot(t, lo, hi);
 }
 
-/*
- * Every private writable mapping, less the holes (sorted by the kernel, so t->prot is too). The
- * stack holding `sp` only from `keep` up: below are the layer's and this runner's own frames.
- */
-static int collect_ranges(struct track *t, const struct range *holes, int nholes, uintptr_t sp, uintptr_t keep)
-{
-    char buf[4096], line[512];
-    size_t ll = 0;
-    ssize_t got;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), rc = 0;
+struct collect {
+    struct track *t;
+    const struct range *holes;
+    int nholes;
+    uintptr_t sp, keep;
+};
 
-    if (fd < 0)
-        return -1;
-    while (rc == 0 && (got = read(fd, buf, sizeof buf)) > 0)
-        for (ssize_t i = 0; i < got && rc == 0; i++) {
-            if (buf[i] != '\n') {
-                if (ll + 1 < sizeof line)
-                    line[ll++] = buf[i];
-                continue;
-            }
-            line[ll] = 0;
-            ll = 0;
-            const char *s = line;
-            uintptr_t lo = hexnum(&s), hi;
-            if (*s++ != '-')
-                continue;
-            hi = hexnum(&s);
-            if (*s++ != ' ' || strlen(s) < 4 || s[0] != 'r' || s[1] != 'w' || s[3] != 'p')
-                continue;
-            if (sp >= lo && sp < hi) {
-                if (keep < lo || keep >= hi)
-                    continue;
-                lo = keep & ~(page_size - 1);
-            }
-            rc = add_prot(t, lo, hi, holes, nholes);
-        }
-    close(fd);
-    return rc;
+/*
+ * Every private writable mapping, less the holes (the kernel lists them in order, so t->prot is
+ * sorted too). The stack holding `sp` only from `keep` up: below are the layer's and this
+ * runner's own frames.
+ */
+static int collect_one(const struct scaf_map *m, void *arg)
+{
+    struct collect *c = arg;
+    uintptr_t lo = m->lo;
+
+    if (m->perms[0] != 'r' || m->perms[1] != 'w' || m->perms[3] != 'p')
+        return 0;
+    if (c->sp >= m->lo && c->sp < m->hi) {
+        if (c->keep < m->lo || c->keep >= m->hi)
+            return 0;
+        lo = c->keep & ~(page_size - 1);
+    }
+    return add_prot(c->t, lo, m->hi, c->holes, c->nholes) != 0;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -414,8 +387,11 @@ static _Noreturn void runner(int which, int out, void (*fn)(void *), void (*run)
             holes[k] = holes[k - 1];
             holes[k - 1] = tmp;
         }
-    if (collect_ranges(TR, holes, nholes, sp, keep) != 0)
-        _exit(EXIT_TRACK);
+    {
+        struct collect c = {TR, holes, nholes, sp, keep};
+        if (scaf_procfs_each_map(collect_one, &c) != 0)
+            _exit(EXIT_TRACK);
+    }
 
     ss.ss_sp = (char *)mem + sizeof(struct track);
     ss.ss_size = ALTSTACK;

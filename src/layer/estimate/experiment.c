@@ -3,6 +3,7 @@
 
 #include "perfctr.h"
 #include "scaf/clock.h"
+#include "scaf/procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -126,65 +127,35 @@ struct range {
     int readable;
 };
 
-static uintptr_t hex(const char **p)
+struct shared_ranges {
+    struct range r[MAX_SHARED];
+    int n;
+};
+
+/* Keeps the shared writable mappings (a full list ends the walk: the child must not run then). */
+static int keep_shared(const struct scaf_map *m, void *arg)
 {
-    uintptr_t v = 0;
+    struct shared_ranges *sr = arg;
 
-    for (;; (*p)++) {
-        char c = **p;
-
-        if (c >= '0' && c <= '9')
-            v = v * 16 + (uintptr_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v = v * 16 + (uintptr_t)(c - 'a' + 10);
-        else
-            return v;
-    }
-}
-
-/* One maps line: "lo-hi perms ...". Keeps shared writable ranges. */
-static void maps_line(const char *s, struct range *out, int *n)
-{
-    struct range r;
-
-    r.lo = hex(&s);
-    if (*s++ != '-')
-        return;
-    r.hi = hex(&s);
-    if (*s++ != ' ' || !s[0] || !s[1] || !s[2] || !s[3])
-        return;
-    if (s[1] != 'w' || s[3] != 's' || *n >= MAX_SHARED)
-        return;
-    r.readable = s[0] == 'r';
-    out[(*n)++] = r;
+    if (m->perms[1] != 'w' || m->perms[3] != 's')
+        return 0;
+    if (sr->n >= MAX_SHARED)
+        return 1;
+    sr->r[sr->n++] = (struct range){m->lo, m->hi, m->perms[0] == 'r'};
+    return 0;
 }
 
 /* 0, or -1 when a shared writable mapping could not be neutralised (the child must not run then). */
 static int isolate_shared_mappings(void)
 {
-    struct range rs[MAX_SHARED];
-    char buf[4096], line[512];
-    size_t ll = 0;
-    int n = 0, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    ssize_t got;
+    struct shared_ranges sr = {.n = 0};
+    struct range *rs = sr.r;
+    int n;
 
-    if (fd < 0)
-        return -1;
     /* Collect first, change later: /proc/self/maps is generated while we read it. */
-    while ((got = read(fd, buf, sizeof buf)) > 0) {
-        for (ssize_t i = 0; i < got; i++) {
-            if (buf[i] == '\n') {
-                line[ll] = 0;
-                maps_line(line, rs, &n);
-                ll = 0;
-            } else if (ll + 1 < sizeof line) {
-                line[ll++] = buf[i];
-            }
-        }
-    }
-    close(fd);
-    if (got < 0 || n >= MAX_SHARED)
+    if (scaf_procfs_each_map(keep_shared, &sr) != 0)
         return -1;
+    n = sr.n;
     for (int i = 0; i < n; i++) {
         size_t len = rs[i].hi - rs[i].lo;
         void *addr = (void *)rs[i].lo;
