@@ -110,6 +110,8 @@ WORKLOADS = [
     ("split", "2", 1, "not malleable"),
     ("partials", "2", 1, "not malleable"),
     ("tpcarry", "2", 1, "not malleable"),
+    ("tpscratch", "2", 0, "malleable"),
+    ("explicit", "2", 0, "malleable"),
 ]
 
 
