@@ -49,6 +49,12 @@ configurations (pairs):
   share2         OMP_NUM_THREADS = 2 x CPUs for each program (the oversubscription study)
   equipartition  a private scafd with the equipartition policy; programs run with the layer
   speedup        a private scafd with the speedup policy; programs run with the layer
+  consumption    the same with --policy consumption (not in the default list)
+  fixed-gang     as speedup, both programs declared fixed: their teams kept, taking turns
+                 when they do not fit (not in the default list)
+  fixed-unconfined
+                 the same with scafd --gang-quantum 0: fixed teams side by side,
+                 unconfined (not in the default list)
 
 output folder (--out): results.json (every raw run and the machine), report.json (every
 figure of the tables), summary.csv, pairs.csv, improvement.csv, best_baseline.csv,
