@@ -394,9 +394,12 @@ def test_status_shows_verdict_and_reason(scafd: Daemon, progs: dict[str, str]) -
     procs = [subprocess.Popen([progs["parked"]], env=layer_env(scafd.socket, extra), stdout=subprocess.DEVNULL)
              for extra in ({}, {"SCAF_MALLEABLE": "yes"})]
     try:
+        # The region count is published as a region starts, the verdict when the layer has judged
+        # it: wait for both, with room for a busy machine.
         st = scafd.wait_for(lambda s: len(s["clients"]) == 2 and all(c.get("regions", 0) > 0
+                                                                    and c.get("verdict") != "undecided"
                                                                     for c in s["clients"]),
-                            what="two clients that ran a region")
+                            timeout=60, what="two clients that ran a region and were judged")
         by_pid = {c["pid"]: c for c in st["clients"]}
         assert by_pid[procs[0].pid]["verdict"] == "fixed"
         r = scaf("status", "--socket", scafd.socket)
