@@ -218,8 +218,33 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
     return used;
 }
 
-/* What no curve gains from goes round-robin (fewest first) to the clients `pick` admits; returns those used. */
-static uint32_t fill(const struct work *w, uint32_t room, enum fit pick, uint32_t *t)
+/*
+ * A client whose measurement says more threads make it slower than one: its
+ * E at p' >= 2 is measured against its own serial time (the estimator's
+ * serial experiments), so E p' < 1 is a second point of the curve, at p = 1,
+ * and the pair shows a peak at one thread as surely as two team sizes would.
+ * Believed only when it holds with E read DAMP_Z sd high. A client held at
+ * one thread reports from one thread and keeps its last curve (prev_coef):
+ * when that curve falls it stays down, and the caller's probes
+ * (src/policy/probe.c) measure it again at a larger team now and then.
+ */
+static int slower_than_serial(const struct scaf_policy_client *cl, const struct curve *c)
+{
+    if (cl->report_threads >= 2 && isfinite(cl->efficiency) && cl->efficiency >= 0.0) {
+        double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
+
+        return (cl->efficiency + DAMP_Z * sd) * cl->report_threads < 1.0;
+    }
+    return c->n == 0 && scaf_usl_speedup(&c->u, 2.0) < 1.0;
+}
+
+/*
+ * What no curve gains from goes round-robin (fewest first) to the clients
+ * `pick` admits, except those measured slower than serial (they keep what
+ * greedy gave them, and the rest stays idle); returns those used.
+ */
+static uint32_t fill(const struct scaf_policy_input *in, const struct work *w, uint32_t room, enum fit pick,
+                     uint32_t *t)
 {
     uint32_t used = 0;
 
@@ -227,7 +252,8 @@ static uint32_t fill(const struct work *w, uint32_t room, enum fit pick, uint32_
         uint32_t best = w->k, step;
 
         for (uint32_t i = 0; i < w->k; i++)
-            if (w->fit[i] == pick && t[i] < w->hi[i] && (best == w->k || t[i] < t[best]))
+            if (w->fit[i] == pick && t[i] < w->hi[i] && (best == w->k || t[i] < t[best]) &&
+                !(pick == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i])))
                 best = i;
         if (best == w->k)
             break;
@@ -259,6 +285,8 @@ static int identical(const struct scaf_policy_input *in, const struct work *w)
 {
     for (uint32_t i = 0; i < w->k; i++) {
         if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO || holds(&in->clients[i], w->unit, w->hi[i]))
+            return 0;
+        if (w->fit[i] == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i]))
             return 0;
         if (w->fit[i] == FIT_ONE && !same_curve(&w->m[i], &w->m[0]))
             return 0;
@@ -387,8 +415,8 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
      */
     used += greedy(&w, in->available - used, min_gain, threads);
     if (min_gain <= 0.0) {
-        used += fill(&w, in->available - used, FIT_NONE, threads);
-        used += fill(&w, in->available - used, FIT_ONE, threads);
+        used += fill(in, &w, in->available - used, FIT_NONE, threads);
+        used += fill(in, &w, in->available - used, FIT_ONE, threads);
     }
     if (undamped)
         memcpy(undamped, threads, k * sizeof(*threads));

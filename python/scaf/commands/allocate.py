@@ -197,7 +197,8 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
         if kind and policy == "consumption" and gain < min_gain:
             notes.append("below min_gain: stops here")
         elif kind and gain <= 0 and t < min(cpus, clients[i].max_threads or cpus):
-            notes.append("past its peak: stops here")
+            # One point past its peak is a team measured slower than the program's own serial run.
+            notes.append("past its peak: stops here" if kind == 2 else "slower than serial: stops here")
         if sp.eff is not None and sp.eff > 1:
             notes.append("E read as 1")
         if clients[i].max_threads and t == clients[i].max_threads and t < cpus:
