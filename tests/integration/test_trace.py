@@ -9,11 +9,12 @@ from pathlib import Path
 
 from conftest import SCAF
 
-# The parent sleeps while a child it forks after tracing started burns a CPU.
+# The parent sleeps while a child it forks burns a CPU: it forks once told (a line on stdin), which the
+# test does once `scaf trace` has attached, however long that takes on a busy machine.
 PARENT = r"""
 import os, sys, time
 print("ready", flush=True)
-time.sleep(0.5)
+sys.stdin.readline()
 pid = os.fork()
 if pid == 0:
     end = time.monotonic() + 1.5
@@ -40,18 +41,38 @@ def rows(text: str) -> list[tuple[float, int, int, float]]:
     return out
 
 
-def test_busy_child_counts_for_parent_tree() -> None:
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+def test_busy_child_counts_for_parent_tree(tmp_path: Path) -> None:
+    out = tmp_path / "t.trace"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    tracer = None
     try:
         assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
-        res = scaf("trace", "--period", "0.1", str(parent.pid))
+        tracer = subprocess.Popen([str(SCAF), "trace", "--period", "0.1", "-o", str(out), str(parent.pid)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The header is written (line-buffered) once the tracer holds the process: only then may it fork.
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text().startswith("# scaf-trace 1 ")):
+            assert tracer.poll() is None, tracer.communicate()[1]
+            assert time.monotonic() < deadline, "scaf trace wrote no header within 60 s"
+            time.sleep(0.05)
+        assert parent.stdin is not None
+        parent.stdin.write("go\n")
+        parent.stdin.close()
+        _, err = tracer.communicate(timeout=60)
     finally:
+        if parent.poll() is None and parent.stdin and not parent.stdin.closed:
+            parent.stdin.close()
         parent.wait(timeout=30)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("# scaf-trace 1 period=0.1 ")
-    assert f"# tree {parent.pid} " in res.stdout
-    data = rows(res.stdout)
-    assert data, res.stdout
+        if tracer is not None and tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    assert tracer.returncode == 0, err
+    text = out.read_text()
+    assert text.startswith("# scaf-trace 1 period=0.1 ")
+    assert f"# tree {parent.pid} " in text
+    data = rows(text)
+    assert data, text
     # Only the traced root appears, and its tree used CPU although the parent only slept.
     assert {pid for _, pid, _, _ in data} == {parent.pid}
     assert sum(u for *_, u in data) > 0.3
