@@ -229,6 +229,18 @@ def test_a_one_cpu_jobs_daemon_divides_that_cpu_only(cluster: slurm.Slurm, top: 
         assert wait_gone(st["daemon_pid"], 30), f"the job's daemon {st['daemon_pid']} outlived job {jobid}"
 
 
+def test_an_srun_job_gets_a_daemon_of_its_own(cluster: slurm.Slurm, top: Path) -> None:
+    # srun without sbatch: the step's task is the prolog's parent, the daemon lives as long as it.
+    r = cluster.run(["srun", "--cpus-per-task=1", "sh", "-c",
+                     f"scaf run -- {paths.workload('ep')} --size S && scaf status --json"],
+                    env=job_env(top), cwd=top)
+    assert "verified=yes" in r.stdout, r.stdout + r.stderr
+    st = json.loads(r.stdout[r.stdout.index("{"):])
+    assert st["job"] and st["cpus"] == 1 and st["affinity"] == 1, st
+    with reaped([st["daemon_pid"]]):
+        assert wait_gone(st["daemon_pid"], 30), f"the step's daemon {st['daemon_pid']} outlived its task"
+
+
 def test_scancel_ends_the_programs_and_the_jobs_daemon(cluster: slurm.Slurm, top: Path) -> None:
     d = job_dir(top, "cancel")
     script = d / "long.sh"
