@@ -128,6 +128,11 @@ EOF_PY
         put 644 "$tmp/$name" "$systemduserunitdir/$name"
     done
 
+    # A TaskProlog runs from slurm.conf by absolute path; in pkglibdir, uninstall removes it with the rest.
+    say "slurm     $pkglibdir/slurm-taskprolog"
+    subst "$src/dist/slurm/slurm-taskprolog.in" > "$tmp/slurm-taskprolog"
+    install -m 755 "$tmp/slurm-taskprolog" "$DESTDIR$pkglibdir/slurm-taskprolog"
+
     say "docs      $docdir/"
     for f in "$src"/README.md "$src"/docs/*.md; do
         put 644 "$f" "$docdir/$(basename "$f")"

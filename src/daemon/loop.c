@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ enum loop_tag {
     TAG_SCOREBOARD,
     TAG_IDLE,
     TAG_GANG,
+    TAG_OWNER,
 };
 
 /*
@@ -144,6 +146,58 @@ static void on_signal(struct scafd *d)
     }
 }
 
+/*
+ * --exit-with: the process has ended. The daemon stays while clients remain: a job's programs are ended
+ * with it (scancel), and their departures should still be seen, logged and handed back, in one turn.
+ */
+static void owner_ended(struct scafd *d)
+{
+    if (d->owner_gone)
+        return;
+    d->owner_gone = true;
+    if (d->owner_fd >= 0) {
+        /* A pidfd stays readable: out of epoll, or the level-triggered loop would spin on it. */
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, d->owner_fd, NULL);
+        close(d->owner_fd);
+        d->owner_fd = -1;
+    }
+    if (d->nclients)
+        scaf_say("process %d (--exit-with) has ended: exiting when its %u clients have left",
+                 (int)d->opt.exit_with, d->nclients);
+}
+
+/* The end of a batch: --exit-with's process gone and nobody left to serve. */
+static void owner_check(struct scafd *d)
+{
+    if (d->owner_gone && d->nclients == 0 && !d->stop) {
+        scaf_say("process %d (--exit-with) has ended and no client is left: exiting", (int)d->opt.exit_with);
+        d->stop = true;
+    }
+}
+
+/* A pidfd for --exit-with, in epoll; without pidfd_open (Linux before 5.3) the lookout tick polls instead. */
+static int owner_watch(struct scafd *d)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_OWNER};
+
+    if (!d->opt.exit_with)
+        return 0;
+#ifdef SYS_pidfd_open
+    d->owner_fd = (int)syscall(SYS_pidfd_open, d->opt.exit_with, 0);
+#else
+    errno = ENOSYS;
+#endif
+    if (d->owner_fd < 0) {
+        if (errno == ESRCH)
+            owner_ended(d);
+        return 0;
+    }
+    /* pidfds are close-on-exec from birth. */
+    if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->owner_fd, &ev) < 0)
+        return -1;
+    return 0;
+}
+
 /* Who is behind the foreign load: every process but the clients and their experiment children. */
 static void name_foreign(struct scafd *d)
 {
@@ -234,6 +288,11 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         on_lookout(d);
         scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
         listen_resume(d, true);
+        if (d->opt.exit_with && d->owner_fd < 0 && kill(d->opt.exit_with, 0) < 0 && errno == ESRCH)
+            owner_ended(d);
+        break;
+    case TAG_OWNER:
+        owner_ended(d);
         break;
     case TAG_SCOREBOARD:
         drain(d->score_tfd);
@@ -294,6 +353,8 @@ int scaf_loop_run(struct scafd *d)
         goto fail;
     if (d->opt.gang_quantum_s > 0 && (d->gang_tfd = add_timer(d, d->opt.gang_quantum_s, TAG_GANG)) < 0)
         goto fail;
+    if (owner_watch(d) < 0)
+        goto fail;
     idle_update(d);
     on_lookout(d); /* baseline; the first foreign estimate comes a second later */
 
@@ -307,6 +368,7 @@ int scaf_loop_run(struct scafd *d)
             dispatch(d, &evs[i]);
         if (!d->stop)
             step(d);
+        owner_check(d);
         listen_resume(d, false);
     }
     rc = 0;

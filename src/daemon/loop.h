@@ -9,7 +9,7 @@ struct scafd;
 /* The signals the loop reads through its signalfd: main blocks exactly these before anything else exists. */
 void scaf_loop_signals(sigset_t *mask);
 
-/* Runs until SIGTERM/SIGINT or --idle-exit. Returns the exit status (0 or 1). */
+/* Runs until SIGTERM/SIGINT, --idle-exit or --exit-with. Returns the exit status (0 or 1). */
 int scaf_loop_run(struct scafd *d);
 
 #endif

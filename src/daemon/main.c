@@ -40,7 +40,8 @@ static void help(void)
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
            "          [--no-lookout] [--gang-quantum MS] [--probe-interval SECS]\n"
-           "          [--min-gain G] [--shared [--user-clients N]] [-v] [--help] [--version]\n"
+           "          [--min-gain G] [--shared [--user-clients N]] [--job ID]\n"
+           "          [--exit-with PID] [-v] [--help] [--version]\n"
            "\n"
            "DESCRIPTION\n"
            "    scafd decides how many threads each client program may use. Programs become\n"
@@ -107,6 +108,14 @@ static void help(void)
            "                       clients only as counts (root and scafd's own user see all)\n"
            "    --user-clients N   with --shared: the most clients one user may hold (default: a\n"
            "                       quarter of --max-clients, at least 1)\n"
+           "    --job ID           the batch system's job this daemon serves (Slurm's\n"
+           "                       $SLURM_JOB_ID): named in its first log line, its status\n"
+           "                       (`job`), each --log line and scaf status --prometheus\n"
+           "                       (label job_id). 1 to 64 letters, digits, '.', '_', '+', '-'\n"
+           "    --exit-with PID    exit (status 0) once process PID has ended and no client is\n"
+           "                       left: a daemon that lives as long as a job's script or shell.\n"
+           "                       Clients still running when PID ends are waited for, so their\n"
+           "                       departures are seen. PID must exist at start\n"
            "    -v, --verbose      log arrivals, departures and allocations on stderr\n"
            "    -h, --help         show this help and exit\n"
            "    -V, --version      show version and protocol and exit\n"
@@ -131,7 +140,7 @@ static void help(void)
            "                       daemon can say who is there and whether it leaves by itself\n"
            "\n"
            "EXIT STATUS\n"
-           "    0  exited on SIGTERM/SIGINT or --idle-exit\n"
+           "    0  exited on SIGTERM/SIGINT, --idle-exit or --exit-with\n"
            "    1  could not start or keep serving (socket path unusable, another daemon\n"
            "       already serving it, log file unwritable, ...)\n"
            "    2  bad command line\n"
@@ -147,6 +156,9 @@ static void help(void)
            "    systemctl enable --now scafd.socket    the same through systemd, started at the\n"
            "                                           first connection\n"
            "    kill -USR1 $(pidof scafd)              switch policy at run time\n"
+           "    scafd --socket \"$TMPDIR/scafd.sock\" --job \"$SLURM_JOB_ID\" --exit-with $$\n"
+           "                                           one daemon for a batch job, gone with its\n"
+           "                                           script (what scaf's Slurm TaskProlog runs)\n"
            "\n"
            "SEE ALSO\n"
            "    scaf(1): scaf run, scaf status; docs/daemon.md in the source tree\n",
@@ -193,6 +205,17 @@ static int parse_secs(const char *opt, const char *arg, double lo, bool zero_ok,
     return 0;
 }
 
+/* A job id goes into log lines, JSON and Prometheus labels as it is: only characters none of them escape. */
+static int parse_job(const char *arg, const char **out)
+{
+    size_t n = strlen(arg);
+
+    if (n < 1 || n > 64 || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-") != n)
+        return bad("--job", arg, "expected 1 to 64 letters, digits, '.', '_', '+' or '-'");
+    *out = arg;
+    return 0;
+}
+
 static void unknown_policy(const char *name)
 {
     fprintf(stderr, "scafd: unknown policy '%s' (known:", name);
@@ -212,7 +235,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -229,6 +252,8 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"min-gain", required_argument, NULL, O_MINGAIN},
         {"shared", no_argument, NULL, O_SHARED},
         {"user-clients", required_argument, NULL, O_USERC},
+        {"job", required_argument, NULL, O_JOB},
+        {"exit-with", required_argument, NULL, O_EXITWITH},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -294,6 +319,15 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         case O_USERC:
             r = parse_u32("--user-clients", optarg, 1, SCAFD_MAX_CLIENTS_LIMIT, &o->user_clients);
             break;
+        case O_JOB:
+            r = parse_job(optarg, &o->job);
+            break;
+        case O_EXITWITH: {
+            uint32_t pid = 0;
+            r = parse_u32("--exit-with", optarg, 1, INT32_MAX, &pid);
+            o->exit_with = (pid_t)pid;
+            break;
+        }
         case 'v':
             o->verbose++;
             break;
@@ -386,7 +420,7 @@ int main(int argc, char **argv)
 
     d.sigfd = d.epfd = d.spare_fd = -1;
     d.listener.fd = d.listener.lockfd = -1;
-    d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = -1;
+    d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = d.owner_fd = -1;
     switch (parse_args(&d, argc, argv)) {
     case PARSE_RUN:
         break;
@@ -395,6 +429,12 @@ int main(int argc, char **argv)
     case PARSE_USAGE:
         return EXIT_USAGE;
     case PARSE_BAD_SOCKET:
+        return EXIT_RUNTIME;
+    }
+
+    /* Checked before the socket is taken: a daemon tied to a process that is already gone would serve nobody. */
+    if (d.opt.exit_with && kill(d.opt.exit_with, 0) < 0 && errno == ESRCH) {
+        scaf_say("--exit-with %d: no such process", (int)d.opt.exit_with);
         return EXIT_RUNTIME;
     }
 
@@ -443,8 +483,9 @@ int main(int argc, char **argv)
                  d.cap.quota_file);
     else if (d.cap.cgroup_version)
         snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.cap.cgroup_version);
-    scaf_say("serving %s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
-             d.listener.inherited ? " (passed by socket activation)" : "", d.policy->name, d.cap.cpus,
+    scaf_say("serving %s%s%s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
+             d.listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
+             d.opt.job ? d.opt.job : "", d.policy->name, d.cap.cpus,
              d.cap.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
     rc = scaf_loop_run(&d);
 out:
@@ -455,7 +496,8 @@ out:
     scaf_lookout_free(&d.lookout);
     scaf_foreign_free(&d.foreign);
     {
-        int fds[] = {d.spare_fd, d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd};
+        int fds[] = {d.spare_fd, d.sigfd, d.epfd, d.referee_tfd, d.lookout_tfd, d.score_tfd, d.idle_tfd, d.gang_tfd,
+                     d.owner_fd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
             if (fds[i] >= 0)
                 close(fds[i]);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Hard ceiling for --max-clients: keeps a full status reply far below SCAF_STATUS_MAX. */
 #define SCAFD_MAX_CLIENTS_LIMIT 1024u
@@ -34,6 +35,8 @@ struct scafd_opts {
     double min_gain;         /* --min-gain: the consumption policy's threshold */
     bool shared;             /* --shared: socket mode 0666, per-user quotas and shares, private status */
     uint32_t user_clients;   /* --shared: the most clients one user may hold (--user-clients) */
+    const char *job;         /* --job: the batch system's job this daemon serves (status, log); NULL = none */
+    pid_t exit_with;         /* --exit-with: exit once this process has ended and no client is left; 0 = off */
     int verbose;
 };
 
@@ -83,6 +86,10 @@ struct scafd {
     bool welcomes_due;    /* a registered client waits for its WELCOME */
     bool status_due;      /* a status reply waits: the pages are decoded for it */
     bool stop;
+    /* --exit-with: a pidfd of the process (readable when it ends), or -1 when the kernel has none and
+     * the once-a-second tick polls instead; owner_gone once it has ended. */
+    int owner_fd;
+    bool owner_gone;
     uint64_t refused; /* connections refused since start (status: operators' alerting) */
 };
 
@@ -91,6 +98,7 @@ static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *
 {
     return (struct scaf_status_daemon){
         .policy = d->policy->name,
+        .job = d->opt.job,
         .cpus = d->cap.cpus,
         .available = d->lookout.available,
         .foreign = d->lookout.foreign,

@@ -180,7 +180,8 @@ def test_client_fields_reach_status(scafd: Daemon) -> None:
 
 
 TOP = {
-    "version": int, "daemon_pid": int, "policy": str, "cpus": int, "available": int, "foreign": float,
+    "version": int, "daemon_pid": int, "policy": str, "job": type(None), "cpus": int, "available": int,
+    "foreign": float,
     "rate_hz": (int, float), "chunk": int, "time": float, "clients": list,
     "refused": int, "affinity": int, "limit": str, "cgroup": dict,
     "foreign_procs": list,

@@ -73,6 +73,9 @@ def test_installed_files_are_where_the_gnu_conventions_say(dest: Path) -> None:
         assert not re.search(r"@[A-Z_]+@", text), f"{unit} has an unsubstituted name"
     assert f"ExecStart={PREFIX}/sbin/scafd --shared" in (p / "lib/systemd/system/scafd.service").read_text()
     assert (p / "share" / "doc" / "scaf" / "deploy.md").is_file()
+    prolog = p / "lib" / "scaf" / "slurm-taskprolog"
+    assert os.access(prolog, os.X_OK)
+    assert f"setsid {PREFIX}/sbin/scafd --socket" in prolog.read_text()
 
 
 @pytest.fixture

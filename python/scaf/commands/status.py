@@ -57,7 +57,9 @@ source tree).
 --prometheus prints it in the Prometheus text format (scaf_* metrics: cpus,
 available, foreign load, policy, clients, refused clients, and per client
 threads, share, efficiency), for node_exporter's textfile collector; when no
-daemon answers it still prints scaf_up 0 (and exits 1).
+daemon answers it still prints scaf_up 0 (and exits 1). A batch job's id is
+the label job_id: the daemon's own (scafd --job), else a client's
+SLURM_JOB_ID where its environment is readable (root, or its own user).
 """
 
 EPILOG = """\
@@ -177,6 +179,8 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
     )
     if isinstance(st.get("foreign"), (int, float)):
         summary += f"   [bold]foreign[/] {st['foreign']:.1f}"
+    if isinstance(st.get("job"), str):
+        summary += f"   [bold]job[/] {st['job']}"
     summary += f"   [dim]daemon pid {st.get('daemon_pid', '?')} on {sock}[/]"
     console.print(summary, highlight=False)
     cap = capacity_line(st)

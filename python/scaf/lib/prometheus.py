@@ -48,6 +48,21 @@ def _user(uid: object) -> str:
         return str(uid)
 
 
+def _job_of(pid: object) -> str:
+    """A client's Slurm job id from its environment: readable by root and by its own user, else ""."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return ""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read(1 << 20)
+    except OSError:
+        return ""
+    for var in env.split(b"\0"):
+        if var.startswith(b"SLURM_JOB_ID="):
+            return var[len(b"SLURM_JOB_ID="):].decode("ascii", "replace")
+    return ""
+
+
 def exposition(st: dict | None, socket: str) -> str:
     """The exposition text for one status reply; st None: the daemon did not answer (scaf_up 0 only)."""
     out: list[str] = []
@@ -64,9 +79,12 @@ def exposition(st: dict | None, socket: str) -> str:
     if not st:
         return "\n".join(out) + "\n"
     cg = st.get("cgroup") if isinstance(st.get("cgroup"), dict) else {}
+    # "job" would clash with the label Prometheus gives every scraped series; job_id does not.
+    job = st.get("job") if isinstance(st.get("job"), str) else ""
     family("scaf_info", "gauge", "the daemon's policy and what bounds its cpus (value always 1)",
            [(_labels(policy=str(st.get("policy", "")), limit=str(st.get("limit", "")),
-                     cgroup_version=str(cg.get("version") or ""), daemon_pid=str(st.get("daemon_pid", ""))),
+                     cgroup_version=str(cg.get("version") or ""), daemon_pid=str(st.get("daemon_pid", "")),
+                     **({"job_id": job} if job else {})),
              "1")])
     for name, kind, text, key in NODE:
         v = _num(st.get(key))
@@ -83,8 +101,10 @@ def exposition(st: dict | None, socket: str) -> str:
     for c in clients:
         verdict = c.get("verdict") if isinstance(c.get("verdict"), str) else (
             "malleable" if c.get("malleable") else "fixed")
+        # A per-job daemon names its job; on a node-wide one, each client's own job, where it can be read.
+        client_job = job or _job_of(c.get("pid"))
         ids.append((c, _labels(pid=str(c.get("pid", "")), name=str(c.get("name", "")), user=_user(c.get("uid")),
-                               verdict=verdict)))
+                               verdict=verdict, **({"job_id": client_job} if client_job else {}))))
     for name, kind, text, key in CLIENT:
         family(name, kind, text, [(lab, v) for c, lab in ids if (v := _num(c.get(key))) is not None])
     return "\n".join(out) + "\n"

@@ -18,10 +18,11 @@ NUMBER = (int, float)
 
 # Field -> accepted types; None is also accepted where listed. Unknown fields are allowed (newer daemons).
 TOP: dict[str, tuple[type, ...]] = {
-    "version": (int,), "daemon_pid": (int,), "policy": (str,), "cpus": (int,), "available": (int,),
+    "version": (int,), "daemon_pid": (int,), "policy": (str,), "job": (str,), "cpus": (int,), "available": (int,),
     "foreign": NUMBER, "rate_hz": NUMBER, "chunk": (int,), "clients": (list,),
 }
 TOP_REQUIRED = ("policy", "cpus", "clients")
+TOP_NULLABLE = {"job"}
 CLIENT: dict[str, tuple[type, ...]] = {
     "id": (int,), "pid": (int,), "name": (str,), "threads": (int,), "share": (int,), "malleable": (bool,),
     "cpuset": (list,), "nlwp": (int,), "max_threads": (int,), "last_team": (int,), "regions": (int,),
@@ -86,7 +87,7 @@ def parse(body: bytes) -> dict:
             raise BadStatus(f'no "{k}" field')
     for k, kinds in TOP.items():
         if k in st:
-            _typed(k, st[k], kinds, False)
+            _typed(k, st[k], kinds, k in TOP_NULLABLE)
     for i, c in enumerate(st["clients"]):
         if not isinstance(c, dict):
             raise BadStatus(f"clients[{i}] is {json.dumps(c)[:40]}, expected an object")

@@ -94,6 +94,12 @@ int scaf_status_build(const struct scaf_status_daemon *daemon, struct scaf_clien
 
     scaf_buf_printf(b, "{\"version\":%u,\"daemon_pid\":%d,\"policy\":", SCAF_PROTO_VERSION, (int)getpid());
     scaf_buf_json_string(b, daemon->policy);
+    /* A site's batch job id: which job got what, in status, --log lines and Prometheus labels. */
+    scaf_buf_printf(b, ",\"job\":");
+    if (daemon->job)
+        scaf_buf_json_string(b, daemon->job);
+    else
+        scaf_buf_printf(b, "null");
     scaf_buf_printf(b, ",\"cpus\":%u,\"available\":%u,\"foreign\":%.3f,\"rate_hz\":%g,\"chunk\":%u,\"time\":%.6f,",
                     daemon->cpus, daemon->available, daemon->foreign, daemon->rate_hz, daemon->chunk, daemon->time);
     cgroup_json(b, daemon);

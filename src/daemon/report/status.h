@@ -15,6 +15,7 @@ struct scaf_client;
 /* The daemon-wide fields of the status object. */
 struct scaf_status_daemon {
     const char *policy;
+    const char *job; /* --job, or NULL */
     uint32_t cpus;
     uint32_t available;
     double foreign;
