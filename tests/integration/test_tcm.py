@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,14 +59,18 @@ def built() -> None:
 class Tbb:
     """One TBB test program, under `scaf run` on SOCKET (or plain when None), stopped through a stop file."""
 
-    def __init__(self, exe: Path, socket: str | None, env: dict[str, str] | None = None):
+    def __init__(self, exe: Path, socket: str | None, env: dict[str, str] | None = None,
+                 argv: list[str] | None = None):
         self.exe = exe
         self.dir = short_tmpdir()
         self.stop_file = os.path.join(self.dir, "stop")
         self.idle_file = os.path.join(self.dir, "idle")  # no round starts while it exists
         self.out = os.path.join(self.dir, "out")
         self.err = os.path.join(self.dir, "err")
-        argv = [str(exe), "--n", N, "--rounds", "3", "--stop", self.stop_file, "--idle", self.idle_file]
+        if argv is not None:  # another program with the same output (numba_tbb.py): ARGV, then --stop FILE
+            argv = [*argv, "--stop", self.stop_file]
+        else:
+            argv = [str(exe), "--n", N, "--rounds", "3", "--stop", self.stop_file, "--idle", self.idle_file]
         if socket is not None:
             argv = [str(SCAF), "run", "--no-start", "--socket", socket, "--", *argv]
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
@@ -372,3 +377,39 @@ def test_an_idle_tbb_program_leaves_its_share_to_others(scafd_factory: Callable[
         rc = o.wait(timeout=60)
     assert rc == 0
     same_results(a.stop(), plain["tbb_for"][0])
+
+
+NUMBA = Path(__file__).parents[1] / "progs" / "numba_tbb.py"
+NUMBA_N = "4000000"  # rounds long enough for the worker to join on a busy 2-core machine
+
+
+def test_numba_on_tbb_follows_the_share(scafd_factory: Callable[..., Daemon], procs: list[Tbb]) -> None:
+    """numba's prange on its tbb threading layer (pip's numba and tbb): python under scaf run gets the TCM
+    provider, numba's oneTBB becomes a client, and the threads its rounds ran on follow the share 2 -> 1 -> 2,
+    with the plain run's results. numba's tbbpool extension has no RPATH and pip's tbb wheel installs
+    libtbb.so.12 into the venv's lib/, off the loader's path: without LD_LIBRARY_PATH it would load the
+    system's (Debian's 2021.8, which asks no TCM)."""
+    env = {"NUMBA_THREADING_LAYER": "tbb", "LD_LIBRARY_PATH": str(VENV_LIB)}
+    r = subprocess.run([sys.executable, str(NUMBA), NUMBA_N, "2"], capture_output=True, text=True, timeout=300,
+                       env=plain_env(env), check=False)
+    assert r.returncode == 0 and "layer=tbb" in r.stdout, r.stdout + r.stderr
+    plain_result = rounds(r.stdout)[0]["result"]
+
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    py = Path(os.path.realpath(sys.executable))
+    m = Tbb(py, d.socket, env, argv=[sys.executable, str(NUMBA), NUMBA_N, "3"])
+    procs.append(m)
+    pm = m.pid()
+    st = at(d, [pm], 2, "the numba process as a client at 2 threads")
+    assert client_of(st, pm)["regions"] == 0, "numba's OpenMP layer is not in use: the TCM permit made it a client"
+    mostly(m.more(4, "numba's rounds alone"), 2, share=0.5)
+
+    a = Tbb(FOR, d.socket)
+    procs.append(a)
+    pa = a.pid()
+    at(d, [pm, pa], 1, "numba and a TBB program at 1 thread each")
+    mostly(m.more(4, "numba's rounds beside the TBB program"), 1)
+    a.stop()
+    at(d, [pm], 2, "numba alone again at 2 threads")
+    mostly(m.more(4, "numba's rounds alone again"), 2, share=0.5)
+    same_results(m.stop(), plain_result)
