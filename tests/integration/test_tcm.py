@@ -67,7 +67,9 @@ class Tbb:
         self.idle_file = os.path.join(self.dir, "idle")  # no round starts while it exists
         self.out = os.path.join(self.dir, "out")
         self.err = os.path.join(self.dir, "err")
+        self.script: str | None = None
         if argv is not None:  # another program with the same output (numba_tbb.py): ARGV, then --stop FILE
+            self.script = argv[1]
             argv = [*argv, "--stop", self.stop_file]
         else:
             argv = [str(exe), "--n", N, "--rounds", "3", "--stop", self.stop_file, "--idle", self.idle_file]
@@ -116,7 +118,12 @@ class Tbb:
                 kids = []
             for k in kids:
                 try:
-                    if os.readlink(f"/proc/{k}/exe") == str(self.exe):
+                    if os.readlink(f"/proc/{k}/exe") != str(self.exe):
+                        continue
+                    # A python script: `scaf run` (python too) forks briefly for ldconfig; argv[1] tells them apart.
+                    with open(f"/proc/{k}/cmdline", "rb") as f:
+                        cmd = f.read().split(b"\0")
+                    if self.script is None or (len(cmd) > 1 and cmd[1] == self.script.encode()):
                         return k
                 except OSError:
                     pass
