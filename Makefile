@@ -35,7 +35,7 @@ INSTALL_VARS = DESTDIR='$(DESTDIR)' prefix='$(prefix)' bindir='$(bindir)' sbindi
 # wheel in the venv) by clang and by gcc: the LLVM/Intel layer's test programs.
 IOMP5   := $(VENV)/lib/libiomp5.so
 
-.PHONY: all build-all c asan py workloads-omp test test-unit test-py test-corpus lint cycles demo clean help
+.PHONY: all build-all c asan py workloads-omp tbb-progs test test-unit test-py test-corpus lint cycles demo clean help
 
 # The entry points a user types first (make, make demo, make test, make install, make fuzz) install
 # the Debian packages they need with tools/deps (the project's one list of them; quiet and quick
@@ -44,10 +44,11 @@ all:
 	@tools/deps build
 	@$(MAKE) --no-print-directory build-all
 
-build-all: c py workloads-omp
+build-all: c py workloads-omp tbb-progs
 
 help:
-	@echo "make          build daemon, layers, workloads (gcc, clang, libiomp5) and the scaf command into build/"
+	@echo "make          build daemon, layers, workloads (gcc, clang, libiomp5), the oneTBB test programs"
+	@echo "              (g++, pip's tbb) and the scaf command into build/"
 	@echo "make demo     run two workloads unmodified and under scaf, print the table (gcc only, no clang)"
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
 	@echo "              (each of make, make demo, make test, make install first runs tools/deps:"
@@ -73,6 +74,18 @@ workloads-omp: c py
 	cmake --build $(BUILD)/cmake-iomp5-clang -j$(JOBS)
 	cmake -S . -B $(BUILD)/cmake-iomp5-gcc -DCMAKE_C_COMPILER=gcc -DSCAF_OUT=$(BUILD) -DSCAF_WORKLOADS_ONLY=workloads-iomp5-gcc -DSCAF_WORKLOADS_OMPLIB=$(IOMP5) >/dev/null
 	cmake --build $(BUILD)/cmake-iomp5-gcc -j$(JOBS)
+
+# The oneTBB test programs (tests/integration/test_tcm.py, scaf bench pairs --program), built by g++
+# against the pinned tbb and tbb-devel wheels in the venv: headers from tbb-devel, libtbb.so.12
+# from tbb (found at run time through the RUNPATH, as a pip user's program finds it).
+# tbb_omp also has OpenMP regions (libgomp): one process, two runtimes.
+TBB_PROGS := $(BUILD)/tbb/tbb_for $(BUILD)/tbb/tbb_reduce $(BUILD)/tbb/tbb_omp
+tbb-progs: $(TBB_PROGS)
+
+$(BUILD)/tbb/%: tests/progs/%.cpp tests/progs/tbb_probe.h $(VENV)/.stamp
+	mkdir -p $(BUILD)/tbb
+	g++ -std=c++17 -O2 -Wall -Wextra -Werror $(if $(filter tbb_omp,$*),-fopenmp) -isystem $(VENV)/include $< \
+		-o $@ -L$(VENV)/lib -l:libtbb.so.12 -Wl,-rpath,$(VENV)/lib -pthread
 
 asan:
 	cmake -S . -B $(ASAN)/cmake -DSCAF_OUT=$(ASAN) -DSCAF_SANITIZE=ON >/dev/null

@@ -15,7 +15,7 @@
  * All integers are native-endian: both ends run on the same machine.
  */
 #define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
-#define SCAF_PROTO_VERSION 4u
+#define SCAF_PROTO_VERSION 5u
 
 #define SCAF_NAME_MAX 16     /* like TASK_COMM_LEN, NUL included */
 #define SCAF_CPUSET_WORDS 16 /* 1024 CPUs */
@@ -175,7 +175,12 @@ struct scaf_page {
      * daemon never confines such a client to fewer CPUs than that team (protocol 4). */
     _Atomic uint32_t rigid_team;
     _Atomic uint32_t rigid_regions;
-    uint8_t client_reserved[56];
+    /* The most threads the client can use now (protocol 5), 0 = not said (no limit): a client whose
+     * only parallelism is oneTBB through TCM permits says 1 once they have all been inactive or idle
+     * for a while, and what they ask as soon as one is active again. The daemon never allocates it
+     * more, so the other clients get those contexts meanwhile. */
+    _Atomic uint32_t wanted;
+    uint8_t client_reserved[52];
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
 static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");

@@ -110,6 +110,26 @@ def test_max_threads_caps_the_share(scafd: Daemon) -> None:
     s2.close()
 
 
+def test_wanted_caps_the_share_and_the_rest_goes_to_others(scafd: Daemon) -> None:
+    """A client that says it can use fewer threads now (protocol 5's `wanted`: idle oneTBB permits) gets no
+    more, and equipartition gives the rest to the other; 0 is no limit, and more than it may have changes nothing."""
+    s1, p1, _ = wire.register(scafd.socket, 4)
+    s2, p2, _ = wire.register(scafd.socket, 4)
+    scafd.wait_for(lambda s: threads_by_id(s) == [2, 2], what="two equal shares")
+    p1.set_u32("wanted", 1)
+    st = scafd.wait_for(lambda s: threads_by_id(s) == [1, 3], what="the first client's contexts to the other")
+    assert [c["wanted"] for c in sorted(st["clients"], key=lambda c: c["id"])] == [1, 0]
+    assert p1.threads == 1 and p2.threads == 3
+    p1.set_u32("wanted", 0)
+    scafd.wait_for(lambda s: threads_by_id(s) == [2, 2], what="equal shares again without a limit")
+    p1.set_u32("wanted", 99)
+    st = scafd.wait_for(lambda s: [c["wanted"] for c in sorted(s["clients"], key=lambda c: c["id"])] == [99, 0],
+                        what="a large wanted shown")
+    assert threads_by_id(st) == [2, 2]
+    s1.close()
+    s2.close()
+
+
 def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
     s1, p1, _ = wire.register(scafd.socket, 3, flags=wire.HELLO_F_NONMALLEABLE)
     s2, p2, _ = wire.register(scafd.socket, 8)
@@ -190,7 +210,7 @@ CLIENT = {
     "id": int, "pid": int, "uid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
     "estimate": str, "long_region": bool, "experiments": int, "gang": int, "verdict": str, "verdict_source": str,
-    "reason": str, "eff_threads": int, "probing": bool, "control": str, "rigid_team": int,
+    "reason": str, "eff_threads": int, "probing": bool, "control": str, "rigid_team": int, "wanted": int,
 }
 
 

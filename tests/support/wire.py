@@ -70,7 +70,7 @@ PAGE_OFFSETS = {
     "cpuset": 32, "gang": 160, "client_flags": 224, "fixed_team": 228, "last_team": 232, "eff_threads": 236,
     "efficiency_ppm": 240, "estimate": 244, "experiment_pid": 248, "client_seq": 252,
     "regions": 256, "experiments": 264, "verdict": 272, "verdict_source": 276, "reason_seq": 280,
-    "reason": 288, "rigid_team": 488, "rigid_regions": 492,
+    "reason": 288, "rigid_team": 488, "rigid_regions": 492, "wanted": 496,
 }
 VERDICT_UNDECIDED, VERDICT_MALLEABLE, VERDICT_FIXED = 0, 1, 2
 GANG_OFF, GANG_RUN, GANG_WAIT = 0, 1, 2

@@ -185,9 +185,31 @@ static void concurrent_writer(void)
     CHECK(mixed == 0, "%lu of %lu reads mixed two reports", mixed, reads);
 }
 
+/* `wanted` (protocol 5): what the client can use now, 0 for no limit; more than the machine is the machine. */
+static void wanted(void)
+{
+    static const struct {
+        uint32_t written, want;
+    } cases[] = {{0, 0}, {1, 1}, {3, 3}, {SCAF_MAX_CPUS, SCAF_MAX_CPUS}, {SCAF_MAX_CPUS + 1, SCAF_MAX_CPUS},
+                 {0xffffffffu, SCAF_MAX_CPUS}};
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct scaf_page pg;
+        struct scaf_page_report rep;
+
+        memset(&pg, 0, sizeof pg);
+        atomic_store(&pg.wanted, cases[i].written);
+        scaf_page_report_init(&rep, 8);
+        scaf_page_read(&pg, 8, false, &rep);
+        CHECK(rep.wanted == cases[i].want, "wanted %u read as %u, want %u", cases[i].written, rep.wanted,
+              cases[i].want);
+    }
+}
+
 int main(void)
 {
     table();
+    wanted();
     reason();
     concurrent_writer();
     return check_exit("test_daemon_page");

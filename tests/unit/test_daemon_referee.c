@@ -443,6 +443,29 @@ static void collect(void)
         CHECK(out.fixed_team == cases[t].fixed_team && out.long_region == (t == 1), "%s: team, long region",
               cases[t].name);
     }
+    /* `wanted` (idle oneTBB permits) lowers the cap, never raises it; 0 is no limit. */
+    static const struct {
+        uint32_t max_threads, verdict, fixed_team, wanted, want_max;
+    } wants[] = {
+        {8, SCAF_VERDICT_UNDECIDED, 8, 0, 8},
+        {8, SCAF_VERDICT_UNDECIDED, 8, 1, 1},
+        {8, SCAF_VERDICT_MALLEABLE, 8, 3, 3},
+        {4, SCAF_VERDICT_MALLEABLE, 4, 9, 4},
+        {8, SCAF_VERDICT_FIXED, 3, 2, 2},
+        {8, SCAF_VERDICT_FIXED, 3, 5, 3},
+    };
+    for (size_t t = 0; t < sizeof wants / sizeof wants[0]; t++) {
+        struct scaf_page_report rep;
+        struct scaf_referee_client out;
+
+        scaf_page_report_init(&rep, wants[t].max_threads);
+        rep.verdict = wants[t].verdict;
+        rep.fixed_team = wants[t].fixed_team;
+        rep.wanted = wants[t].wanted;
+        scaf_referee_collect(&rep, wants[t].max_threads, NULL, &out);
+        CHECK(out.pol.max_threads == wants[t].want_max, "wanted %u of %u: max_threads %u, want %u", wants[t].wanted,
+              wants[t].max_threads, out.pol.max_threads, wants[t].want_max);
+    }
 }
 
 /* What a report may claim: p' at most max_threads (a fixed team's team) and cpus; nothing else changes. */

@@ -36,8 +36,13 @@ as it is malleable (below).
 
 scaf run
   - says on stderr at once when CMD loads a parallel runtime that scaf cannot
-    steer (Intel TBB, a statically linked OpenMP runtime) or two OpenMP
-    runtimes (then it runs CMD without the layer),
+    steer (a oneTBB older than 2021.11, a statically linked OpenMP runtime)
+    or two OpenMP runtimes (then it runs CMD without the layer),
+  - for a program linked with oneTBB 2021.11 or later, and for python and
+    other interpreters that may load it later, also preloads libscaf_tcm.so,
+    the Thread Composability Manager oneTBB asks for its worker threads:
+    they follow CMD's share too (an Intel libtcm.so.1 beside libtbb is not
+    used then),
   - appends the layer to LD_PRELOAD (keeping any libraries already there),
   - sets SCAF_SOCKET to the socket it resolved, so the layer talks to the
     same daemon,
@@ -330,12 +335,16 @@ def main(args: argparse.Namespace) -> int:
     layer = paths.layer(choice.layer) if choice.layer else None
     if args.verbose:
         _err(f"layer {layer.name if layer else 'none'} for {choice.runtime}: {choice.reason}")
-    if layer is not None:
-        if not layer.is_file():
-            _err(f"the layer {layer} is missing; run make")
+    # The TCM provider only forwards to the layer: never without one.
+    provider = paths.tcm_provider() if choice.tcm and layer is not None else None
+    for lib in (layer, provider):
+        if lib is None:
+            continue
+        if not lib.is_file():
+            _err(f"the layer {lib} is missing; run make")
             return EXIT_SCAF
-        if any(c in str(layer) for c in " :"):
-            _err(f"the layer's path {layer} has a space or a colon, which LD_PRELOAD cannot carry; "
+        if any(c in str(lib) for c in " :"):
+            _err(f"the layer's path {lib} has a space or a colon, which LD_PRELOAD cannot carry; "
                  "build scaf in another directory")
             return EXIT_SCAF
     sock = args.socket or paths.default_socket()
@@ -346,6 +355,10 @@ def main(args: argparse.Namespace) -> int:
         if code:
             return code
     env = dict(os.environ)
+    if provider is not None:
+        # Before the layer, which stays last (its place is what users and tools look for); the
+        # provider finds the layer by name when oneTBB first calls it, whatever the order.
+        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(provider))
     if layer is not None:
         env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
         env.update(paths.wait_defaults(env, choice.layer or "gomp"))

@@ -37,6 +37,6 @@ def resolve(cmd: str, env_path: str | None) -> tuple[str | None, int]:
 
 def strip_layer(preload: str) -> str:
     """LD_PRELOAD without scaf's layer, space-separated (for processes that are no OpenMP clients)."""
-    layers = {str(paths.layer("gomp")), str(paths.layer("omp"))}
+    layers = {str(paths.layer("gomp")), str(paths.layer("omp")), str(paths.tcm_provider())}
     keep = [p for p in preload.replace(":", " ").split() if p not in layers]
     return " ".join(keep)

@@ -43,6 +43,11 @@ def layer(kind: str = "gomp") -> Path:
     return lib_dir() / ("libscaf_omp.so" if kind == "omp" else "libscaf_gomp.so")
 
 
+def tcm_provider() -> Path:
+    """libscaf_tcm.so (soname libtcm.so.1): the Thread Composability Manager oneTBB loads under scaf run."""
+    return lib_dir() / "libscaf_tcm.so"
+
+
 def policy_lib() -> Path:
     return lib_dir() / "libscaf_policy.so"
 

@@ -12,7 +12,7 @@ from scaf.lib.trust import UntrustedDaemon
 __all__ = ["BadStatus", "DaemonUnavailable", "UntrustedDaemon", "connect", "status"]
 
 MAGIC = 0x46414353
-VERSION = 4
+VERSION = 5
 
 MSG_STATUS_REQ = 4
 MSG_STATUS_REPLY = 5

@@ -24,10 +24,17 @@ STEERABLE = {
     "libiomp5": ("omp", "Intel libiomp5"),
 }
 
-# Parallel runtimes with their own thread pool that scaf cannot steer, and why.
-UNSTEERABLE = {
-    "libtbb": "Intel TBB (oneTBB) schedules its own worker threads",
-}
+# Parallel runtimes with their own thread pool that scaf cannot steer, and why. oneTBB is steered
+# through the Thread Composability Manager interface when it has one (tbb_info, below).
+UNSTEERABLE: dict[str, str] = {}
+
+# The TCM provider `scaf run` preloads for oneTBB (soname libtcm.so.1; docs/layer.md, "oneTBB through TCM").
+TCM_PROVIDER = "libscaf_tcm.so"
+# The first oneTBB release that asks a TCM for its workers (src/tbb/tcm_adaptor.cpp, November 2023).
+TBB_TCM_FIRST = "2021.11"
+# Interpreters that may load oneTBB long after start (numba's tbb threading layer): the provider is
+# preloaded for them too, as the layer's helper watches them for BLAS pools (src/layer/core/client.c).
+_INTERPRETERS = re.compile(r"^(python|pypy|R$|Rscript$|julia|octave)")
 
 # Symbols that only a runtime's own code defines: a program that defines them has one linked in.
 STATIC_MARKERS = {
@@ -58,6 +65,37 @@ class Choice:
     runtime: str
     reason: str
     warning: str | None = None  # said on stderr at once: a runtime scaf cannot steer, or two runtimes
+    tcm: bool = False  # also preload the TCM provider: oneTBB's workers follow the share
+
+
+@dataclass
+class Tbb:
+    """One oneTBB library: its version as it states it, and whether it asks a TCM for its workers."""
+
+    path: str
+    version: str  # "2021.8"; "" when the library does not say
+    tcm: bool
+
+    def label(self) -> str:
+        return f"oneTBB {self.version or '(version unknown)'} ({self.path})"
+
+
+_TBB_VERSION = re.compile(rb"oneTBB: VERSION\t+([0-9][0-9.]*)")
+
+
+def tbb_info(path: str) -> Tbb:
+    """Reads libtbb's own version string and looks for the TCM entry point it resolves by name (never runs it)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(64 << 20)
+    except OSError:
+        return Tbb(path, "", False)
+    m = _TBB_VERSION.search(data)
+    return Tbb(path, m.group(1).decode() if m else "", b"tcmConnect" in data)
+
+
+def is_interpreter(program: str) -> bool:
+    return _INTERPRETERS.match(os.path.basename(program)) is not None
 
 
 def _family(soname: str) -> str:
@@ -204,6 +242,12 @@ def choose(program: str, env: dict[str, str] | None = None) -> Choice:
             kind, label = STEERABLE[fam]
             kinds.setdefault(kind, f"{label} ({where})")
     foreign = sorted({UNSTEERABLE[_family(s)] for s in deps.found if UNSTEERABLE.get(_family(s))})
+    tbbs = [tbb_info(where) for soname, where in sorted(deps.found.items()) if _family(soname) == "libtbb"]
+    for t in tbbs:
+        if not t.tcm:
+            foreign.append(f"{t.label()} schedules its own worker threads and asks no Thread Composability "
+                           f"Manager for them (oneTBB does from {TBB_TCM_FIRST} on)")
+    tcm = any(t.tcm for t in tbbs) or is_interpreter(_interpreter(program) or program)
     warning = None
     if deps.static:
         foreign.insert(0, f"it contains {deps.static[0]}, which scaf cannot reach by preloading")
@@ -214,9 +258,11 @@ def choose(program: str, env: dict[str, str] | None = None) -> Choice:
         return Choice(None, "two OpenMP runtimes", f"it loads {both}",
                       f"{os.path.basename(program)} loads two OpenMP runtimes ({both}); scaf steers a process "
                       "with one only: running it without the layer, unsteered")
+    steered = [t for t in tbbs if t.tcm]
+    tbb_note = f", and {steered[0].label()} through {TCM_PROVIDER}" if steered else ""
     if "omp" in kinds:
-        return Choice("omp", kinds["omp"], "from its dynamic dependencies", warning)
+        return Choice("omp", kinds["omp"] + tbb_note, "from its dynamic dependencies", warning, tcm)
     if "gomp" in kinds:
-        return Choice("gomp", kinds["gomp"], "from its dynamic dependencies", warning)
+        return Choice("gomp", kinds["gomp"] + tbb_note, "from its dynamic dependencies", warning, tcm)
     why = "not an ELF program" if deps.not_elf else "no OpenMP runtime among its dynamic dependencies"
-    return Choice("gomp", "GNU libgomp (default)", why, warning)
+    return Choice("gomp", "GNU libgomp (default)" + tbb_note, why, warning, tcm)

@@ -27,7 +27,7 @@ CLIENT: dict[str, tuple[type, ...]] = {
     "id": (int,), "pid": (int,), "name": (str,), "threads": (int,), "share": (int,), "malleable": (bool,),
     "cpuset": (list,), "nlwp": (int,), "max_threads": (int,), "last_team": (int,), "regions": (int,),
     "coef": NUMBER, "estimate": (str,), "verdict": (str,), "verdict_source": (str,), "reason": (str,),
-    "efficiency": NUMBER, "control": (str,), "rigid_team": (int,),
+    "efficiency": NUMBER, "control": (str,), "rigid_team": (int,), "wanted": (int,),
 }
 CLIENT_REQUIRED: tuple[str, ...] = ()  # a daemon may show other users' clients with fewer fields
 NULLABLE = {"efficiency", "reason", "verdict_source"}

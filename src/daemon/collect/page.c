@@ -87,6 +87,9 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
     if (r->rigid_team > SCAF_MAX_CPUS)
         r->rigid_team = SCAF_MAX_CPUS; /* the page is untrusted: a huge team is the machine */
     r->rigid_regions = atomic_load_explicit(&pg->rigid_regions, memory_order_relaxed);
+    r->wanted = atomic_load_explicit(&pg->wanted, memory_order_relaxed);
+    if (r->wanted > SCAF_MAX_CPUS)
+        r->wanted = SCAF_MAX_CPUS; /* the page is untrusted: more than the machine is no limit at all */
     r->experiment_pid = atomic_load_explicit(&pg->experiment_pid, memory_order_relaxed);
     r->regions = atomic_load_explicit(&pg->regions, memory_order_relaxed);
     r->experiments = atomic_load_explicit(&pg->experiments, memory_order_relaxed);

@@ -262,6 +262,9 @@ void scaf_referee_collect(const struct scaf_page_report *report, uint32_t max_th
     memset(out, 0, sizeof *out);
     /* A fixed team gains nothing from more CPUs than it has threads. */
     out->pol.max_threads = fixed && report->fixed_team < max_threads ? report->fixed_team : max_threads;
+    /* A client that says it can use fewer threads now (idle oneTBB permits) leaves the rest to others. */
+    if (report->wanted > 0 && report->wanted < out->pol.max_threads)
+        out->pol.max_threads = report->wanted;
     out->pol.prev = prev ? prev->share : 0;
     /* The policy re-uses last round's model when a client has no new point (p' = 1). */
     out->pol.prev_coef = prev ? prev->coef : 0.0;

@@ -32,8 +32,9 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     scaf_buf_printf(b, ",\"coef\":%.6g,\"estimate\":\"%s\",\"long_region\":%s,\"experiments\":%llu",
                     isfinite(c->alloc.coef) ? c->alloc.coef : 0.0, scaf_estimate_name(r->estimate),
                     r->long_region ? "true" : "false", (unsigned long long)r->experiments);
-    scaf_buf_printf(b, ",\"gang\":%u,\"control\":\"%s\",\"rigid_team\":%u", c->alloc.gang_slot,
-                    c->alloc.control == SCAF_CONTROL_CPUSET ? "cpuset" : "threads", c->alloc.rigid);
+    scaf_buf_printf(b, ",\"gang\":%u,\"control\":\"%s\",\"rigid_team\":%u,\"wanted\":%u",
+                    c->alloc.gang_slot, c->alloc.control == SCAF_CONTROL_CPUSET ? "cpuset" : "threads",
+                    c->alloc.rigid, r->wanted);
     scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", r->eff_threads,
                     c->state.probe.probe_since_ns || c->state.shrink.probe_since_ns ? "true" : "false");
     scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),

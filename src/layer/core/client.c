@@ -100,6 +100,8 @@ static void start_pool_watch(void)
         scaf_layer_log("no helper thread (%s): thread pools not watched", strerror(errno));
 }
 
+static _Atomic int initialised;
+
 void scaf_client_init(int max_threads, const char *unusable)
 {
     scaf_settings_read();
@@ -113,6 +115,12 @@ void scaf_client_init(int max_threads, const char *unusable)
     scaf_conn_init(scaf_settings.disable);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     start_pool_watch();
+    atomic_store(&initialised, 1);
+}
+
+int scaf_client_ready(void)
+{
+    return atomic_load(&initialised);
 }
 
 struct scaf_page *scaf_client_connect(void)

@@ -12,6 +12,9 @@ struct scaf_page;
  */
 void scaf_client_init(int max_threads, const char *unusable);
 
+/* Nonzero once scaf_client_init ran (an adapter that is not the OpenMP one must not connect before). */
+int scaf_client_ready(void);
+
 /*
  * The first connect (thread-safe; only the first caller connects), then the
  * helper thread. Returns the page, or NULL when the layer is (now) inert.

@@ -16,6 +16,7 @@
 #include "bound.h"
 #include "conn.h"
 #include "page.h"
+#include "permit.h"
 #include "pool.h"
 #include "say.h"
 
@@ -203,6 +204,8 @@ static void *helper_main(void *arg)
         apply_control(p, &applied);
         /* Pools take the allocation here, between their calls: docs/layer.md says why that is safe. */
         scaf_pool_poll(p);
+        /* Permits (oneTBB's arenas) are renegotiated here, from this thread only: core/permit.h. */
+        scaf_permit_poll(p);
         scaf_page_sleep(p, seq, TICK_MS);
         scaf_estimate_long_region_check(0);
         if (scaf_conn_lost())

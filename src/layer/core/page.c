@@ -77,6 +77,11 @@ void scaf_page_sleep(struct scaf_page *p, uint32_t seq, unsigned ms)
     syscall(SYS_futex, (uint32_t *)&p->seq, FUTEX_WAIT, seq, &ts, NULL, 0);
 }
 
+void scaf_page_wake(struct scaf_page *p)
+{
+    syscall(SYS_futex, (uint32_t *)&p->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 /* ---- the client's half ---- */
 
 void scaf_page_publish_estimate(struct scaf_page *p, double efficiency, unsigned team, uint32_t kind)

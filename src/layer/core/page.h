@@ -69,6 +69,9 @@ static inline uint32_t scaf_page_seq(const struct scaf_page *p)
 /* Sleeps until the daemon changes the page (seq != `seq`) or `ms` passed. */
 void scaf_page_sleep(struct scaf_page *p, uint32_t seq, unsigned ms);
 
+/* Wakes the helper from scaf_page_sleep before its tick (it then looks at everything again). */
+void scaf_page_wake(struct scaf_page *p);
+
 /* ---- the client's half: every write goes through here ---- */
 
 /* One more outermost region (relaxed: the daemon only samples it). */
@@ -89,6 +92,17 @@ static inline void scaf_page_note_rigid(struct scaf_page *p, unsigned team)
 {
     atomic_store_explicit(&p->rigid_team, team, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->rigid_regions, 1, memory_order_relaxed);
+}
+
+/* The most threads the client can use now, 0 for no limit (relaxed: the daemon samples it). */
+static inline void scaf_page_set_wanted(struct scaf_page *p, unsigned n)
+{
+    atomic_store_explicit(&p->wanted, n, memory_order_relaxed);
+}
+
+static inline unsigned scaf_page_wanted(const struct scaf_page *p)
+{
+    return atomic_load_explicit(&((struct scaf_page *)p)->wanted, memory_order_relaxed);
 }
 
 static inline unsigned scaf_page_last_team(const struct scaf_page *p)

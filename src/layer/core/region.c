@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "client.h"
+#include "permit.h"
 #include "site.h"
 #include "team.h"
 #include "tlscheck.h"
@@ -65,6 +66,8 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
             t = scaf_team_decide(&in);
     }
     r->team = t.team;
+    if (r->team > 1)
+        scaf_permit_note_region((int)r->team - 1);
     scaf_page_set_last_team(p, t.team);
     /* A clause other than the default, or a fixed team: a team the daemon must place, not shrink.
      * First looks are not reported: one instance each, and a steered client is never confined. */
@@ -95,6 +98,8 @@ unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), v
 
 void scaf_region_end_live(struct scaf_region_rec *r)
 {
+    if (r->team > 1)
+        scaf_permit_note_region(1 - (int)r->team);
     scaf_malleable_region_end(&r->mall, r->team);
     if (r->est_on)
         scaf_estimate_end(&r->est);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from scaf.lib import paths
+from scaf.lib import paths, runtimes
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,12 @@ def partition(cpus: list[int], slot: int, nslots: int) -> list[int]:
 
 
 def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
-                     socket: str | None, workload: str = "") -> tuple[dict[str, str], list[int]]:
+                     socket: str | None, workload: str = "",
+                     program: str | None = None) -> tuple[dict[str, str], list[int]]:
     """(environment additions, CPU set) for one program of a pair under `config`; the layer follows the
-    workload's build (name@clang and the libiomp5 builds: libscaf_omp.so)."""
+    workload's build (name@clang and the libiomp5 builds: libscaf_omp.so), or for a user's PROGRAM (its
+    resolved executable) what `scaf run` would preload: the layer by its runtime, and libscaf_tcm.so
+    before it for oneTBB."""
     env: dict[str, str] = {}
     mine = list(cpus)
     if config == "omp-dynamic":
@@ -82,7 +85,12 @@ def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
     elif CONFIGS[config].policy is not None:
         assert socket is not None
         kind = paths.workload_layer(workload)
-        env["LD_PRELOAD"] = str(paths.layer(kind))
+        preload = [str(paths.layer(kind))]
+        if program is not None:
+            choice = runtimes.choose(program)
+            kind = choice.layer or "gomp"
+            preload = ([str(paths.tcm_provider())] if choice.tcm else []) + [str(paths.layer(kind))]
+        env["LD_PRELOAD"] = ":".join(preload)
         env["SCAF_SOCKET"] = socket
         env.update(paths.wait_defaults(dict(os.environ), kind))
         env.update(dict(CONFIGS[config].env))

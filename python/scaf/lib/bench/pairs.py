@@ -36,8 +36,10 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
                 record["alloc_log"] = str(log.relative_to(out))
             progs = []
             for slot, name in enumerate((a, b)):
+                user = (programs or {}).get(name)
                 extra, mine = configs.program_settings(config, slot, 2, cpus,
-                                                       daemon.socket if daemon else None, name)
+                                                       daemon.socket if daemon else None, name,
+                                                       user.argv[0] if user is not None else None)
                 env = runner.base_env(tag)
                 env.update(extra)
                 progs.append(common.bench_program(name, size, env, mine, extra, programs))
