@@ -112,6 +112,8 @@ static _Thread_local uint64_t entered; /* the permit this thread registered with
 
 /* The division of a mixed process's share (permit.h): OpenMP threads busy now beyond one per region. */
 static _Atomic int omp_busy;
+/* Mirrors nopen > 0 for the region path, which reads it without the lock (permit.h). */
+_Atomic int scaf_permit_any;
 /* The last split gave permits less because of busy OpenMP threads: they want it back when those end. */
 static _Atomic int squeezed;
 
@@ -211,6 +213,7 @@ int scaf_permit_open(unsigned min, unsigned max, unsigned state, int callers_ent
         s->arg = arg;
         atomic_store(&s->threads, 0);
         nopen++;
+        atomic_store_explicit(&scaf_permit_any, 1, memory_order_relaxed);
         resplit();
         s->told = s->grant;
         s->told_state = s->state;
@@ -294,6 +297,7 @@ static void close_slot(unsigned i)
     slots[i].notify = NULL;
     slots[i].owner = slots[i].arg = NULL;
     nopen--;
+    atomic_store_explicit(&scaf_permit_any, nopen > 0, memory_order_relaxed);
     resplit();
 }
 

@@ -2,6 +2,7 @@
 #ifndef SCAF_LAYER_PERMIT_H
 #define SCAF_LAYER_PERMIT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct scaf_page;
@@ -64,10 +65,18 @@ unsigned scaf_permit_count(void);
  * next request or the helper's next tick. The region itself takes the share
  * as it would alone: oneTBB's workers linger a little after each algorithm
  * (they spin before they give their arena up), and a program that calls one
- * runtime after the other would otherwise run its OpenMP regions short. One
- * relaxed atomic add: it sits on the region path.
+ * runtime after the other would otherwise run its OpenMP regions short. It
+ * sits on the region path, so it is called only while a permit is open.
  */
 void scaf_permit_note_region(int delta);
+
+/*
+ * Nonzero while a permit is open. The region path counts its threads only
+ * then, so a process without oneTBB pays one relaxed load per region and no
+ * atomic add; a region that began before the first permit opened is not
+ * counted (the split lags by that one region).
+ */
+extern _Atomic int scaf_permit_any;
 
 /*
  * Helper thread, each tick and at each page change: splits the page's

@@ -66,7 +66,8 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
             t = scaf_team_decide(&in);
     }
     r->team = t.team;
-    if (r->team > 1)
+    r->permit = r->team > 1 && atomic_load_explicit(&scaf_permit_any, memory_order_relaxed);
+    if (r->permit)
         scaf_permit_note_region((int)r->team - 1);
     scaf_page_set_last_team(p, t.team);
     /* A clause other than the default, or a fixed team: a team the daemon must place, not shrink.
@@ -98,7 +99,7 @@ unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), v
 
 void scaf_region_end_live(struct scaf_region_rec *r)
 {
-    if (r->team > 1)
+    if (r->permit)
         scaf_permit_note_region(1 - (int)r->team);
     scaf_malleable_region_end(&r->mall, r->team);
     if (r->est_on)

@@ -35,6 +35,7 @@ struct scaf_region_rec {
     unsigned team;              /* the team it ran with (the runtime's own count when not ours) */
     unsigned char live;         /* connected and outermost: scaf_region_end has work to do */
     unsigned char est_on;       /* the estimator timed it */
+    unsigned char permit;       /* counted among the OpenMP threads that oneTBB's permits give way to */
 };
 
 /*
