@@ -82,6 +82,7 @@ struct scafd {
     /* What the end-of-batch step has to do: set by the handlers, cleared by the step. */
     bool referee_due;     /* the referee timer fired, or SIGUSR1 changed the policy */
     bool members_changed; /* a client arrived or left */
+    uint64_t departures;  /* clients that have left since start: the loop settles after a batch that adds one */
     bool log_due;         /* a client came or went since the last --log line */
     bool welcomes_due;    /* a registered client waits for its WELCOME */
     bool status_due;      /* a status reply waits: the pages are decoded for it */

@@ -253,6 +253,29 @@ def test_sigkilled_client_share_goes_to_the_others(scafd: Daemon, procs: list[Cl
     s.close()
 
 
+def test_clients_that_end_together_leave_in_one_turn(scafd: Daemon, procs: list[ClientProc]) -> None:
+    """Two programs killed a few milliseconds apart (a job cancelled, a process group killed) leave the
+    daemon in one referee turn: no log line shows one of them gone and the other still holding a share."""
+    s, p, _ = wire.register(scafd.socket, 8)
+    pair = [ClientProc(scafd.socket), ClientProc(scafd.socket)]
+    procs.extend(pair)
+    pids = {c.pid for c in pair}
+    scafd.wait_for(lambda st: {c["pid"] for c in st["clients"]} == pids | {os.getpid()}, what="three clients")
+    # One after the other, as Slurm's linuxproc and a shell's kill loop do: separate syscalls, so that
+    # the two sockets close in separate event batches unless the daemon waits for the second.
+    os.kill(pair[0].pid, signal.SIGKILL)
+    time.sleep(0.005)
+    os.kill(pair[1].pid, signal.SIGKILL)
+    for c in pair:
+        c.proc.wait()
+    st = scafd.wait_for(lambda st: len(st["clients"]) == 1, what="both killed clients gone")
+    assert st["clients"][0]["threads"] == 4 and p.threads == 4
+    seen = [{c["pid"] for c in ln["clients"]} & pids for ln in log_lines(scafd)]
+    last_both = max(i for i, x in enumerate(seen) if x == pids)
+    assert seen[last_both + 1:] == [set()], f"the two left in separate turns: {seen}"
+    s.close()
+
+
 def test_full_table_refused(scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--max-clients", "2")
     a, _, _ = wire.register(d.socket, 4)

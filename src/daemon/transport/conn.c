@@ -179,6 +179,7 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
         c->client.page = NULL;
         c->client.applied = false;
         d->members_changed = true;
+        d->departures++;
     } else {
         d->nopen--;
     }
