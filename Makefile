@@ -29,7 +29,10 @@ systemduserunitdir   ?= $(libdir)/systemd/user
 INSTALL_VARS = DESTDIR='$(DESTDIR)' prefix='$(prefix)' bindir='$(bindir)' sbindir='$(sbindir)' \
 	libdir='$(libdir)' pkglibdir='$(pkglibdir)' mandir='$(mandir)' docdir='$(docdir)' \
 	systemdsystemunitdir='$(systemdsystemunitdir)' systemduserunitdir='$(systemduserunitdir)' \
-	BUILD='$(BUILD)' PYTHON='$(PYTHON)'
+	BUILD='$(BUILD)' PYTHON='$(INSTALL_PYTHON)'
+# The installed scaf runs on the system's Python, which every user may run: a PYTHON of one's own
+# (pyenv, conda under a home) would leave the installed command to its owner alone.
+INSTALL_PYTHON ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,$(PYTHON))
 
 # The workloads built by clang (libomp), and against Intel's libiomp5 (from the intel-openmp
 # wheel in the venv) by clang and by gcc: the LLVM/Intel layer's test programs.

@@ -34,6 +34,16 @@ mkdir_rec() {
     created_dirs+=("$d")
 }
 
+# Whether users other than the owner may run FILE: it and every directory above its real path o+x.
+others_can_run() {
+    local p
+    p="$(readlink -f "$1")" || return 1
+    while [ "$p" != / ]; do
+        [ -n "$(find "$p" -maxdepth 0 -perm -o+x)" ] || return 1
+        p="$(dirname "$p")"
+    done
+}
+
 files=()
 put() { # put MODE SRC DEST: one file
     mkdir_rec "$(dirname "$3")"
@@ -82,6 +92,9 @@ do_install() {
     # tree also runs from DESTDIR or after being moved as a whole.
     say "python    $pkglibdir/venv"
     "$PYTHON" -m venv "$DESTDIR$pkglibdir/venv"
+    others_can_run "$DESTDIR$pkglibdir/venv/bin/python" ||
+        echo "install.sh: warning: $(readlink -f "$DESTDIR$pkglibdir/venv/bin/python") cannot be run by other" \
+            "users, so neither can the installed scaf; install with INSTALL_PYTHON=/usr/bin/python3" >&2
     "$DESTDIR$pkglibdir/venv/bin/python" -m pip install -q --disable-pip-version-check \
         --no-warn-script-location -r "$src/requirements-run.txt"
     local purelib

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Past this, a /proc file is not one scaf should be reading whole. */
@@ -61,6 +62,43 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
     if (n > 0 && buf[n - 1] == '\n')
         buf[--n] = '\0';
     return n;
+}
+
+int scaf_procfs_exiting(pid_t pid)
+{
+    enum { PF_EXITING = 0x4 }; /* include/linux/sched.h */
+    char buf[1024], *p, *end;
+    unsigned long long flags;
+
+    if (pid <= 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (scaf_procfs_read_pid(pid, "stat", buf, sizeof buf) < 0)
+        return errno == ENOENT || errno == ESRCH ? 0 : -1;
+    /* "pid (comm) S ppid pgrp session tty_nr tpgid flags ...": comm may hold anything, even ") ". */
+    p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || !p[2]) {
+        errno = EPROTO;
+        return -1;
+    }
+    if (p[2] == 'Z' || p[2] == 'X')
+        return 1;
+    p += 3;
+    for (int field = 0; field < 5; field++) { /* ppid pgrp session tty_nr tpgid */
+        p = strchr(p + 1, ' ');
+        if (!p) {
+            errno = EPROTO;
+            return -1;
+        }
+    }
+    errno = 0;
+    flags = strtoull(p + 1, &end, 10);
+    if (errno || end == p + 1) {
+        errno = EPROTO;
+        return -1;
+    }
+    return (flags & PF_EXITING) != 0;
 }
 
 ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap)

@@ -7,6 +7,7 @@
 #include "collect/lookout.h"
 #include "report/scoreboard.h"
 #include "transport/conn.h"
+#include "scaf/procfs.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -316,38 +317,48 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
 }
 
 /*
- * Programs ended together (a job cancelled, a process group killed) close their sockets within
- * milliseconds of each other, often in separate batches. After a batch in which a client left, the
- * loop goes on dispatching events until SETTLE_MS have passed without another departure
- * (SETTLE_MAX_MS at most) before the turn: they then leave in one turn, and the programs that stay
- * get the CPUs in one step instead of one departure at a time.
+ * Programs ended together (a job cancelled, a process group killed) close their sockets apart: the
+ * signals go out one kill() after another, and a process's descriptors close only once the kernel
+ * has torn down its memory, which for a large one takes a tenth of a second or more. After a batch in
+ * which a client left, the loop goes on dispatching events, without a turn, while a client is still
+ * on its way out (scaf_procfs_exiting) or until SETTLE_MS pass without another departure; SETTLE_MAX_MS
+ * at most. They then leave in one turn, and the programs that stay get the CPUs in one step instead
+ * of one departure at a time.
  */
 #define SETTLE_MS 50
-#define SETTLE_MAX_MS 250
+#define SETTLE_MAX_MS 1000
+#define SETTLE_POLL_MS 10
+
+static bool clients_exiting(const struct scafd *d)
+{
+    for (uint32_t i = 0; i < d->nclients; i++)
+        if (scaf_procfs_exiting(d->clients[i]->pid) == 1)
+            return true;
+    return false;
+}
 
 static void settle(struct scafd *d, struct epoll_event *evs, int nevs, uint64_t before)
 {
-    double now = scaf_clock_s(CLOCK_MONOTONIC);
-    double last = now, until = now + SETTLE_MAX_MS / 1000.0;
+    double start = scaf_clock_s(CLOCK_MONOTONIC), last = start;
 
     if (d->departures == before)
         return;
     while (!d->stop) {
-        double end = last + SETTLE_MS / 1000.0 < until ? last + SETTLE_MS / 1000.0 : until;
-        int wait_ms = (int)((end - now) * 1000.0 + 0.999);
+        double now = scaf_clock_s(CLOCK_MONOTONIC);
         int n;
 
-        if (wait_ms <= 0)
+        if (now - start >= SETTLE_MAX_MS / 1000.0)
+            break;
+        if (now - last >= SETTLE_MS / 1000.0 && !clients_exiting(d))
             break;
         before = d->departures;
-        n = epoll_wait(d->epfd, evs, nevs, wait_ms);
+        n = epoll_wait(d->epfd, evs, nevs, SETTLE_POLL_MS);
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n && !d->stop; i++)
             dispatch(d, &evs[i]);
-        now = scaf_clock_s(CLOCK_MONOTONIC);
         if (d->departures != before)
-            last = now;
+            last = scaf_clock_s(CLOCK_MONOTONIC);
     }
 }
 

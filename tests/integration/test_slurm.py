@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import json
 import os
@@ -12,12 +13,13 @@ import signal
 import subprocess
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCAF, Daemon
+from conftest import ROOT, SCAF
 from scaf.lib import paths
 from support import slurm, wire
 from support.users import real_users
@@ -257,10 +259,29 @@ def test_scancel_ends_the_programs_and_the_jobs_daemon(cluster: slurm.Slurm, top
         st = wait_status(sock, lambda s: len(s["clients"]) == 2, 120, "both programs clients", cluster)
         daemons.append(st["daemon_pid"])
         clients = [c["pid"] for c in st["clients"]]
+        # The daemon's view while the job is cancelled, as densely as it answers: its two clients
+        # leave in one turn, so no reply shows one of them gone and the other still there.
+        views: list[set[int]] = []
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                s = status_of(sock)
+                if s is None:
+                    return
+                views.append({c["pid"] for c in s["clients"]})
+                if not s["clients"]:
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         cluster.run(["scancel", jobid])
         cluster.wait_state(jobid, ("CANCELLED",), 60)
         for pid in clients:
             assert wait_gone(pid, 30), f"client {pid} outlived the cancelled job"
+        watcher.join(30)
+        stop.set()
+        assert views and all(v in (set(clients), set()) for v in views), f"the clients left in separate turns: {views}"
         assert wait_gone(st["daemon_pid"], 30), f"the job's daemon {st['daemon_pid']} outlived the cancelled job"
     log = (top / "tmp" / f"scaf-job{jobid}" / "scafd.log").read_text()
     assert "(--exit-with) has ended" in log and "no client is left: exiting" in log, log
@@ -295,31 +316,133 @@ def as_user(user: pwd.struct_passwd, sock: str) -> dict:
     return json.loads(data)
 
 
+@pytest.fixture(scope="module")
+def installed(top: Path) -> Path:
+    """docs/deploy.md's first step, `sudo make install`, into a DESTDIR under `top` (every user can read it).
+
+    Returns the installed prefix: `scaf`, `scafd`, the layers, the workloads and the systemd units.
+    """
+    dest = top / "dest"
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SCAF_BUILD")}
+    r = subprocess.run(["make", "-C", str(ROOT), "install", f"DESTDIR={dest}", f"PREFIX={PREFIX}"],
+                       capture_output=True, text=True, env=env, timeout=1500, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return dest / PREFIX.lstrip("/")
+
+
+def unit(path: Path) -> configparser.ConfigParser:
+    u = configparser.ConfigParser(strict=False, interpolation=None)
+    u.optionxform = str  # systemd's keys are case-sensitive
+    u.read_string(path.read_text())
+    return u
+
+
+class NodeDaemon:
+    """The node-wide shared daemon, run as the installed scafd.socket and scafd.service would run it."""
+
+    def __init__(self, socket: str, proc: subprocess.Popen, log: Path, alloc: Path) -> None:
+        self.socket, self.proc, self.log, self.alloc = socket, proc, log, alloc
+
+    def status(self) -> dict:
+        return wire.status(self.socket, timeout=10)
+
+    def wait_for(self, pred: Callable[[dict], bool], timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        st: dict | None = None
+        while time.monotonic() < deadline:
+            st = status_of(self.socket)
+            if st is not None and pred(st):
+                return st
+            time.sleep(0.1)
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}: last status {st}\n"
+                             f"{self.log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def node_daemon(installed: Path, top: Path) -> Iterator[NodeDaemon]:
+    """`systemctl enable --now scafd.socket`, where no systemd runs: the installed units, read and followed.
+
+    systemd-socket-activate listens on the socket unit's ListenStream= and, at the first connection, execs
+    the service's ExecStart= as its User= with the socket as fd 3 (LISTEN_FDS), as systemd does. The
+    directory and the socket get the unit's DirectoryMode= and SocketMode=. The ExecStart= gets what a
+    drop-in (docs/deploy.md) would add: --no-lookout, so that the shares are judged against the node's 2
+    CPUs whatever else this machine runs, and --log, to read the turns.
+    """
+    system = installed / "lib" / "systemd" / "system"
+    sock_unit, svc_unit = unit(system / "scafd.socket")["Socket"], unit(system / "scafd.service")["Service"]
+    listen = sock_unit["ListenStream"]
+    if not shutil.which("systemd-socket-activate"):
+        pytest.skip("systemd-socket-activate (Debian's systemd package) is not installed")
+    if os.path.exists(listen):
+        pytest.skip(f"a node-wide scafd already listens on {listen}: the test will not take its place")
+    argv = svc_unit["ExecStart"].split()
+    assert argv[0] == f"{PREFIX}/sbin/scafd", argv
+    argv[0] = str(installed / "sbin" / "scafd")
+    with real_users((svc_unit["User"],)) as (daemon_user,):
+        d = top / "node-daemon"  # what LogsDirectory= would make: the daemon's user writes there
+        d.mkdir()
+        os.chown(d, daemon_user.pw_uid, daemon_user.pw_gid)
+        alloc, log = d / "alloc.jsonl", top / "node-daemon.log"
+        run_dir = os.path.dirname(listen)
+        made = not os.path.isdir(run_dir)
+        if made:
+            os.mkdir(run_dir, int(sock_unit["DirectoryMode"], 8))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SCAF_", "LD_PRELOAD", "OMP_"))}
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                ["systemd-socket-activate", "-l", listen, "setpriv", f"--reuid={daemon_user.pw_uid}",
+                 f"--regid={daemon_user.pw_gid}", "--init-groups", *argv, "--no-lookout", "--log", str(alloc)],
+                stdout=out, stderr=out, env=env)
+        try:
+            deadline = time.monotonic() + 10
+            while not os.path.exists(listen):
+                assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+                time.sleep(0.02)
+            os.chmod(listen, int(sock_unit["SocketMode"], 8))
+            yield NodeDaemon(listen, proc, log, alloc)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(listen)  # RemoveOnStop=yes
+            if made:
+                with contextlib.suppress(OSError):
+                    os.rmdir(run_dir)
+
+
 def test_two_users_jobs_share_the_node_through_the_shared_daemon(
-    cluster: slurm.Slurm, top: Path, users: list[pwd.struct_passwd],
-    scafd_factory: Callable[..., Daemon],
+    cluster: slurm.Slurm, top: Path, users: list[pwd.struct_passwd], installed: Path, node_daemon: NodeDaemon,
 ) -> None:
-    # --no-lookout: the shares are judged against the node's 2 CPUs, whatever else this machine runs.
-    node = scafd_factory("--shared", "--no-lookout")
-    assert node.dir is not None
-    os.chmod(node.dir, 0o755)  # the other users reach the 0666 socket through it
     jobs = {}
     for u in users:
         d = job_dir(top, f"shared-{u.pw_name}", owner=u)
         script = d / "ep.sh"
-        # The layer preloaded as `scaf run` does: the checkout's Python may be private to root.
+        # What a user of the node writes: the installed scaf on PATH, nothing about sockets (the prolog
+        # finds the node's /run/scaf/scafd.sock and points the job at it).
         script.write_text(textwrap.dedent(f"""\
             #!/bin/sh
-            LD_PRELOAD={paths.layer()} GOMP_SPINCOUNT={paths.SPINCOUNT} {paths.workload('ep')} --size A > ep.out
+            scaf run -- {installed}/lib/scaf/workloads/ep --size A > ep.out
             """))
         os.chmod(script, 0o755)
+        env = job_env(top)
+        env["PATH"] = f"{installed / 'bin'}:/usr/local/bin:/usr/bin:/bin"
         jobs[u.pw_uid] = cluster.sbatch(script, "--cpus-per-task=2", "--oversubscribe", user=u.pw_uid, gid=u.pw_gid,
-                                        env=job_env(top, SCAF_NODE_SOCKET=node.socket))
+                                        env=env)
+    node = node_daemon
     for jobid in jobs.values():
         cluster.wait_state(jobid, ("RUNNING",), 60)
     st = node.wait_for(lambda s: {c["uid"] for c in s["clients"]} == set(jobs), timeout=60,
                        what="both users' programs clients of the shared daemon")
     by_uid = {c["uid"]: c for c in st["clients"]}
+    # The daemon is the installed one, as the service's user, started by the socket's first connection.
+    assert os.readlink(f"/proc/{st['daemon_pid']}/exe") == str(installed / "sbin" / "scafd")
+    assert st["daemon_pid"] == node.proc.pid
+    assert pwd.getpwuid(os.stat(f"/proc/{st['daemon_pid']}").st_uid).pw_name == "scaf"
+    assert "passed by socket activation" in node.log.read_text()
+    # Each program runs the installed layer, put there by `scaf run`.
+    for c in st["clients"]:
+        assert f"LD_PRELOAD={installed}/lib/scaf/libscaf_gomp.so".encode() in \
+            Path(f"/proc/{c['pid']}/environ").read_bytes().split(b"\0")
 
     # Over a window: the node's 2 CPUs split between the users, one each, not 2 + 2 threads time-sliced.
     samples: dict[int, list[int]] = {uid: [] for uid in jobs}

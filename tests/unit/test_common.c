@@ -3,8 +3,10 @@
 #include "scaf/procfs.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -55,6 +57,28 @@ static void test_read_pid(void)
     memset(name, 'a', sizeof name - 1);
     name[sizeof name - 1] = 0;
     CHECK(scaf_procfs_read_pid(0, name, stat, sizeof stat) == -1 && errno == ENAMETOOLONG, "long name");
+}
+
+static void test_exiting(void)
+{
+    int status;
+    pid_t child = fork();
+
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    CHECK(child > 0, "fork");
+    CHECK(scaf_procfs_exiting(getpid()) == 0, "this process runs on");
+    CHECK(scaf_procfs_exiting(child) == 0, "a sleeping child runs on");
+    kill(child, SIGKILL);
+    /* Killed and not yet reaped: a zombie, or still tearing down; either way on its way out. */
+    for (int i = 0; i < 1000 && scaf_procfs_exiting(child) == 0; i++)
+        usleep(1000);
+    CHECK(scaf_procfs_exiting(child) == 1, "a killed, unreaped child is exiting");
+    CHECK(waitpid(child, &status, 0) == child, "reaped");
+    CHECK(scaf_procfs_exiting(child) == 0, "a reaped child is gone, not exiting");
+    CHECK(scaf_procfs_exiting(0) == -1 && errno == EINVAL, "pid 0 is EINVAL");
 }
 
 static void test_read_grow(void)
@@ -162,6 +186,7 @@ int main(void)
     test_read_file();
     test_read_pid();
     test_read_grow();
+    test_exiting();
     test_each_map();
     test_clocks();
     return check_exit("test_common");
