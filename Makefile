@@ -62,7 +62,7 @@ help:
 	@echo "make man      the manual pages, from the --help texts, into build/man/"
 	@echo "make install  install under PREFIX (default /usr/local; DESTDIR honoured); docs/deploy.md"
 	@echo "make uninstall  remove exactly what make install put there"
-	@echo "make fuzz     libFuzzer over the daemon's message and page decoding for FUZZ_S seconds (default 600)"
+	@echo "make fuzz     libFuzzer over the wire codec (both directions) and the page decoder for FUZZ_S seconds (default 600)"
 	@echo "make soak     waves of SOAK_WAVE (1000) real clients, SIGKILLed, against the ASan daemon for SOAK_S seconds (600)"
 	@echo "make clean    remove build/ and build-asan/ and build-fuzz/"
 
@@ -154,15 +154,15 @@ uninstall:
 cycles: c
 	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake
 
-# Coverage-guided fuzzing of what scafd decodes from clients (docs/testing.md). Not part of `make test`:
+# Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/testing.md). Not part of `make test`:
 # it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
 FUZZ_CC ?= clang-14
-$(FUZZ)/fuzz_decode: tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c \
-		src/daemon/transport/wire.h src/daemon/collect/page.h include/scaf/proto.h
+FUZZ_SRC := tests/fuzz/fuzz_decode.c src/common/wire.c src/daemon/collect/page.c
+$(FUZZ)/fuzz_decode: $(FUZZ_SRC) include/scaf/wire.h src/daemon/collect/page.h include/scaf/proto.h
 	mkdir -p $(FUZZ)
 	$(FUZZ_CC) -std=c11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $@
+		$(FUZZ_SRC) -o $@
 
 fuzz:
 	@tools/deps fuzz
@@ -175,16 +175,16 @@ fuzz-run:
 		-artifact_prefix=$(FUZZ)/crashes/ $(FUZZ)/corpus tests/fuzz/corpus
 	$(MAKE) --no-print-directory fuzz-cov
 
-# Line and branch coverage of the decoders by the corpus so far (seeds and what fuzzing found).
+# Line and branch coverage of the codec and the page decoder by the corpus so far (seeds and what fuzzing found).
 fuzz-cov:
 	mkdir -p $(FUZZ)/corpus $(FUZZ)/cov
 	$(FUZZ_CC) -std=c11 -g -O0 -D_GNU_SOURCE -Iinclude -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping \
-		tests/fuzz/fuzz_decode.c src/daemon/transport/wire.c src/daemon/collect/page.c -o $(FUZZ)/cov/fuzz_decode
+		$(FUZZ_SRC) -o $(FUZZ)/cov/fuzz_decode
 	LLVM_PROFILE_FILE=$(FUZZ)/cov/run.profraw $(FUZZ)/cov/fuzz_decode -runs=0 $(FUZZ)/corpus tests/fuzz/corpus \
 		>/dev/null 2>&1
 	llvm-profdata-14 merge -sparse $(FUZZ)/cov/run.profraw -o $(FUZZ)/cov/run.profdata
 	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
-		src/daemon/transport/wire.c src/daemon/collect/page.c
+		src/common/wire.c src/daemon/collect/page.c
 
 # Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
 soak: build-all asan

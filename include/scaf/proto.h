@@ -13,6 +13,8 @@
  * or to the meaning of a field, bumps SCAF_PROTO_VERSION.
  *
  * All integers are native-endian: both ends run on the same machine.
+ * The messages are encoded and checked in one place, the codec of wire.h
+ * (src/common/wire.c), which scafd and the layer both use.
  */
 #define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
 #define SCAF_PROTO_VERSION 5u

@@ -1,17 +1,23 @@
-/* fuzz_decode.c — libFuzzer target for what scafd decodes from clients: socket messages (wire.c) and pages (page.c). */
+/* fuzz_decode.c — libFuzzer target for both directions: what scafd decodes from clients (messages, pages) and what the layer decodes from a daemon (its answer to HELLO, the page's header). */
 #include "../../src/daemon/collect/page.h"
-#include "../../src/daemon/transport/wire.h"
+#include "scaf/wire.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /*
- * The first input byte picks the decoder, so one corpus covers both:
- *   even: the rest is a byte stream from one peer, assembled into messages the
- *         way conn.c does (a header, then exactly the length it announced);
- *   odd:  the rest is a page image the client scribbled on, decoded twice (the
- *         second read starts from the first's report, as the daemon's does).
+ * The first input byte picks the decoder, so one corpus covers all three:
+ *   bit 0 set:   the rest is a page image the client scribbled on, decoded by
+ *                scafd twice (the second read starts from the first's report,
+ *                as the daemon's does);
+ *   bit 1 set:   the rest is what a daemon answers a HELLO, read the way the
+ *                layer's exchange (src/layer/core/conn.c) does: a header, then
+ *                exactly the length it announced; the bytes after a WELCOME's
+ *                32 stand for the page it would map;
+ *   neither:     the rest is a byte stream from one client, assembled into
+ *                messages the way scafd's conn.c does (a header, then exactly
+ *                the length it announced).
  * Every property below is one the rest of the daemon relies on: a violation traps.
  */
 
@@ -30,6 +36,47 @@ static int printable_nul_terminated(const char *s, size_t cap)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             return 0;
     return 1;
+}
+
+/* What the layer's encoder makes of a decoded HELLO, scafd decodes to the same HELLO. */
+static void hello_round_trip(const struct scaf_wire_hello *m)
+{
+    struct scaf_msg_hello again;
+    struct scaf_wire_refusal why;
+    struct scaf_wire_hello back;
+
+    scaf_wire_encode_hello(&again, m->max_threads, m->flags, m->name);
+    check(scaf_wire_check_header(&again.h, 0, &why) == sizeof again);
+    check(scaf_wire_decode_hello(&again, &back, &why) == 0);
+    check(back.max_threads == m->max_threads && back.flags == m->flags && strcmp(back.name, m->name) == 0);
+}
+
+/* What scafd's encoders make of a decoded answer, the layer decodes to the same answer. */
+static void answer_round_trip(const struct scaf_wire_answer *ans)
+{
+    union {
+        struct scaf_msg_welcome welcome;
+        struct scaf_msg_refuse refuse;
+    } again;
+    struct scaf_wire_refusal why;
+    struct scaf_wire_answer back;
+    size_t len;
+
+    if (ans->type == SCAF_MSG_WELCOME) {
+        scaf_wire_encode_welcome(&again.welcome, ans->client_id, ans->cpus);
+        len = sizeof again.welcome;
+    } else {
+        struct scaf_wire_refusal r = {.reason = ans->reason};
+        memcpy(r.text, ans->text, sizeof r.text);
+        scaf_wire_encode_refuse(&again.refuse, &r);
+        len = sizeof again.refuse;
+    }
+    check(scaf_wire_check_answer(&again.welcome.h, &why) == len);
+    check(scaf_wire_decode_answer(&again, len, &back, &why) == 0);
+    check(back.type == ans->type && back.client_id == ans->client_id && back.cpus == ans->cpus &&
+          back.reason == ans->reason && strcmp(back.text, ans->text) == 0);
+    /* scafd never takes what it sends for a client's message. */
+    check(scaf_wire_check_header(&again.welcome.h, 0, &why) == 0);
 }
 
 static void fuzz_stream(const uint8_t *data, size_t size)
@@ -55,18 +102,20 @@ static void fuzz_stream(const uint8_t *data, size_t size)
         if (size - off < want)
             return; /* a truncated message: conn.c keeps waiting for the rest */
         if (h.type == SCAF_MSG_HELLO) {
-            struct scaf_msg_hello m;
-            memcpy(&m, data + off, sizeof m);
-            if (scaf_wire_check_hello(&m, &why) < 0) {
+            struct scaf_wire_hello m;
+            if (scaf_wire_decode_hello(data + off, &m, &why) < 0) {
                 check(why.reason == SCAF_REFUSE_MALFORMED);
                 check(memchr(why.text, 0, sizeof why.text) != NULL);
                 return;
             }
             check(m.max_threads >= 1 && m.max_threads <= SCAF_MAX_CPUS);
             check((m.flags & ~SCAF_HELLO_F_ALL) == 0);
+            check(memchr(m.name, 0, sizeof m.name) != NULL);
+            hello_round_trip(&m);
             client_id = 1;
         } else {
-            check(h.type == SCAF_MSG_STATUS_REQ);
+            struct scaf_msg_header req = scaf_wire_encode_status_req();
+            check(h.type == SCAF_MSG_STATUS_REQ && memcmp(&req, &h, sizeof h) == 0);
         }
         off += want;
     }
@@ -121,12 +170,76 @@ static void fuzz_page(const uint8_t *data, size_t size)
     check_report(&r, max_threads, hello_fixed);
 }
 
+/* What runs inside user programs: the layer decodes a daemon's answer to HELLO and checks the page it maps. */
+static void fuzz_answer(const uint8_t *data, size_t size)
+{
+    static _Alignas(4096) unsigned char mem[SCAF_PAGE_SIZE];
+    union {
+        struct scaf_msg_header h;
+        struct scaf_msg_welcome welcome;
+        struct scaf_msg_refuse refuse;
+    } in;
+    struct scaf_wire_refusal why;
+    struct scaf_wire_answer ans;
+    uint32_t len;
+
+    /* The page the layer would map after a WELCOME: the bytes that follow one (its fd may carry anything). */
+    size_t skip = size < sizeof in.welcome ? size : sizeof in.welcome;
+    memset(mem, 0, sizeof mem);
+    memcpy(mem, data + skip, size - skip < sizeof mem ? size - skip : sizeof mem);
+    memset(&why, 0xa5, sizeof why);
+    if (scaf_wire_check_page((const struct scaf_page *)mem, &why) == 0) {
+        const struct scaf_page *pg = (const struct scaf_page *)mem;
+        check(pg->magic == SCAF_PAGE_MAGIC && pg->version == SCAF_PROTO_VERSION);
+    } else {
+        check(why.reason == SCAF_REFUSE_MALFORMED || why.reason == SCAF_REFUSE_VERSION);
+        check(memchr(why.text, 0, sizeof why.text) != NULL);
+    }
+
+    if (size < sizeof in.h)
+        return; /* the layer's read times out or sees EOF: no decoding */
+    memset(&why, 0xa5, sizeof why);
+    memcpy(&in.h, data, sizeof in.h);
+    len = scaf_wire_check_answer(&in.h, &why);
+    if (len == 0) {
+        check(why.reason == SCAF_REFUSE_MALFORMED && memchr(why.text, 0, sizeof why.text) != NULL);
+        return;
+    }
+    /* Accepted lengths must fit the layer's buffer, whatever the header said. */
+    check(len > sizeof in.h && len <= sizeof in && len == in.h.length);
+    if (size < len)
+        return; /* truncated: the layer's read fails */
+    memcpy(&in, data, len);
+    memset(&ans, 0xa5, sizeof ans);
+    memset(&why, 0xa5, sizeof why);
+    if (scaf_wire_decode_answer(&in, len, &ans, &why) != 0) {
+        check(why.reason == SCAF_REFUSE_MALFORMED && memchr(why.text, 0, sizeof why.text) != NULL);
+        check(in.h.type == SCAF_MSG_WELCOME && in.welcome.page_size != SCAF_PAGE_SIZE);
+        return;
+    }
+    check(ans.type == in.h.type);
+    if (ans.type == SCAF_MSG_WELCOME) {
+        check(in.h.version == SCAF_PROTO_VERSION && in.h.reserved == 0 && len == sizeof in.welcome);
+        check(ans.client_id == in.welcome.client_id && ans.cpus == in.welcome.cpus);
+    } else {
+        check(ans.type == SCAF_MSG_REFUSE && len == sizeof in.refuse);
+        check(ans.reason == in.refuse.reason && ans.daemon_version == in.refuse.daemon_version);
+        /* The layer prints the text: it is terminated within its buffer. */
+        check(memchr(ans.text, 0, sizeof ans.text) != NULL);
+    }
+    answer_round_trip(&ans);
+    /* Decoding never reads past what it was given: a shorter buffer is refused, not over-read. */
+    check(scaf_wire_decode_answer(&in, len - 1, &ans, &why) == -1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
     if (data[0] & 1)
         fuzz_page(data + 1, size - 1);
+    else if (data[0] & 2)
+        fuzz_answer(data + 1, size - 1);
     else
         fuzz_stream(data + 1, size - 1);
     return 0;

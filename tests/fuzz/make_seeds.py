@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 MAGIC = 0x46414353
-VERSION = 3
+VERSION = 5
 PAGE_MAGIC = 0x45474150
 
 
@@ -17,6 +17,20 @@ def header(typ: int, length: int, magic: int = MAGIC, version: int = VERSION, re
 
 def hello(max_threads: int = 4, flags: int = 0, name: bytes = b"prog", reserved: int = 0) -> bytes:
     return header(1, 56) + struct.pack("<II16s4I", max_threads, flags, name, reserved, 0, 0, 0)
+
+
+def welcome(client_id: int = 7, page_size: int = 4096, cpus: int = 8, version: int = VERSION,
+            reserved: int = 0) -> bytes:
+    return header(2, 32, version=version, reserved=reserved) + struct.pack("<4I", client_id, page_size, cpus, 0)
+
+
+def refuse(reason: int = 3, text: bytes = b"client table full", version: int = VERSION, length: int = 144) -> bytes:
+    return header(3, length, version=version) + struct.pack("<II120s", reason, version, text)
+
+
+def page_head(magic: int = PAGE_MAGIC, version: int = VERSION) -> bytes:
+    """The first words of the page a WELCOME's descriptor maps."""
+    return struct.pack("<8I", magic, version, 2, 3, 0, 8, 2, 0)
 
 
 def page(fields: dict[str, int], reason: bytes = b"") -> bytes:
@@ -56,6 +70,23 @@ def seeds() -> dict[str, bytes]:
         "stream-hello-flags": hello(flags=0x80),
         "stream-hello-reserved": hello(reserved=7),
     }
+    answers = {
+        "answer-welcome": welcome() + page_head(),
+        "answer-welcome-no-page": welcome(),
+        "answer-welcome-page-v4": welcome() + page_head(version=4),
+        "answer-welcome-page-magic": welcome() + page_head(magic=0x12345678),
+        "answer-welcome-v4": welcome(version=4) + page_head(),
+        "answer-welcome-reserved": welcome(reserved=1) + page_head(),
+        "answer-welcome-page-size": welcome(page_size=8192) + page_head(),
+        "answer-welcome-truncated": welcome()[:20],
+        "answer-refuse": refuse(),
+        "answer-refuse-v4": refuse(reason=1, text=b"scafd speaks protocol 4, client speaks 5", version=4),
+        "answer-refuse-unterminated": refuse(reason=99, text=b"x" * 120),
+        "answer-refuse-short": refuse(length=143),
+        "answer-status-reply": header(5, 20) + b"{}\n\0",
+        "answer-hello-echo": hello(),
+        "answer-bad-magic": header(2, 32, magic=0xDEADBEEF) + bytes(16),
+    }
     ctx = b"\x00\x04"  # max_threads 5, not fixed at HELLO
     pages = {
         "page-empty": page({}),
@@ -71,6 +102,7 @@ def seeds() -> dict[str, bytes]:
     for name, img in pages.items():
         s[name] = b"\x01" + ctx + img
     s["page-hello-fixed"] = b"\x01\x80\x00" + pages["page-measured"]
+    s.update({name: b"\x02" + data for name, data in answers.items()})
     return {name: (b"\x00" + data if name.startswith("stream") else data) for name, data in s.items()}
 
 

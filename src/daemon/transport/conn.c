@@ -1,6 +1,6 @@
 /* conn.c — connections and clients: reading messages, HELLO, refusals, the replies that wait for the step, departures. */
 #include "conn.h"
-#include "wire.h"
+#include "reply.h"
 #include "../client.h"
 #include "../say.h"
 #include "../scafd.h"
@@ -11,6 +11,7 @@
 #include "../report/status.h"
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
+#include "scaf/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -212,7 +213,7 @@ static void refuse_as(struct scafd *d, struct scafd_conn *c, enum scaf_refusal_k
     who(c, w, sizeof w);
     scaf_refusals_note(&d->refusals, scaf_clock_s(CLOCK_MONOTONIC), kind, "refused %s: %s", w, why->text);
     d->refused++;
-    scaf_wire_send_refuse(c->fd, why);
+    scaf_reply_refuse(c->fd, why);
     drop(d, c, NULL);
 }
 
@@ -292,7 +293,7 @@ static void status_reply(struct scafd *d, struct scafd_conn *c)
         refuse_text(d, c, SCAF_REFUSE_INTERNAL, "cannot build the status reply");
         return;
     }
-    h = scaf_wire_status_header((uint32_t)b.len);
+    h = scaf_wire_encode_status_reply((uint32_t)b.len);
     memcpy(b.p, &h, sizeof h);
     c->out = b.p;
     c->outlen = b.len;
@@ -323,14 +324,13 @@ static void hello(struct scafd *d, struct scafd_conn *c)
 {
     struct scaf_client *cl = &c->client;
     struct scaf_wire_refusal why;
-    struct scaf_msg_hello m;
+    struct scaf_wire_hello m;
     struct ucred cred;
     socklen_t len = sizeof cred;
     char text[SCAF_REFUSE_TEXT];
     int memfd;
 
-    memcpy(&m, c->in, sizeof m);
-    if (scaf_wire_check_hello(&m, &why) < 0) {
+    if (scaf_wire_decode_hello(c->in, &m, &why) < 0) {
         refuse(d, c, &why);
         return;
     }
@@ -482,7 +482,7 @@ void scaf_conn_send_welcomes(struct scafd *d)
 
         if (c->state != CONN_WELCOMING)
             continue;
-        rc = scaf_wire_send_welcome(c->fd, c->client.id, d->cap.cpus, c->memfd);
+        rc = scaf_reply_welcome(c->fd, c->client.id, d->cap.cpus, c->memfd);
         /* The client maps the page from its own copy of the descriptor; ours is not needed any more. */
         close(c->memfd);
         c->memfd = -1;
@@ -538,7 +538,7 @@ static void turn_away(struct scafd *d, int fd, enum scaf_refusal_kind kind, cons
 
     snprintf(why.text, sizeof why.text, "%s", text);
     scaf_refusals_note(&d->refusals, scaf_clock_s(CLOCK_MONOTONIC), kind, "refused a connection: %s", text);
-    scaf_wire_send_refuse(fd, &why);
+    scaf_reply_refuse(fd, &why);
     close(fd);
 }
 

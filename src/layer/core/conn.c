@@ -1,4 +1,4 @@
-/* conn.c — connect to scafd, HELLO/WELCOME with the page memfd over SCM_RIGHTS, map it, reconnect, fork. */
+/* conn.c — the layer's connection to scafd: the handshake (connect, trust, exchange through the codec, map), reconnect, fork. */
 #include "conn.h"
 
 #include <errno.h>
@@ -23,6 +23,7 @@
 #include "scaf/peer.h"
 #include "scaf/procfs.h"
 #include "scaf/sockpath.h"
+#include "scaf/wire.h"
 #include "settings.h"
 
 _Atomic int scaf_conn_state = SCAF_CONN_UNTRIED;
@@ -113,137 +114,168 @@ static int recv_all(int fd, void *buf, size_t len, int *fd_out)
     return 0;
 }
 
-static struct scaf_page *map_page(int memfd)
+/* Step 1, connect: a socket to the daemon's path, every read and write on it bounded by the timeout. */
+static enum scaf_conn_result dial(struct sockaddr_un *addr, int quiet, int *fd_out)
 {
+    struct timeval tv = {.tv_sec = HANDSHAKE_TIMEOUT_MS / 1000, .tv_usec = (HANDSHAKE_TIMEOUT_MS % 1000) * 1000};
+    int fd;
+
+    if (scaf_sockpath_default(addr->sun_path, sizeof addr->sun_path) != 0)
+        return SCAF_CONN_ABSENT;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return SCAF_CONN_BROKEN;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    while (connect(fd, (struct sockaddr *)addr, sizeof *addr) != 0) {
+        if (errno == EINTR)
+            continue;
+        if (!quiet)
+            scaf_layer_log("no daemon on %s: %s", addr->sun_path, strerror(errno));
+        close(fd);
+        return SCAF_CONN_ABSENT;
+    }
+    *fd_out = fd;
+    return SCAF_CONN_OK;
+}
+
+/* Step 2, trust, before we send anything: another user's daemon on our path must not learn or steer this program. */
+static enum scaf_conn_result trust(int fd, const char *path)
+{
+    uid_t peer;
+    int trusted = scaf_peer_trusted(fd, path, scaf_settings.daemon_user, &peer);
+
+    if (trusted == 1)
+        return SCAF_CONN_OK;
+    if (trusted == 0 && refused_uid != (long)peer)
+        scaf_say_always("refusing the daemon on %s: it runs as uid %u, not as you (uid %u), root or "
+                        "SCAF_DAEMON_USER; running unsteered",
+                        path, (unsigned)peer, (unsigned)getuid());
+    else if (trusted < 0)
+        scaf_layer_log("cannot read the daemon's credentials on %s: %s", path, strerror(errno));
+    if (trusted == 0)
+        refused_uid = (long)peer;
+    return SCAF_CONN_UNTRUSTED;
+}
+
+/*
+ * Step 3, exchange: HELLO out, the answer in, decoded by the codec. On
+ * SCAF_CONN_OK *ans is a WELCOME and *memfd the page's descriptor; a REFUSE
+ * gives SCAF_CONN_REFUSED or, for another protocol, SCAF_CONN_REFUSED_VERSION.
+ * *memfd is left for the caller to close whatever the result.
+ */
+static enum scaf_conn_result exchange(int fd, const char *path, unsigned bound, int *memfd,
+                                      struct scaf_wire_answer *ans)
+{
+    struct scaf_msg_hello hello;
+    struct scaf_wire_refusal why;
+    union {
+        struct scaf_msg_header h;
+        struct scaf_msg_welcome welcome;
+        struct scaf_msg_refuse refuse;
+    } in;
+    char name[SCAF_NAME_MAX];
+    uint32_t len;
+
+    program_name(name);
+    scaf_wire_encode_hello(&hello, bound, atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0, name);
+    if (send_all(fd, &hello, sizeof hello) != 0) {
+        scaf_layer_log("HELLO not sent: %s", strerror(errno));
+        return SCAF_CONN_BROKEN;
+    }
+    if (recv_all(fd, &in.h, sizeof in.h, memfd) != 0) {
+        scaf_layer_log("no valid answer to HELLO from %s", path);
+        return SCAF_CONN_BROKEN;
+    }
+    len = scaf_wire_check_answer(&in.h, &why);
+    if (len == 0) {
+        scaf_layer_log("no valid answer to HELLO from %s: %s", path, why.text);
+        return SCAF_CONN_BROKEN;
+    }
+    if (recv_all(fd, (char *)&in + sizeof in.h, len - sizeof in.h, memfd) != 0) {
+        scaf_layer_log("truncated answer to HELLO");
+        return SCAF_CONN_BROKEN;
+    }
+    if (scaf_wire_decode_answer(&in, len, ans, &why) != 0) {
+        scaf_layer_log("unusable answer to HELLO: %s", why.text);
+        return SCAF_CONN_BROKEN;
+    }
+    if (ans->type == SCAF_MSG_REFUSE) {
+        scaf_layer_log("daemon refused (reason %u, daemon protocol %u): %s", ans->reason, ans->daemon_version,
+                       ans->text);
+        return ans->reason == SCAF_REFUSE_VERSION ? SCAF_CONN_REFUSED_VERSION : SCAF_CONN_REFUSED;
+    }
+    if (*memfd < 0) {
+        scaf_layer_log("WELCOME without the page's descriptor");
+        return SCAF_CONN_BROKEN;
+    }
+    return SCAF_CONN_OK;
+}
+
+/* Step 4, map: the page behind the WELCOME's memfd, checked before anyone reads it. */
+static enum scaf_conn_result map(int memfd, struct scaf_page **page_out)
+{
+    struct scaf_wire_refusal why;
     struct stat st;
     struct scaf_page *page;
 
     /* Touching a mapping beyond the end of the file would SIGBUS the program. */
-    if (fstat(memfd, &st) != 0 || st.st_size < (off_t)SCAF_PAGE_SIZE)
-        return NULL;
-    page = mmap(NULL, SCAF_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-    if (page == MAP_FAILED)
-        return NULL;
-    if (page->magic != SCAF_PAGE_MAGIC || page->version != SCAF_PROTO_VERSION) {
-        munmap(page, SCAF_PAGE_SIZE);
-        return NULL;
+    if (fstat(memfd, &st) != 0 || st.st_size < (off_t)SCAF_PAGE_SIZE) {
+        scaf_layer_log("cannot map the daemon's page: its file is shorter than %u bytes", SCAF_PAGE_SIZE);
+        return SCAF_CONN_BROKEN;
     }
-    return page;
+    page = mmap(NULL, SCAF_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (page == MAP_FAILED) {
+        scaf_layer_log("cannot map the daemon's page: %s", strerror(errno));
+        return SCAF_CONN_BROKEN;
+    }
+    if (scaf_wire_check_page(page, &why) != 0) {
+        scaf_layer_log("cannot map the daemon's page: %s", why.text);
+        munmap(page, SCAF_PAGE_SIZE);
+        return SCAF_CONN_BROKEN;
+    }
+    *page_out = page;
+    return SCAF_CONN_OK;
 }
 
 /*
- * One complete handshake. On SCAF_CONN_OK, *fd_out is the connection (kept
- * open: its EOF is how the daemon learns that we are gone) and *page_out the
- * mapped page. Every other result leaves nothing open.
+ * One complete handshake: connect -> trust -> exchange -> map. On
+ * SCAF_CONN_OK, *fd_out is the connection (kept open: its EOF is how the
+ * daemon learns that we are gone) and *page_out the mapped page. Every other
+ * result leaves nothing open.
  */
 static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out, int quiet)
 {
-    enum scaf_conn_result res = SCAF_CONN_BROKEN;
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    struct timeval tv = {.tv_sec = HANDSHAKE_TIMEOUT_MS / 1000,
-                         .tv_usec = (HANDSHAKE_TIMEOUT_MS % 1000) * 1000};
-    struct scaf_msg_hello hello;
-    struct scaf_msg_header h;
+    struct scaf_wire_answer ans;
     struct scaf_page *page = NULL;
+    enum scaf_conn_result res;
     int fd = -1, memfd = -1;
     unsigned bound = scaf_bound_threads();
-    uid_t peer;
-    int trusted;
 
     /* A thread pool larger than the OpenMP bound (OPENBLAS_NUM_THREADS) may be given up to its own size;
      * regions stay capped by their own bound in team.c. */
     if (scaf_pool_max_bound() > bound)
         bound = scaf_pool_max_bound();
 
-    if (scaf_sockpath_default(addr.sun_path, sizeof addr.sun_path) != 0) {
-        res = SCAF_CONN_ABSENT;
-        goto out;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto out;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        if (errno == EINTR)
-            continue;
-        if (!quiet)
-            scaf_layer_log("no daemon on %s: %s", addr.sun_path, strerror(errno));
-        res = SCAF_CONN_ABSENT;
-        goto out;
-    }
-    /* Before we send anything: another user's daemon on our path must not learn or steer this program. */
-    trusted = scaf_peer_trusted(fd, addr.sun_path, scaf_settings.daemon_user, &peer);
-    if (trusted != 1) {
-        if (trusted == 0 && refused_uid != (long)peer)
-            scaf_say_always("refusing the daemon on %s: it runs as uid %u, not as you (uid %u), root or "
-                            "SCAF_DAEMON_USER; running unsteered",
-                            addr.sun_path, (unsigned)peer, (unsigned)getuid());
-        else if (trusted < 0)
-            scaf_layer_log("cannot read the daemon's credentials on %s: %s", addr.sun_path, strerror(errno));
-        if (trusted == 0)
-            refused_uid = (long)peer;
-        res = SCAF_CONN_UNTRUSTED;
-        goto out;
-    }
-
-    memset(&hello, 0, sizeof hello);
-    hello.h.magic = SCAF_PROTO_MAGIC;
-    hello.h.version = SCAF_PROTO_VERSION;
-    hello.h.type = SCAF_MSG_HELLO;
-    hello.h.length = sizeof hello;
-    hello.max_threads = bound > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : bound;
-    hello.flags = atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0;
-    program_name(hello.name);
-    if (send_all(fd, &hello, sizeof hello) != 0) {
-        scaf_layer_log("HELLO not sent: %s", strerror(errno));
-        goto out;
-    }
-
-    if (recv_all(fd, &h, sizeof h, &memfd) != 0 || h.magic != SCAF_PROTO_MAGIC) {
-        scaf_layer_log("no valid answer to HELLO from %s", addr.sun_path);
-        goto out;
-    }
-    if (h.type == SCAF_MSG_REFUSE && h.length == sizeof(struct scaf_msg_refuse)) {
-        struct scaf_msg_refuse r;
-
-        r.h = h;
-        if (recv_all(fd, (char *)&r + sizeof h, sizeof r - sizeof h, &memfd) != 0)
-            goto out;
-        r.text[SCAF_REFUSE_TEXT - 1] = 0;
-        scaf_layer_log("daemon refused (reason %u, daemon protocol %u): %s", r.reason,
-                       r.daemon_version, r.text);
-        res = r.reason == SCAF_REFUSE_VERSION ? SCAF_CONN_REFUSED_VERSION : SCAF_CONN_REFUSED;
-        goto out;
-    }
-    if (h.version != SCAF_PROTO_VERSION || h.type != SCAF_MSG_WELCOME ||
-        h.length != sizeof(struct scaf_msg_welcome) || h.reserved != 0) {
-        scaf_layer_log("unexpected answer to HELLO (version %u, type %u, length %u)", h.version,
-                       h.type, h.length);
-        goto out;
-    }
-    struct scaf_msg_welcome w;
-    w.h = h;
-    if (recv_all(fd, (char *)&w + sizeof h, sizeof w - sizeof h, &memfd) != 0) {
-        scaf_layer_log("truncated WELCOME");
-        goto out;
-    }
-    if (memfd < 0 || w.page_size != SCAF_PAGE_SIZE) {
-        scaf_layer_log("WELCOME without a usable page (fd %d, page_size %u)", memfd, w.page_size);
-        goto out;
-    }
-    page = map_page(memfd);
-    if (!page) {
-        scaf_layer_log("cannot map the daemon's page (bad size, magic or version)");
-        goto out;
-    }
-    scaf_layer_log("connected to %s as client %u (daemon N=%u, bound %u)", addr.sun_path,
-                   w.client_id, w.cpus, bound);
+    res = dial(&addr, quiet, &fd);
+    if (res != SCAF_CONN_OK)
+        goto cleanup;
+    res = trust(fd, addr.sun_path);
+    if (res != SCAF_CONN_OK)
+        goto cleanup;
+    res = exchange(fd, addr.sun_path, bound, &memfd, &ans);
+    if (res != SCAF_CONN_OK)
+        goto cleanup;
+    res = map(memfd, &page);
+    if (res != SCAF_CONN_OK)
+        goto cleanup;
+    scaf_layer_log("connected to %s as client %u (daemon N=%u, bound %u)", addr.sun_path, ans.client_id, ans.cpus,
+                   bound);
     *fd_out = fd;
     *page_out = page;
     fd = -1;
-    res = SCAF_CONN_OK;
-out:
+cleanup:
     if (memfd >= 0)
         close(memfd);
     if (fd >= 0)

@@ -1,0 +1,102 @@
+/* wire.h — the one codec of the socket messages in proto.h, both directions: what scafd and the layer encode, and every field either of them decodes from the other. */
+#ifndef SCAF_WIRE_H
+#define SCAF_WIRE_H
+
+#include "scaf/proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Pure: no I/O, no globals, no allocation. The daemon and the layer do their
+ * own reads and writes (non-blocking and bounded on the daemon's side, with a
+ * timeout on the layer's) and hand the bytes to these functions; the fuzzer
+ * (tests/fuzz/fuzz_decode.c) calls the same decoders on arbitrary bytes.
+ *
+ * Messages are decoded in two steps, as they arrive on a stream: the header
+ * alone says how long the whole message is (and only exact sizes pass, so a
+ * peer can never make the reader wait for more than its buffer holds), then
+ * the complete message is decoded.
+ */
+
+/* Why a message is rejected: an enum scaf_refuse_reason and the text the peer and the log get. */
+struct scaf_wire_refusal {
+    uint32_t reason;
+    char text[SCAF_REFUSE_TEXT]; /* always NUL-terminated */
+};
+
+/* ---- client -> daemon ---- */
+
+/* A decoded HELLO: every field checked. */
+struct scaf_wire_hello {
+    uint32_t max_threads;     /* 1..SCAF_MAX_CPUS */
+    uint32_t flags;           /* SCAF_HELLO_F_* only */
+    char name[SCAF_NAME_MAX]; /* the client's word, NUL-terminated (may hold any other byte) */
+};
+
+/* Fills *m with a HELLO of this protocol; max_threads is clamped to SCAF_MAX_CPUS, name truncated and NUL-padded. */
+void scaf_wire_encode_hello(struct scaf_msg_hello *m, uint32_t max_threads, uint32_t flags, const char *name);
+/* A STATUS_REQ: a bare header. */
+struct scaf_msg_header scaf_wire_encode_status_req(void);
+
+/*
+ * The daemon's check of a complete header from a peer, in this order: magic,
+ * version (SCAF_REFUSE_VERSION), type (HELLO or STATUS_REQ), exact length,
+ * reserved, and a second HELLO when `client_id` is nonzero (the connection
+ * already said one: SCAF_REFUSE_DUPLICATE). Returns the whole message's length
+ * (at most sizeof(struct scaf_msg_hello)), or 0 with *why filled.
+ */
+uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client_id, struct scaf_wire_refusal *why);
+/*
+ * Decodes a complete HELLO (its header already passed scaf_wire_check_header)
+ * from `msg`, sizeof(struct scaf_msg_hello) bytes. Returns 0, or -1 with *why
+ * filled (always SCAF_REFUSE_MALFORMED): max_threads outside 1..SCAF_MAX_CPUS,
+ * an unknown flag, a nonzero reserved word.
+ */
+int scaf_wire_decode_hello(const void *msg, struct scaf_wire_hello *out, struct scaf_wire_refusal *why);
+
+/* ---- daemon -> client ---- */
+
+/* Fills *m with a REFUSE of this protocol carrying why's reason and text. */
+void scaf_wire_encode_refuse(struct scaf_msg_refuse *m, const struct scaf_wire_refusal *why);
+/* Fills *m with a WELCOME of this protocol (the page's memfd travels beside it, SCM_RIGHTS). */
+void scaf_wire_encode_welcome(struct scaf_msg_welcome *m, uint32_t client_id, uint32_t cpus);
+/* The header of a STATUS_REPLY of `length` bytes, header included. */
+struct scaf_msg_header scaf_wire_encode_status_reply(uint32_t length);
+
+/* A decoded answer to HELLO. */
+struct scaf_wire_answer {
+    uint32_t type; /* SCAF_MSG_WELCOME or SCAF_MSG_REFUSE */
+    /* WELCOME */
+    uint32_t client_id;
+    uint32_t cpus;
+    /* REFUSE: any reason passes (a newer daemon may have more); only SCAF_REFUSE_VERSION is final */
+    uint32_t reason;
+    uint32_t daemon_version;
+    char text[SCAF_REFUSE_TEXT]; /* NUL-terminated */
+};
+
+/*
+ * The layer's check of the header of the daemon's answer to HELLO. A REFUSE
+ * passes whatever its version (magic, type and length checked): a daemon of
+ * another protocol says so in a REFUSE of its own version, and the layer must
+ * read it to stop retrying. A WELCOME must be of this protocol with reserved 0.
+ * Returns the whole answer's length, or 0 with *why filled (always
+ * SCAF_REFUSE_MALFORMED; the text says what was wrong).
+ */
+uint32_t scaf_wire_check_answer(const struct scaf_msg_header *h, struct scaf_wire_refusal *why);
+/*
+ * Decodes a complete answer of `len` bytes whose header passed
+ * scaf_wire_check_answer. A WELCOME must announce SCAF_PAGE_SIZE. Returns 0,
+ * or -1 with *why filled (SCAF_REFUSE_MALFORMED).
+ */
+int scaf_wire_decode_answer(const void *msg, size_t len, struct scaf_wire_answer *out, struct scaf_wire_refusal *why);
+
+/*
+ * The layer's check of the page it mapped from a WELCOME's memfd (the file's
+ * size was checked before mapping: touching past its end would SIGBUS the
+ * program): magic and version. Returns 0, or -1 with *why filled.
+ */
+int scaf_wire_check_page(const struct scaf_page *page, struct scaf_wire_refusal *why);
+
+#endif

@@ -1,0 +1,205 @@
+/* wire.c — the one codec of the socket messages, both directions: encoders for what each side sends, checked decoders for what each side reads. */
+#include "scaf/wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void refusal(struct scaf_wire_refusal *why, uint32_t reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void refusal(struct scaf_wire_refusal *why, uint32_t reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    why->reason = reason;
+    va_start(ap, fmt);
+    vsnprintf(why->text, sizeof why->text, fmt, ap);
+    va_end(ap);
+}
+
+static struct scaf_msg_header header(uint16_t type, uint32_t length)
+{
+    return (struct scaf_msg_header){SCAF_PROTO_MAGIC, SCAF_PROTO_VERSION, type, length, 0};
+}
+
+/* ---- client -> daemon ---- */
+
+void scaf_wire_encode_hello(struct scaf_msg_hello *m, uint32_t max_threads, uint32_t flags, const char *name)
+{
+    memset(m, 0, sizeof *m);
+    m->h = header(SCAF_MSG_HELLO, sizeof *m);
+    m->max_threads = max_threads > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : max_threads;
+    m->flags = flags;
+    /* NUL-padded to the end: no byte of the program's memory travels beyond the name. */
+    if (name)
+        memcpy(m->name, name, strnlen(name, sizeof m->name - 1));
+}
+
+struct scaf_msg_header scaf_wire_encode_status_req(void)
+{
+    return header(SCAF_MSG_STATUS_REQ, sizeof(struct scaf_msg_header));
+}
+
+uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client_id, struct scaf_wire_refusal *why)
+{
+    uint32_t want;
+
+    if (h->magic != SCAF_PROTO_MAGIC) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "bad magic 0x%08x (not a scaf client?)", h->magic);
+        return 0;
+    }
+    /* Before anything else that may differ between versions: a client of another protocol learns why. */
+    if (h->version != SCAF_PROTO_VERSION) {
+        refusal(why, SCAF_REFUSE_VERSION, "scafd speaks protocol %u, client speaks %u", SCAF_PROTO_VERSION,
+                h->version);
+        return 0;
+    }
+    switch (h->type) {
+    case SCAF_MSG_HELLO:
+        want = sizeof(struct scaf_msg_hello);
+        break;
+    case SCAF_MSG_STATUS_REQ:
+        want = sizeof(struct scaf_msg_header);
+        break;
+    default:
+        refusal(why, SCAF_REFUSE_MALFORMED, "unexpected message type %u", h->type);
+        return 0;
+    }
+    /* Exact sizes only, so a peer can never make scafd wait for a body larger than its buffer. */
+    if (h->length != want) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "message type %u has length %u, expected %u", h->type, h->length, want);
+        return 0;
+    }
+    if (h->reserved != 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "nonzero reserved header field");
+        return 0;
+    }
+    if (h->type == SCAF_MSG_HELLO && client_id != 0) {
+        refusal(why, SCAF_REFUSE_DUPLICATE, "this connection already said HELLO (client %u)", client_id);
+        return 0;
+    }
+    return want;
+}
+
+int scaf_wire_decode_hello(const void *msg, struct scaf_wire_hello *out, struct scaf_wire_refusal *why)
+{
+    struct scaf_msg_hello m;
+
+    /* A copy: the caller's buffer need not be aligned for the struct. */
+    memcpy(&m, msg, sizeof m);
+    if (m.max_threads == 0 || m.max_threads > SCAF_MAX_CPUS) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "max_threads %u is outside 1..%u", m.max_threads, SCAF_MAX_CPUS);
+        return -1;
+    }
+    if (m.flags & ~SCAF_HELLO_F_ALL) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "unknown HELLO flags 0x%x", m.flags & ~SCAF_HELLO_F_ALL);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof m.reserved / sizeof m.reserved[0]; i++)
+        if (m.reserved[i]) {
+            refusal(why, SCAF_REFUSE_MALFORMED, "nonzero reserved field in HELLO");
+            return -1;
+        }
+    out->max_threads = m.max_threads;
+    out->flags = m.flags;
+    memcpy(out->name, m.name, sizeof out->name);
+    out->name[sizeof out->name - 1] = '\0';
+    return 0;
+}
+
+/* ---- daemon -> client ---- */
+
+void scaf_wire_encode_refuse(struct scaf_msg_refuse *m, const struct scaf_wire_refusal *why)
+{
+    memset(m, 0, sizeof *m);
+    m->h = header(SCAF_MSG_REFUSE, sizeof *m);
+    m->reason = why->reason;
+    m->daemon_version = SCAF_PROTO_VERSION;
+    snprintf(m->text, sizeof m->text, "%s", why->text);
+}
+
+void scaf_wire_encode_welcome(struct scaf_msg_welcome *m, uint32_t client_id, uint32_t cpus)
+{
+    memset(m, 0, sizeof *m);
+    m->h = header(SCAF_MSG_WELCOME, sizeof *m);
+    m->client_id = client_id;
+    m->page_size = SCAF_PAGE_SIZE;
+    m->cpus = cpus;
+}
+
+struct scaf_msg_header scaf_wire_encode_status_reply(uint32_t length)
+{
+    return header(SCAF_MSG_STATUS_REPLY, length);
+}
+
+uint32_t scaf_wire_check_answer(const struct scaf_msg_header *h, struct scaf_wire_refusal *why)
+{
+    if (h->magic != SCAF_PROTO_MAGIC) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "bad magic 0x%08x (not a scaf daemon?)", h->magic);
+        return 0;
+    }
+    /* The REFUSE layout is the same in every protocol version so far: one of another version is read. */
+    if (h->type == SCAF_MSG_REFUSE && h->length == sizeof(struct scaf_msg_refuse))
+        return h->length;
+    if (h->version != SCAF_PROTO_VERSION || h->type != SCAF_MSG_WELCOME ||
+        h->length != sizeof(struct scaf_msg_welcome) || h->reserved != 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "unexpected answer to HELLO (version %u, type %u, length %u)",
+                h->version, h->type, h->length);
+        return 0;
+    }
+    return h->length;
+}
+
+int scaf_wire_decode_answer(const void *msg, size_t len, struct scaf_wire_answer *out, struct scaf_wire_refusal *why)
+{
+    struct scaf_msg_header h;
+
+    memset(out, 0, sizeof *out);
+    if (len < sizeof h) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "answer of %zu bytes has no header", len);
+        return -1;
+    }
+    memcpy(&h, msg, sizeof h);
+    if (scaf_wire_check_answer(&h, why) == 0)
+        return -1;
+    if (len != h.length) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "answer type %u of %zu bytes, expected %u", h.type, len, h.length);
+        return -1;
+    }
+    out->type = h.type;
+    if (h.type == SCAF_MSG_REFUSE) {
+        struct scaf_msg_refuse r;
+
+        memcpy(&r, msg, sizeof r);
+        out->reason = r.reason;
+        out->daemon_version = r.daemon_version;
+        memcpy(out->text, r.text, sizeof out->text);
+        out->text[sizeof out->text - 1] = '\0';
+        return 0;
+    }
+    struct scaf_msg_welcome w;
+
+    memcpy(&w, msg, sizeof w);
+    if (w.page_size != SCAF_PAGE_SIZE) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "WELCOME announces a page of %u bytes, expected %u", w.page_size,
+                SCAF_PAGE_SIZE);
+        return -1;
+    }
+    out->client_id = w.client_id;
+    out->cpus = w.cpus;
+    return 0;
+}
+
+int scaf_wire_check_page(const struct scaf_page *page, struct scaf_wire_refusal *why)
+{
+    if (page->magic != SCAF_PAGE_MAGIC) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "page magic 0x%08x", page->magic);
+        return -1;
+    }
+    if (page->version != SCAF_PROTO_VERSION) {
+        refusal(why, SCAF_REFUSE_VERSION, "page of protocol %u, layer speaks %u", page->version, SCAF_PROTO_VERSION);
+        return -1;
+    }
+    return 0;
+}

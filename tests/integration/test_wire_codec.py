@@ -1,0 +1,76 @@
+"""The Python twin of the wire format (tests/support/wire.py) encodes every message byte for byte as the C codec does."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from support import wire
+
+# Each line: a name and the message the C codec (src/common/wire.c) encodes, in hex.
+PROGRAM = r"""
+#include "scaf/wire.h"
+#include <stdio.h>
+#include <string.h>
+
+static void show(const char *name, const void *p, size_t n)
+{
+    printf("%s ", name);
+    for (size_t i = 0; i < n; i++)
+        printf("%02x", ((const unsigned char *)p)[i]);
+    printf("\n");
+}
+
+int main(void)
+{
+    struct scaf_msg_hello hello;
+    struct scaf_msg_welcome welcome;
+    struct scaf_msg_refuse refuse;
+    struct scaf_wire_refusal why = {.reason = SCAF_REFUSE_FULL};
+    struct scaf_msg_header h;
+
+    scaf_wire_encode_hello(&hello, 8, 0, "pytest");
+    show("hello", &hello, sizeof hello);
+    scaf_wire_encode_hello(&hello, 3, SCAF_HELLO_F_NONMALLEABLE, "fixed");
+    show("hello_fixed", &hello, sizeof hello);
+    scaf_wire_encode_welcome(&welcome, 7, 12);
+    show("welcome", &welcome, sizeof welcome);
+    snprintf(why.text, sizeof why.text, "client table full");
+    scaf_wire_encode_refuse(&refuse, &why);
+    show("refuse", &refuse, sizeof refuse);
+    h = scaf_wire_encode_status_req();
+    show("status_req", &h, sizeof h);
+    h = scaf_wire_encode_status_reply(100);
+    show("status_reply", &h, sizeof h);
+    return 0;
+}
+"""
+
+
+def test_python_twin_encodes_as_the_c_codec(tmp_path: Path) -> None:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    src = tmp_path / "enc.c"
+    src.write_text(PROGRAM)
+    exe = tmp_path / "enc"
+    subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-D_GNU_SOURCE", "-I", str(ROOT / "include"), "-o", str(exe),
+                    str(src), str(ROOT / "src" / "common" / "wire.c")], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    c = {name: bytes.fromhex(hexed) for name, hexed in (line.split() for line in out.splitlines())}
+    py = {
+        "hello": wire.hello(8),
+        "hello_fixed": wire.hello(3, name=b"fixed", flags=wire.HELLO_F_NONMALLEABLE),
+        "welcome": wire.WELCOME.pack(wire.MAGIC, wire.VERSION, wire.MSG_WELCOME, wire.WELCOME.size, 0, 7,
+                                     wire.PAGE_SIZE, 12, 0),
+        "refuse": wire.REFUSE.pack(wire.MAGIC, wire.VERSION, wire.MSG_REFUSE, wire.REFUSE.size, 0, wire.REFUSE_FULL,
+                                   wire.VERSION, b"client table full"),
+        "status_req": wire.header(wire.MSG_STATUS_REQ, wire.HEADER.size),
+        "status_reply": wire.header(wire.MSG_STATUS_REPLY, 100),
+    }
+    assert set(c) == set(py)
+    for name, data in py.items():
+        assert c[name] == data, name

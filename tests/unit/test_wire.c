@@ -1,0 +1,334 @@
+/* test_wire.c — the codec both ways: what scafd refuses and why, in the documented order; what the layer accepts from a daemon and why not; scafd's replies over a real socketpair. */
+#include "../../src/daemon/collect/page.h"
+#include "../../src/daemon/transport/reply.h"
+#include "scaf/wire.h"
+
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static struct scaf_msg_header hdr(uint32_t magic, uint16_t version, uint16_t type, uint32_t length, uint32_t reserved)
+{
+    return (struct scaf_msg_header){magic, version, type, length, reserved};
+}
+
+static void headers(void)
+{
+    const uint32_t M = SCAF_PROTO_MAGIC, V = SCAF_PROTO_VERSION, HL = sizeof(struct scaf_msg_hello);
+    const struct {
+        const char *name;
+        struct scaf_msg_header h;
+        uint32_t client_id;
+        uint32_t want_len, want_reason;
+        const char *want_text;
+    } cases[] = {
+        {"valid HELLO", hdr(M, V, SCAF_MSG_HELLO, HL, 0), 0, HL, 0, ""},
+        {"valid STATUS_REQ", hdr(M, V, SCAF_MSG_STATUS_REQ, 16, 0), 0, 16, 0, ""},
+        {"a client may ask for status", hdr(M, V, SCAF_MSG_STATUS_REQ, 16, 0), 3, 16, 0, ""},
+        {"bad magic first, whatever else", hdr(0x12345678, 0, 99, 0, 1), 0, 0, SCAF_REFUSE_MALFORMED, "bad magic"},
+        {"version before type", hdr(M, 0, 99, 0, 0), 0, 0, SCAF_REFUSE_VERSION, "client speaks 0"},
+        {"unknown type", hdr(M, V, SCAF_MSG_WELCOME, 32, 0), 0, 0, SCAF_REFUSE_MALFORMED, "unexpected message type 2"},
+        {"HELLO too long", hdr(M, V, SCAF_MSG_HELLO, HL + 1, 0), 0, 0, SCAF_REFUSE_MALFORMED, "expected 56"},
+        {"status with a body", hdr(M, V, SCAF_MSG_STATUS_REQ, 17, 0), 0, 0, SCAF_REFUSE_MALFORMED, "length 17"},
+        {"length past STATUS_MAX", hdr(M, V, SCAF_MSG_STATUS_REQ, 0xffffffffu, 0), 0, 0, SCAF_REFUSE_MALFORMED,
+         "length"},
+        {"reserved header field", hdr(M, V, SCAF_MSG_STATUS_REQ, 16, 7), 0, 0, SCAF_REFUSE_MALFORMED, "reserved"},
+        {"second HELLO", hdr(M, V, SCAF_MSG_HELLO, HL, 0), 5, 0, SCAF_REFUSE_DUPLICATE,
+         "already said HELLO (client 5)"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_wire_refusal why = {0};
+        uint32_t len = scaf_wire_check_header(&cases[t].h, cases[t].client_id, &why);
+        CHECK(len == cases[t].want_len, "%s: length %u, want %u", cases[t].name, len, cases[t].want_len);
+        if (cases[t].want_len == 0)
+            CHECK(why.reason == cases[t].want_reason && strstr(why.text, cases[t].want_text),
+                  "%s: reason %u '%s'", cases[t].name, why.reason, why.text);
+    }
+}
+
+static void hellos(void)
+{
+    const struct {
+        const char *name;
+        uint32_t max_threads, flags, reserved;
+        int want_rc;
+        const char *want_text;
+    } cases[] = {
+        {"valid", 8, 0, 0, 0, ""},
+        {"fixed team flag", 1024, SCAF_HELLO_F_NONMALLEABLE, 0, 0, ""},
+        {"max_threads 0", 0, 0, 0, -1, "max_threads 0 is outside 1..1024"},
+        {"max_threads 1025", 1025, 0, 0, -1, "outside"},
+        {"unknown flag", 4, 0x6, 0, -1, "unknown HELLO flags 0x6"},
+        {"reserved field", 4, 0, 9, -1, "nonzero reserved field in HELLO"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_msg_hello m;
+        struct scaf_wire_hello got;
+        struct scaf_wire_refusal why = {0};
+        int rc;
+
+        memset(&m, 0, sizeof m);
+        m.max_threads = cases[t].max_threads;
+        m.flags = cases[t].flags;
+        m.reserved[3] = cases[t].reserved;
+        memset(m.name, 'x', sizeof m.name); /* unterminated: the decoder terminates it */
+        rc = scaf_wire_decode_hello(&m, &got, &why);
+        CHECK(rc == cases[t].want_rc, "%s: rc %d", cases[t].name, rc);
+        if (rc < 0)
+            CHECK(why.reason == SCAF_REFUSE_MALFORMED && strstr(why.text, cases[t].want_text), "%s: %u '%s'",
+                  cases[t].name, why.reason, why.text);
+        else
+            CHECK(got.max_threads == cases[t].max_threads && got.flags == cases[t].flags &&
+                      strlen(got.name) == SCAF_NAME_MAX - 1,
+                  "%s: decoded %u %u '%s'", cases[t].name, got.max_threads, got.flags, got.name);
+    }
+}
+
+/* What the layer sends, read back by what the daemon checks: the two halves of the codec agree. */
+static void hello_round_trip(void)
+{
+    const struct {
+        const char *name;
+        uint32_t max_threads, flags;
+        const char *prog;
+        uint32_t want_threads;
+        const char *want_name;
+    } cases[] = {
+        {"plain", 8, 0, "ep", 8, "ep"},
+        {"fixed", 3, SCAF_HELLO_F_NONMALLEABLE, "cg", 3, "cg"},
+        {"bound above the wire's range", 5000, 0, "x", SCAF_MAX_CPUS, "x"},
+        {"long name truncated", 2, 0, "a_program_name_longer_than_comm", 2, "a_program_name_"},
+        {"no name", 1, 0, NULL, 1, ""},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_msg_hello m;
+        struct scaf_wire_hello got;
+        struct scaf_wire_refusal why = {0};
+
+        memset(&m, 0xa5, sizeof m);
+        scaf_wire_encode_hello(&m, cases[t].max_threads, cases[t].flags, cases[t].prog);
+        CHECK(scaf_wire_check_header(&m.h, 0, &why) == sizeof m, "%s: header refused: %s", cases[t].name, why.text);
+        CHECK(scaf_wire_decode_hello(&m, &got, &why) == 0, "%s: body refused: %s", cases[t].name, why.text);
+        CHECK(got.max_threads == cases[t].want_threads && got.flags == cases[t].flags &&
+                  strcmp(got.name, cases[t].want_name) == 0,
+              "%s: %u %u '%s'", cases[t].name, got.max_threads, got.flags, got.name);
+        /* Nothing of the encoder's stack or the program's memory travels in the padding. */
+        CHECK(m.name[SCAF_NAME_MAX - 1] == 0 && m.reserved[0] == 0 && m.reserved[3] == 0 && m.h.reserved == 0,
+              "%s: padding zeroed", cases[t].name);
+    }
+    struct scaf_msg_header s = scaf_wire_encode_status_req();
+    struct scaf_wire_refusal why = {0};
+    CHECK(scaf_wire_check_header(&s, 0, &why) == sizeof s, "STATUS_REQ accepted: %s", why.text);
+}
+
+/* A REFUSE or WELCOME as some daemon might send it; the fields the table varies. */
+struct answer_bytes {
+    union {
+        struct scaf_msg_header h;
+        struct scaf_msg_welcome w;
+        struct scaf_msg_refuse r;
+    } u;
+};
+
+static void answers(void)
+{
+    const uint32_t M = SCAF_PROTO_MAGIC, V = SCAF_PROTO_VERSION, WL = sizeof(struct scaf_msg_welcome),
+                   RL = sizeof(struct scaf_msg_refuse);
+    const struct {
+        const char *name;
+        struct scaf_msg_header h;
+        uint32_t page_size; /* WELCOME */
+        size_t len;         /* bytes handed to the decoder */
+        uint32_t want_len;  /* scaf_wire_check_answer */
+        int want_rc;        /* scaf_wire_decode_answer */
+        const char *want_text;
+    } cases[] = {
+        {"WELCOME", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, WL, 0, ""},
+        {"REFUSE", hdr(M, V, SCAF_MSG_REFUSE, RL, 0), 0, RL, RL, 0, ""},
+        /* Mixed versions: a daemon of protocol 4 (or 6) refuses us in its own version, and we read why. */
+        {"REFUSE of protocol 4", hdr(M, 4, SCAF_MSG_REFUSE, RL, 0), 0, RL, RL, 0, ""},
+        {"REFUSE of protocol 6, reserved set", hdr(M, 6, SCAF_MSG_REFUSE, RL, 9), 0, RL, RL, 0, ""},
+        {"bad magic", hdr(0x12345678, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, 0, -1, "bad magic"},
+        {"WELCOME of protocol 4", hdr(M, 4, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, 0, -1, "version 4"},
+        {"WELCOME of protocol 6", hdr(M, V + 1, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, 0, -1, "unexpected"},
+        {"WELCOME too long", hdr(M, V, SCAF_MSG_WELCOME, WL + 4, 0), SCAF_PAGE_SIZE, WL, 0, -1, "length 36"},
+        {"WELCOME reserved header", hdr(M, V, SCAF_MSG_WELCOME, WL, 1), SCAF_PAGE_SIZE, WL, 0, -1, "unexpected"},
+        {"REFUSE of the wrong length", hdr(M, V, SCAF_MSG_REFUSE, RL - 1, 0), 0, RL, 0, -1, "type 3, length 143"},
+        {"a daemon's STATUS_REPLY", hdr(M, V, SCAF_MSG_STATUS_REPLY, 16, 0), 0, 16, 0, -1, "type 5"},
+        {"a client's HELLO echoed", hdr(M, V, SCAF_MSG_HELLO, 56, 0), 0, 56, 0, -1, "type 1"},
+        {"WELCOME of another page size", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), 8192, WL, WL, -1, "8192 bytes"},
+        {"WELCOME cut short", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL - 1, WL, -1, "31 bytes"},
+        {"no header", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 15, WL, -1, "no header"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct answer_bytes a;
+        struct scaf_wire_answer got;
+        struct scaf_wire_refusal why = {0};
+        uint32_t len;
+        int rc;
+
+        memset(&a, 0, sizeof a);
+        a.u.h = cases[t].h;
+        if (cases[t].h.type == SCAF_MSG_WELCOME) {
+            a.u.w.client_id = 9;
+            a.u.w.cpus = 12;
+            a.u.w.page_size = cases[t].page_size;
+        } else if (cases[t].h.type == SCAF_MSG_REFUSE) {
+            a.u.r.reason = SCAF_REFUSE_VERSION;
+            a.u.r.daemon_version = cases[t].h.version;
+            memset(a.u.r.text, 'r', sizeof a.u.r.text); /* unterminated: the decoder terminates it */
+        }
+        len = scaf_wire_check_answer(&cases[t].h, &why);
+        CHECK(len == cases[t].want_len, "%s: length %u, want %u", cases[t].name, len, cases[t].want_len);
+        if (len == 0)
+            CHECK(why.reason == SCAF_REFUSE_MALFORMED && strstr(why.text, cases[t].want_text), "%s: check '%s'",
+                  cases[t].name, why.text);
+        memset(&why, 0, sizeof why);
+        rc = scaf_wire_decode_answer(&a, cases[t].len, &got, &why);
+        CHECK(rc == cases[t].want_rc, "%s: rc %d", cases[t].name, rc);
+        if (rc < 0)
+            CHECK(why.reason == SCAF_REFUSE_MALFORMED && strstr(why.text, cases[t].want_text), "%s: decode '%s'",
+                  cases[t].name, why.text);
+        else if (got.type == SCAF_MSG_WELCOME)
+            CHECK(got.client_id == 9 && got.cpus == 12, "%s: WELCOME fields %u %u", cases[t].name, got.client_id,
+                  got.cpus);
+        else
+            CHECK(got.type == SCAF_MSG_REFUSE && got.reason == SCAF_REFUSE_VERSION &&
+                      got.daemon_version == cases[t].h.version && strlen(got.text) == SCAF_REFUSE_TEXT - 1,
+                  "%s: REFUSE fields %u %u", cases[t].name, got.reason, got.daemon_version);
+    }
+}
+
+/* What scafd encodes, read back by what the layer decodes. */
+static void answer_round_trip(void)
+{
+    struct scaf_wire_refusal why = {.reason = SCAF_REFUSE_FULL}, err = {0};
+    struct scaf_msg_welcome w;
+    struct scaf_msg_refuse r;
+    struct scaf_wire_answer got;
+
+    snprintf(why.text, sizeof why.text, "client table full");
+    memset(&r, 0xa5, sizeof r);
+    scaf_wire_encode_refuse(&r, &why);
+    CHECK(scaf_wire_check_answer(&r.h, &err) == sizeof r, "REFUSE header: %s", err.text);
+    CHECK(scaf_wire_decode_answer(&r, sizeof r, &got, &err) == 0 && got.type == SCAF_MSG_REFUSE &&
+              got.reason == SCAF_REFUSE_FULL && got.daemon_version == SCAF_PROTO_VERSION &&
+              strcmp(got.text, "client table full") == 0,
+          "REFUSE round trip: '%s'", err.text);
+    CHECK(r.text[SCAF_REFUSE_TEXT - 1] == 0 && r.h.reserved == 0, "REFUSE padding zeroed");
+
+    memset(&w, 0xa5, sizeof w);
+    scaf_wire_encode_welcome(&w, 7, 64);
+    CHECK(scaf_wire_check_answer(&w.h, &err) == sizeof w, "WELCOME header: %s", err.text);
+    CHECK(scaf_wire_decode_answer(&w, sizeof w, &got, &err) == 0 && got.type == SCAF_MSG_WELCOME &&
+              got.client_id == 7 && got.cpus == 64,
+          "WELCOME round trip: '%s'", err.text);
+    CHECK(w.reserved == 0, "WELCOME reserved zeroed");
+
+    /* The daemon never accepts what it sends itself. */
+    CHECK(scaf_wire_check_header(&w.h, 0, &err) == 0 && err.reason == SCAF_REFUSE_MALFORMED, "WELCOME to scafd");
+    CHECK(scaf_wire_check_header(&r.h, 0, &err) == 0 && err.reason == SCAF_REFUSE_MALFORMED, "REFUSE to scafd");
+}
+
+static void pages(void)
+{
+    static _Alignas(4096) unsigned char mem[SCAF_PAGE_SIZE];
+    struct scaf_page *pg = (struct scaf_page *)mem;
+    const struct {
+        const char *name;
+        uint32_t magic, version;
+        int want_rc;
+        uint32_t want_reason;
+        const char *want_text;
+    } cases[] = {
+        {"valid", SCAF_PAGE_MAGIC, SCAF_PROTO_VERSION, 0, 0, ""},
+        {"bad magic", 0x12345678, SCAF_PROTO_VERSION, -1, SCAF_REFUSE_MALFORMED, "page magic 0x12345678"},
+        {"page of protocol 4", SCAF_PAGE_MAGIC, 4, -1, SCAF_REFUSE_VERSION, "page of protocol 4"},
+        {"page of protocol 6", SCAF_PAGE_MAGIC, SCAF_PROTO_VERSION + 1, -1, SCAF_REFUSE_VERSION, "protocol 6"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_wire_refusal why = {0};
+        int rc;
+
+        memset(mem, 0, sizeof mem);
+        pg->magic = cases[t].magic;
+        pg->version = cases[t].version;
+        rc = scaf_wire_check_page(pg, &why);
+        CHECK(rc == cases[t].want_rc, "%s: rc %d", cases[t].name, rc);
+        if (rc < 0)
+            CHECK(why.reason == cases[t].want_reason && strstr(why.text, cases[t].want_text), "%s: %u '%s'",
+                  cases[t].name, why.reason, why.text);
+    }
+}
+
+static void messages(void)
+{
+    int sv[2];
+    struct scaf_page *pg = NULL;
+    struct scaf_msg_refuse r;
+    struct scaf_msg_welcome w;
+    struct scaf_wire_refusal why = {.reason = SCAF_REFUSE_FULL};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {&w, sizeof w};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *cm;
+    struct stat st;
+    int memfd, got = -1;
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+        fail("socketpair", "cannot make one");
+        return;
+    }
+    snprintf(why.text, sizeof why.text, "client table full");
+    scaf_reply_refuse(sv[0], &why);
+    CHECK(recv(sv[1], &r, sizeof r, MSG_WAITALL) == (ssize_t)sizeof r, "REFUSE arrives whole");
+    CHECK(r.h.magic == SCAF_PROTO_MAGIC && r.h.type == SCAF_MSG_REFUSE && r.h.length == sizeof r &&
+              r.reason == SCAF_REFUSE_FULL && r.daemon_version == SCAF_PROTO_VERSION &&
+              strcmp(r.text, "client table full") == 0,
+          "REFUSE fields");
+
+    memfd = scaf_page_create(4, &pg);
+    CHECK(memfd >= 0 && pg && pg->magic == SCAF_PAGE_MAGIC && atomic_load(&pg->threads) == 1, "page made");
+    CHECK(scaf_reply_welcome(sv[0], 7, 4, memfd) == 0, "WELCOME sent");
+    CHECK(recvmsg(sv[1], &msg, MSG_WAITALL) == (ssize_t)sizeof w, "WELCOME arrives whole");
+    cm = CMSG_FIRSTHDR(&msg);
+    if (cm && cm->cmsg_type == SCM_RIGHTS)
+        memcpy(&got, CMSG_DATA(cm), sizeof got);
+    CHECK(w.h.type == SCAF_MSG_WELCOME && w.client_id == 7 && w.page_size == SCAF_PAGE_SIZE && w.cpus == 4,
+          "WELCOME fields");
+    /* The descriptor that arrives is the sealed page: the client cannot resize it. */
+    CHECK(got >= 0 && fstat(got, &st) == 0 && st.st_size == SCAF_PAGE_SIZE && ftruncate(got, 0) < 0,
+          "the page's memfd came along, sealed");
+    if (got >= 0)
+        close(got);
+
+    close(sv[1]);
+    /* A peer that is gone: WELCOME reports failure instead of raising SIGPIPE. */
+    CHECK(scaf_reply_welcome(sv[0], 8, 4, memfd) < 0, "WELCOME to a closed peer fails");
+    close(sv[0]);
+    close(memfd);
+    scaf_page_unmap(pg);
+
+    struct scaf_msg_header h = scaf_wire_encode_status_reply(100);
+    CHECK(h.magic == SCAF_PROTO_MAGIC && h.version == SCAF_PROTO_VERSION && h.type == SCAF_MSG_STATUS_REPLY &&
+              h.length == 100 && h.reserved == 0,
+          "STATUS_REPLY header");
+}
+
+int main(void)
+{
+    headers();
+    hellos();
+    hello_round_trip();
+    answers();
+    answer_round_trip();
+    pages();
+    messages();
+    return check_exit("test_wire");
+}
