@@ -44,6 +44,7 @@ struct scafd_conn;            /* transport/conn.c */
 struct scaf_client;           /* client.h */
 struct scaf_referee_client;   /* decide/referee.h */
 struct scaf_referee_alloc;
+struct scaf_referee_scratch;
 
 struct scafd {
     struct scafd_opts opt;
@@ -75,6 +76,7 @@ struct scafd {
     /* the pipeline's scratch, max_clients entries each, and the gangs' turns */
     struct scaf_referee_client *rclients;
     struct scaf_referee_alloc *rallocs;
+    struct scaf_referee_scratch *rscratch; /* the referee's per-turn arrays, sized once for max_clients */
     uint32_t gang_slots; /* gangs taking turns now (0 or >= 2) */
     uint32_t gang_turn;  /* whose turn: 0..gang_slots-1 */
     struct scaf_alloclog log;

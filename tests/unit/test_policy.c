@@ -21,7 +21,7 @@
 
 /* A client as the tables describe it: cap 0 = none, E < 0 = unknown. */
 struct cl {
-    uint32_t p;    /* p' (report_threads) */
+    uint32_t p;    /* p' (eff_team) */
     double e;      /* E at p' */
     uint32_t prev; /* previous allocation */
     uint32_t cap;
@@ -38,12 +38,12 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
         out[i] = (struct scaf_policy_client){
             .max_threads = c[i].cap ? c[i].cap : 1u << 20,
             .prev = c[i].prev,
-            .report_threads = c[i].p,
+            .eff_team = c[i].p,
             .efficiency = c[i].e,
             .prev_coef = c[i].prev_coef,
             .probe = c[i].probe,
             .e_sd = c[i].e_sd,
-            .alt_threads = c[i].alt_p,
+            .alt_team = c[i].alt_p,
             .alt_efficiency = c[i].alt_e,
         };
     }
@@ -236,9 +236,9 @@ static void run_model(void)
 static void run_curve_at(void)
 {
     /* Near-linear to 8, flat after (SMT past the cores): no USL curve with sigma >= 0 passes both points. */
-    struct scaf_policy_client knee = {.max_threads = 64, .report_threads = 12, .efficiency = 0.679,
-                                      .alt_threads = 8, .alt_efficiency = 0.925};
-    struct scaf_policy_client one = {.max_threads = 64, .report_threads = 8, .efficiency = 0.9};
+    struct scaf_policy_client knee = {.max_threads = 64, .eff_team = 12, .efficiency = 0.679,
+                                      .alt_team = 8, .alt_efficiency = 0.925};
+    struct scaf_policy_client one = {.max_threads = 64, .eff_team = 8, .efficiency = 0.9};
     struct scaf_policy_client none = {.max_threads = 64};
     double sigma, kappa, u16, s16;
     char msg[200];
@@ -304,12 +304,12 @@ static void run_errors_and_registry(void)
 static void run_garbage(void)
 {
     struct scaf_policy_client cl[4] = {
-        {.max_threads = 0, .prev = UINT32_MAX, .report_threads = UINT32_MAX, .efficiency = 1e308, .prev_coef = 1e308},
-        {.max_threads = UINT32_MAX, .prev = 3, .report_threads = 2, .efficiency = -INFINITY, .prev_coef = -1e308,
-         .alt_threads = 7, .alt_efficiency = 1e-300},
-        {.max_threads = 1, .prev = 0, .report_threads = 0, .efficiency = INFINITY, .prev_coef = NAN},
-        {.max_threads = 2, .prev = 1, .report_threads = 1, .efficiency = NAN, .prev_coef = 1e308,
-         .alt_threads = UINT32_MAX, .alt_efficiency = -INFINITY},
+        {.max_threads = 0, .prev = UINT32_MAX, .eff_team = UINT32_MAX, .efficiency = 1e308, .prev_coef = 1e308},
+        {.max_threads = UINT32_MAX, .prev = 3, .eff_team = 2, .efficiency = -INFINITY, .prev_coef = -1e308,
+         .alt_team = 7, .alt_efficiency = 1e-300},
+        {.max_threads = 1, .prev = 0, .eff_team = 0, .efficiency = INFINITY, .prev_coef = NAN},
+        {.max_threads = 2, .prev = 1, .eff_team = 1, .efficiency = NAN, .prev_coef = 1e308,
+         .alt_team = UINT32_MAX, .alt_efficiency = -INFINITY},
     };
 
     for (size_t p = 0; p < scaf_policy_count(); p++) {
@@ -366,10 +366,10 @@ static void run_properties(uint32_t rounds)
             cl[i] = (struct scaf_policy_client){
                 .max_threads = capped && rnd(2) ? 1 + rnd(n + 2) : n,
                 .prev = rnd(3) ? rnd(n + 1) : 0,
-                .report_threads = rnd(n + 2),
+                .eff_team = rnd(n + 2),
                 .efficiency = rnd(5) == 0 ? -1.0 : rnd(10) == 0 ? NAN : 1.3 * urand(),
                 .prev_coef = rnd(3) == 0 ? 4 * urand() - 1 : 0,
-                .alt_threads = rnd(4) == 0 ? rnd(n + 2) : 0,
+                .alt_team = rnd(4) == 0 ? rnd(n + 2) : 0,
                 .alt_efficiency = rnd(10) == 0 ? NAN : 1.3 * urand(),
             };
             sum_cap += cl[i].max_threads < n ? cl[i].max_threads : n;
@@ -415,10 +415,10 @@ static void run_properties(uint32_t rounds)
 
             for (uint32_t i = 0; i < k; i++) {
                 cl[i].efficiency = e;
-                cl[i].report_threads = p;
+                cl[i].eff_team = p;
                 cl[i].prev = 0;
                 cl[i].prev_coef = 0;
-                cl[i].alt_threads = 0;
+                cl[i].alt_team = 0;
             }
             if (scaf_policy_speedup(&in, out, NULL) != 0 || scaf_policy_equipartition(&in, eq, NULL) != 0) {
                 fail("equal efficiencies", strerror(errno));
@@ -485,7 +485,7 @@ static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped,
         memcpy(last, out, k * sizeof(*out));
         for (uint32_t i = 0; i < k; i++) {
             cl[i].prev = out[i];
-            cl[i].report_threads = out[i];
+            cl[i].eff_team = out[i];
             cl[i].prev_coef = coef[i];
             cl[i].efficiency = 0.8 + 0.1 * (urand() - 0.5); /* 0.8 +- 0.05 */
         }
@@ -508,7 +508,7 @@ static void run_min_gain(void)
         {0.9, 1},    /* even the second thread adds only 0.82 */
         {0.001, 16}, /* a tiny threshold gives everything that helps at all */
     };
-    struct scaf_policy_client cl = {.max_threads = 64, .report_threads = 16, .efficiency = 0.4};
+    struct scaf_policy_client cl = {.max_threads = 64, .eff_team = 16, .efficiency = 0.4};
     char msg[120];
 
     for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
@@ -557,8 +557,8 @@ static void run_damping(void)
     /* Damping must not hide a real change: one client's efficiency collapses. */
     {
         struct scaf_policy_client cl[2] = {
-            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.8},
-            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.25},
+            {.max_threads = 16, .prev = 8, .eff_team = 8, .efficiency = 0.8},
+            {.max_threads = 16, .prev = 8, .eff_team = 8, .efficiency = 0.25},
         };
         struct scaf_policy_input in = {16, 1, 2, cl, 0};
         uint32_t out[2];
@@ -635,7 +635,7 @@ static void run_probe_table(void)
     }
 }
 
-/* The shrink clock: rounds of (time, prev, p', E, alt_threads) and what it returns. */
+/* The shrink clock: rounds of (time, prev, p', E, alt_team) and what it returns. */
 static void run_shrink_table(void)
 {
     static const struct {
@@ -695,8 +695,8 @@ static void run_ratchet(void)
     for (int with_probe = 0; with_probe <= 1; with_probe++) {
         struct scaf_probe st = {0};
         const struct scaf_probe_timing tm = {with_probe ? 10000000000ull : 0, 1000000000ull, 5000000000ull};
-        struct scaf_policy_client cl[2] = {{.max_threads = 8, .prev = 4, .report_threads = 4, .efficiency = 0.1},
-                                           {.max_threads = 8, .prev = 4, .report_threads = 4, .efficiency = 0.9}};
+        struct scaf_policy_client cl[2] = {{.max_threads = 8, .prev = 4, .eff_team = 4, .efficiency = 0.1},
+                                           {.max_threads = 8, .prev = 4, .eff_team = 4, .efficiency = 0.9}};
         uint32_t out[2];
         double coef[2];
         double late_sum = 0;
@@ -707,9 +707,9 @@ static void run_ratchet(void)
             int scalable = round >= 80;
 
             /* What the layer reports: from the team it was given, one thread says nothing. */
-            cl[0].report_threads = cl[0].prev;
+            cl[0].eff_team = cl[0].prev;
             cl[0].efficiency = cl[0].prev <= 1 ? 1.0 : scalable ? 0.9 : 0.1;
-            cl[0].probe = (uint32_t)scaf_probe_step(&st, now, cl[0].prev, 1, cl[0].report_threads, &tm);
+            cl[0].probe = (uint32_t)scaf_probe_step(&st, now, cl[0].prev, 1, cl[0].eff_team, &tm);
             if (scaf_policy_run("speedup", 8, 1, 2, cl, out, coef) != 0) {
                 fail("ratchet loop", strerror(errno));
                 return;
@@ -718,7 +718,7 @@ static void run_ratchet(void)
                 cl[i].prev = out[i];
                 cl[i].prev_coef = coef[i];
             }
-            cl[1].report_threads = out[1];
+            cl[1].eff_team = out[1];
             if (round >= 160) {
                 late_sum += out[0];
                 late_n++;
@@ -774,13 +774,13 @@ static void run_client_state(void)
 
     /* No estimate: no noise, no second point, no probe. */
     scaf_client_state_step(&st, t, interval, 32, 1, 0, -1.0, &pol);
-    if (pol.probe || pol.e_sd != 0.0 || pol.alt_threads)
+    if (pol.probe || pol.e_sd != 0.0 || pol.alt_team)
         fail("state: no estimate", "something came out of nothing");
     /* A point at 16, then steady at 32 with E 0.1: the 16 is the second point, the noise becomes known. */
     scaf_client_state_step(&st, t += s / 4, interval, 16, 1, 16, 0.3, &pol);
     for (int r = 0; r < 12; r++)
         scaf_client_state_step(&st, t += s / 4, interval, 32, 1, 32, r % 2 ? 0.11 : 0.09, &pol);
-    if (pol.alt_threads != 16 || !near(pol.alt_efficiency, 0.3) || !(pol.e_sd > 0.0))
+    if (pol.alt_team != 16 || !near(pol.alt_efficiency, 0.3) || !(pol.e_sd > 0.0))
         fail("state: points and noise", "the second point or the noise of E did not reach the policy input");
     /* The 16 is x2 away, so no shrink probe; without it, one comes after the (E-scaled) wait. */
     if (pol.probe)

@@ -86,9 +86,9 @@ class UsageError(Exception):
 @dataclass
 class Spec:
     text: str
-    report_threads: int  # ALLOC: p', the share E was measured at
+    eff_team: int  # ALLOC: p', the share E was measured at
     eff: float | None
-    alt_threads: int = 0  # a second point (0 = none)
+    alt_team: int = 0  # a second point (0 = none)
     alt_eff: float = 0.0
 
 
@@ -98,9 +98,9 @@ def parse_client(text: str) -> Spec:
     spec = _parse_point(text, first)
     if plus:
         alt = _parse_point(text, second)
-        if alt.eff is None or alt.report_threads < 2:
+        if alt.eff is None or alt.eff_team < 2:
             raise UsageError(f"client {text!r}: the second point needs ALLOC2 >= 2 and a known EFF2")
-        spec.alt_threads, spec.alt_eff = alt.report_threads, alt.eff
+        spec.alt_team, spec.alt_eff = alt.eff_team, alt.eff
     return spec
 
 
@@ -205,8 +205,8 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
             notes.append("at cap")
         if t != undamped[i]:
             notes.append(f"damped (undamped: {undamped[i]})")
-        rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}",
-                     f"{sp.alt_threads}:{sp.alt_eff:.3f}" if sp.alt_threads else "-",
+        rows.append((str(i), str(sp.eff_team), "?" if sp.eff is None else f"{sp.eff:.3f}",
+                     f"{sp.alt_team}:{sp.alt_eff:.3f}" if sp.alt_team else "-",
                      f"{sigma:.4f}" if kind else "-", f"{kappa:.5f}" if kind else "-",
                      str(clients[i].prev) if clients[i].prev else "-", str(t), s_t, g_t, "; ".join(notes)))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
@@ -243,11 +243,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     clients = [
         pol.Client(
-            report_threads=s.report_threads,
+            eff_team=s.eff_team,
             efficiency=s.eff,
             prev=prev[i] if prev else 0,
             max_threads=caps[i] if caps else 0,
-            alt_threads=s.alt_threads,
+            alt_team=s.alt_team,
             alt_efficiency=s.alt_eff,
         )
         for i, s in enumerate(specs)
