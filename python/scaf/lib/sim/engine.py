@@ -101,7 +101,7 @@ class Simulation:
         self.n = n
         # The machine and the controller.
         self.cpus = mach.contexts  # N, the contexts the controller hands out
-        self.chunk = mach.granule
+        self.chunk = mach.effective_chunk
         self.tick = 1.0 / mach.rate_hz
         self.horizon = sc.horizon()
         self.tau = sc.feedback.tau_s
@@ -168,7 +168,7 @@ class Simulation:
             self.phase_rates = np.stack([oracle.rate_table(sc, self.phase_tabs[:, k])
                                          for k in range(self.phase_tabs.shape[1])], axis=1)
             self.rates_fixed = self.phase_rates[:, 0].copy()
-        self.caps = oracle.caps(sc)
+        self.oracle_bound = oracle.max_threads(sc)  # the oracles' bound per program
         # The clock.
         self.t = 0.0
         self.tick_k = 0
@@ -197,7 +197,7 @@ class Simulation:
         elif self.config == "oracle-dynamic":
             key = tuple(int(j) for j in idx)
             if key not in self.greedy_cache:
-                self.greedy_cache[key] = oracle.greedy(self.rates_fixed[idx], [self.caps[j] for j in idx],  # type: ignore[index]
+                self.greedy_cache[key] = oracle.greedy(self.rates_fixed[idx], [self.oracle_bound[j] for j in idx],  # type: ignore[index]
                                                        self.cpus, self.chunk)
             out = np.array(self.greedy_cache[key], dtype=np.int64)
         else:
