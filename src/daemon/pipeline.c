@@ -61,7 +61,7 @@ static int decide(struct scafd *d)
         struct scaf_client *c = d->clients[i];
 
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
-        scaf_referee_clamp(&d->rclients[i], d->cap.cpus);
+        scaf_referee_clamp(&d->rclients[i], d->capacity.cpus);
         d->rclients[i].uid = c->uid;
         d->rclients[i].rigid_team = scaf_rigid_step(&c->rigid, now, c->report.rigid_regions, c->report.rigid_team,
                                                     c->report.long_region, c->report.last_team);
@@ -72,12 +72,12 @@ static int decide(struct scafd *d)
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,
-        .cpus = d->cap.cpus,
+        .cpus = d->capacity.cpus,
         .chunk = d->chunk,
         .nclients = d->nclients,
         .clients = d->rclients,
-        .cpu_list = d->cap.cpu_list,
-        .cpu_list_len = d->cap.cpu_list_len,
+        .cpu_list = d->capacity.cpu_list,
+        .cpu_list_len = d->capacity.cpu_list_len,
         .gang = d->opt.gang_quantum_s > 0,
         .per_user = d->opt.shared,
         .min_gain = d->opt.min_gain,
@@ -123,7 +123,7 @@ static bool apply(struct scafd *d)
         bool differs = !c->applied || !same_alloc(&c->alloc, a);
 
         if (differs || c->page_nclients != nclients)
-            scaf_page_write(c->page, a->threads, a->control, a->cpuset, nclients, d->cap.cpus);
+            scaf_page_write(c->page, a->threads, a->control, a->cpuset, nclients, d->capacity.cpus);
         changed |= differs;
         c->alloc = *a;
         c->applied = true;

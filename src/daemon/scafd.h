@@ -50,7 +50,7 @@ struct scafd {
     struct scafd_opts opt;
     const struct scaf_policy *policy;
     size_t policy_index;
-    struct scaf_capacity cap;
+    struct scaf_capacity capacity;
     uint32_t chunk;
     struct scaf_listener listener;
     int epfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
@@ -101,17 +101,17 @@ static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *
     return (struct scaf_status_daemon){
         .policy = d->policy->name,
         .job = d->opt.job,
-        .cpus = d->cap.cpus,
+        .cpus = d->capacity.cpus,
         .available = d->lookout.available,
         .foreign = d->lookout.foreign,
         .procs = &d->foreign,
         .rate_hz = d->opt.rate_hz,
         .chunk = d->chunk,
         .time = scaf_clock_s(CLOCK_REALTIME),
-        .affinity = d->cap.cpu_list_len,
-        .cgroup_version = d->cap.cgroup_version,
-        .quota = d->cap.quota,
-        .quota_file = d->cap.quota_file,
+        .affinity = d->capacity.cpu_list_len,
+        .cgroup_version = d->capacity.cgroup_version,
+        .quota = d->capacity.quota,
+        .quota_file = d->capacity.quota_file,
         .cpus_override = d->opt.cpus > 0,
         .refused = d->refused,
     };
