@@ -95,7 +95,7 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
     r->experiments = atomic_load_explicit(&pg->experiments, memory_order_relaxed);
     if (verdict > SCAF_VERDICT_FIXED)
         verdict = SCAF_VERDICT_UNDECIDED;
-    /* The older signals still count: a client that said so at HELLO or set the flag is fixed. */
+    /* The other signals count too: a client that said so at HELLO or set the flag is fixed. */
     if (hello_fixed || (flags & SCAF_CLIENT_NONMALLEABLE))
         verdict = SCAF_VERDICT_FIXED;
     r->verdict = verdict;
