@@ -669,7 +669,7 @@ static void peruser_quotas(void)
         uint32_t total, ngroups, demand[4], floor_[4], want[4];
     } cases[] = {
         {"two hungry users split evenly", 8, 2, {8, 8}, {1, 1}, {4, 4}},
-        {"odd total: first user gets the extra unit", 9, 2, {9, 9}, {1, 1}, {5, 4}},
+        {"odd total: first user gets the extra context", 9, 2, {9, 9}, {1, 1}, {5, 4}},
         {"a user who can use less gives the rest away", 8, 2, {2, 8}, {1, 1}, {2, 6}},
         {"three users, one small", 12, 3, {12, 1, 12}, {1, 1, 1}, {6, 1, 5}},
         {"demand below total: everyone satisfied", 16, 2, {3, 4}, {1, 1}, {3, 4}},
