@@ -56,6 +56,7 @@ struct scaf_policy_client {
 
 /* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
 static_assert(sizeof(struct scaf_policy_client) == 56, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(offsetof(struct scaf_policy_client, eff_team) == 8, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, alt_efficiency) == 40, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, alt_team) == 48, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, probe) == 12, "ctypes mirror");

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -156,7 +157,7 @@ struct scaf_page {
     _Atomic uint32_t client_flags;   /* SCAF_CLIENT_* */
     _Atomic uint32_t fixed_team;     /* team size of a non-malleable client */
     _Atomic uint32_t last_team;      /* team size of the latest outermost region */
-    _Atomic uint32_t eff_team;    /* p': the team size the estimate was measured at */
+    _Atomic uint32_t eff_team;       /* p': the team size the estimate was measured at */
     _Atomic uint32_t efficiency_ppm; /* E * 1e6; meaningful when estimate != NONE */
     _Atomic uint32_t estimate;       /* enum scaf_estimate */
     _Atomic int32_t experiment_pid;  /* running serial-experiment child, or 0 */
@@ -184,6 +185,7 @@ struct scaf_page {
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
 static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");
+static_assert(offsetof(struct scaf_page, eff_team) == 236, "tests/support/wire.py mirrors the page by offsets");
 
 /* Efficiency E in [0, 1] travels as parts per million; these two are the only conversions. */
 static inline uint32_t scaf_efficiency_to_ppm(double e)
