@@ -13,18 +13,17 @@
  */
 
 struct scaf_policy_client {
-    uint32_t max_threads;    /* never allocate more than this; >= 1 */
-    uint32_t prev;           /* this client's previous allocation; 0 = new client */
-    uint32_t report_threads; /* p': allocation the efficiency was measured at; 0 = none */
+    uint32_t max_threads; /* its bound: never allocate more than this; >= 1 */
+    uint32_t prev;        /* this client's previous share; 0 = new client */
+    uint32_t eff_team;    /* p': the team its efficiency was measured at; 0 = none */
     /*
      * Nonzero: probe this client this round. SCAF_PROBE_SHRINK: it gets half
-     * its previous allocation (in units, at least one), so that it is
+     * its previous allocation (in chunks, at least one), so that it is
      * measured at a smaller team (scaf_shrink_step); SCAF_PROBE_HOLD: it
      * keeps its previous allocation while that happens. Any other nonzero value
      * (SCAF_PROBE_GROW): its estimate and its prev_coef are ignored, so it is
      * treated as unknown and gets an equal share it can be measured at again
-     * (scaf_probe_step). Occupies what was padding: zero-initialising callers
-     * keep the old behaviour.
+     * (scaf_probe_step). Zero: no probe.
      */
     uint32_t probe;
     double efficiency; /* E at p'; < 0 (or NaN) = unknown */
@@ -33,33 +32,33 @@ struct scaf_policy_client {
      * the caller; 0 = none. The speedup policy uses it when p' = 1, where a
      * one-thread reading says nothing about scaling: without it a client that
      * the model put on one thread would bounce between 1 and an average share.
-     * Appended field: zero-initialising callers keep the old behaviour.
      */
     double prev_coef;
     /*
      * How much E at this p' wanders from one round to the next: its standard
      * deviation as the caller observed it (scaf_noise_update), 0 = not known.
      * The speedup policy's damping keeps an allocation while its target moves
-     * by less than twice what this noise alone would move it. Appended field.
+     * by less than twice what this noise alone would move it.
      */
     double e_sd;
     /*
      * A second point of the same client's curve: E measured earlier at another
-     * team size (alt_threads >= 2, != report_threads; 0 = none), chosen by the
+     * team size (alt_team >= 2, != eff_team; 0 = none), chosen by the
      * caller (scaf_points_update). The speedup and consumption policies fit a
      * curve that can fall through both points when the larger team was
      * measured no faster than the smaller: saturation is believed when seen.
-     * Appended fields: zero-initialising callers keep the one-point model.
+     * Zero: the one-point model.
      */
     double alt_efficiency;
-    uint32_t alt_threads;
+    uint32_t alt_team;
     uint32_t reserved; /* 0 */
 };
 
 /* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
 static_assert(sizeof(struct scaf_policy_client) == 56, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(offsetof(struct scaf_policy_client, eff_team) == 8, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, alt_efficiency) == 40, "ctypes mirror");
-static_assert(offsetof(struct scaf_policy_client, alt_threads) == 48, "ctypes mirror");
+static_assert(offsetof(struct scaf_policy_client, alt_team) == 48, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, probe) == 12, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, efficiency) == 16, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, prev_coef) == 24, "ctypes mirror");
@@ -73,8 +72,7 @@ struct scaf_policy_input {
     /*
      * The consumption policy's threshold: the smallest speedup one more
      * context must add for a client to get it (0, negative or not finite =
-     * SCAF_MIN_GAIN_DEFAULT). Other policies ignore it. Appended field:
-     * zero-initialising callers get the default.
+     * SCAF_MIN_GAIN_DEFAULT). Other policies ignore it.
      */
     double min_gain;
 };
@@ -82,14 +80,15 @@ struct scaf_policy_input {
 #define SCAF_MIN_GAIN_DEFAULT 0.5
 
 /*
- * A policy fills threads[i] (>= 1 for every client) and coef[i] (its model
- * coefficient, or 0 where the policy has none) for i < nclients.
+ * A policy fills share[i] (>= 1 for every client: the contexts it gives
+ * client i) and coef[i] (its model coefficient, or 0 where the policy has
+ * none) for i < nclients.
  * Guarantees, tested in tests/unit: every client gets >= 1; when
- * nclients <= available the sum is <= available (exactly available unless caps by
- * max_threads leave some unused); when nclients > available every client gets 1.
+ * nclients <= available the sum is <= available (exactly available unless the
+ * bounds (max_threads) leave some unused); when nclients > available every client gets 1.
  * Returns 0, or -1 with errno = EINVAL on an input it cannot use.
  */
-typedef int (*scaf_policy_fn)(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
+typedef int (*scaf_policy_fn)(const struct scaf_policy_input *in, uint32_t *share, double *coef);
 
 struct scaf_policy {
     const char *name;        /* "equipartition", "speedup" */
@@ -97,7 +96,7 @@ struct scaf_policy {
     scaf_policy_fn decide;
     /*
      * Nonzero: the policy may leave contexts idle (the sum can be below
-     * `available` even without caps); every other guarantee holds.
+     * `available` even without bounds); every other guarantee holds.
      */
     int leaves_idle;
 };
@@ -113,19 +112,19 @@ size_t scaf_policy_count(void);
  * Returns 0, or -1 with errno set (ENOENT unknown name, EINVAL bad input).
  */
 int scaf_policy_run(const char *name, uint32_t available, uint32_t chunk, uint32_t nclients,
-                    const struct scaf_policy_client *clients, uint32_t *threads, double *coef);
+                    const struct scaf_policy_client *clients, uint32_t *share, double *coef);
 
 /* The same with the consumption policy's min_gain (see struct scaf_policy_input). */
 int scaf_policy_run_gain(const char *name, uint32_t available, uint32_t chunk, double min_gain, uint32_t nclients,
-                         const struct scaf_policy_client *clients, uint32_t *threads, double *coef);
+                         const struct scaf_policy_client *clients, uint32_t *share, double *coef);
 
 /* sizeof(struct scaf_policy_client), so that ctypes mirrors can check their layout. */
 size_t scaf_policy_client_size(void);
 
 /* The registered policies, callable directly (the daemon may also go through the registry). */
-int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
-int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
-int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *threads, double *coef);
+int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *share, double *coef);
+int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *share, double *coef);
+int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *share, double *coef);
 
 /*
  * The speedup policy before damping: coef[i] is E(2) = 1 / (1 + sigma) of the
@@ -157,49 +156,49 @@ double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p);
 /*
  * Integer partition of `total` closest to the real shares `exact` (n entries,
  * finite, >= 0; they are weights: scaled to sum to `total`, all-zero = equal).
- * cap may be NULL; cap[i] = 0 means no cap. Result in out[0..n):
- *   - n <= total < n*chunk: the unit is 1 instead of `chunk`, every entry >= 1;
- *   - total >= n*chunk: the unit is `chunk`, every entry >= min(chunk, cap);
+ * bound may be NULL; bound[i] = 0 means no bound. Result in out[0..n):
+ *   - n <= total < n*chunk: the chunk is 1 instead of `chunk`, every entry >= 1;
+ *   - total >= n*chunk: the chunk is `chunk`, every entry >= min(chunk, bound);
  *   - total < n: every entry is 1 (the only way to give everyone a thread;
  *     the sum then exceeds total);
- *   - otherwise the sum is exactly `total`, unless the caps sum to less, in
- *     which case every entry is its cap.
- * Entries are multiples of the unit except a capped entry and at most one
- * entry holding total mod unit. Rounding is largest-error-first: floors in
- * units, then one unit at a time to the largest (target - entry), ties to the
+ *   - otherwise the sum is exactly `total`, unless the bounds sum to less, in
+ *     which case every entry is its bound.
+ * Entries are multiples of the chunk except an entry at its bound and at most one
+ * entry holding total mod chunk. Rounding is largest-error-first: floors in
+ * chunks, then one chunk at a time to the largest (target - entry), ties to the
  * lowest index; deterministic. Returns 0, or -1 with errno = EINVAL (NULL
  * arrays, chunk 0, negative or non-finite exact).
  */
 int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
-                         const uint32_t *cap, uint32_t *out);
+                         const uint32_t *bound, uint32_t *out);
 
 /*
  * The real-valued targets scaf_intpart_chunked rounds: the weights scaled to
- * `total`, then water-filled within [min(unit, cap), cap] (a capped client's
+ * `total`, then water-filled within [min(chunk, bound), bound] (a bounded client's
  * excess goes to the others in proportion to their weights). Same arguments
- * and errors; 1.0 each when total < n; the caps when they sum to <= total.
+ * and errors; 1.0 each when total < n; the bounds when they sum to <= total.
  */
-int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *cap,
+int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *bound,
                          double *target);
 
 /*
- * Re-probing a client held at one unit (src/policy/probe.c). The caller keeps
+ * Re-probing a client held at one chunk (src/policy/probe.c). The caller keeps
  * one struct scaf_probe per client (zeroed at arrival) and calls
  * scaf_probe_step once per round, before the policy, with the client's
- * previous allocation, the allocation unit (chunk) and the p' of its report;
+ * previous allocation, the chunk and the p' of its report;
  * the result is the round's `probe` field. Pure: time comes in as now_ns.
  */
 struct scaf_probe {
-    uint64_t low_since_ns;   /* when it was last seen arriving at one unit; 0 = not at one unit */
+    uint64_t low_since_ns;   /* when it was last seen arriving at one chunk; 0 = not at one chunk */
     uint64_t probe_since_ns; /* when the running probe began; 0 = none */
     uint64_t probe_end_ns;   /* when the last probe ended; 0 = none yet */
-    uint32_t backoff;        /* probes in a row that put it back at one unit (the interval doubles) */
+    uint32_t backoff;        /* probes in a row that put it back at one chunk (the interval doubles) */
     uint32_t reserved;
 };
 
 struct scaf_probe_timing {
-    uint64_t interval_ns; /* at one unit this long, probe; 0 = never. Doubles after each probe that
-                           * ends back at one unit, up to 4 x (SCAF_PROBE_BACKOFF_MAX doublings) */
+    uint64_t interval_ns; /* at one chunk this long, probe; 0 = never. Doubles after each probe that
+                           * ends back at one chunk, up to 4 x (SCAF_PROBE_BACKOFF_MAX doublings) */
     uint64_t hold_min_ns; /* a probe lasts at least this long ... */
     uint64_t hold_max_ns; /* ... and at most this long, report or not */
 };
@@ -226,10 +225,10 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
 
 /*
  * Shrink probes (src/policy/probe.c): a client that has held the same
- * allocation of 2 units or more for `interval_ns` x E / SCAF_SHRINK_E_MAX (at
+ * allocation of 2 chunks or more for `interval_ns` x E / SCAF_SHRINK_E_MAX (at
  * least a quarter of `interval_ns`), runs at E below
  * SCAF_SHRINK_E_MAX there, and has no second point of its curve x1.5 away
- * (alt_threads) is run for one probe at half its allocation, so that the policy gets
+ * (alt_team) is run for one probe at half its allocation, so that the policy gets
  * the second point that shows whether its curve has peaked (a memory-bound
  * program alone on a large machine). The probe ends like an up-probe: a
  * report from the smaller team after hold_min_ns, or hold_max_ns. Returns 1
@@ -250,10 +249,10 @@ struct scaf_shrink {
 #define SCAF_PROBE_SHRINK 2 /* `probe` value: half its previous allocation this round */
 #define SCAF_PROBE_HOLD 3   /* `probe` value: its previous allocation again (a shrink probe measuring) */
 
-int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
-                     double efficiency, uint32_t alt_threads, const struct scaf_probe_timing *tm);
+int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,
+                     double efficiency, uint32_t alt_team, const struct scaf_probe_timing *tm);
 
-int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
+int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,
                     const struct scaf_probe_timing *tm);
 
 /*
@@ -292,7 +291,7 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
 /*
  * Everything a caller of the model policies keeps per client between rounds
  * (zeroed at arrival), and the one step that turns this round's report into
- * the client's `probe`, `e_sd`, `alt_threads` and `alt_efficiency`
+ * the client's `probe`, `e_sd`, `alt_team` and `alt_efficiency`
  * (src/policy/state.c). The daemon and the simulator both call it, so the
  * simulator feeds the policy exactly what scafd does. efficiency < 0 or NaN:
  * no estimate this round. A grow probe (scaf_probe_step, interval_ns) wins
@@ -316,7 +315,7 @@ static_assert(sizeof(struct scaf_client_state) == 160, "struct scaf_client_state
 #define SCAF_NOISE_ALPHA 0.05
 
 void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint64_t interval_ns, uint32_t prev,
-                            uint32_t unit, uint32_t report_threads, double efficiency,
+                            uint32_t chunk, uint32_t eff_team, double efficiency,
                             struct scaf_policy_client *pol);
 
 /* sizeof(struct scaf_client_state), for ctypes mirrors. */

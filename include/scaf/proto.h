@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -135,7 +136,7 @@ enum scaf_estimate {
  * Daemon-written fields follow a seqlock: the daemon makes `seq` odd, writes,
  * then makes it even and FUTEX_WAKEs it (shared, not private: two processes).
  * Readers of a single word (threads) need no retry; readers of cpuset retry
- * while seq is odd or changed. The client's efficiency report (eff_threads,
+ * while seq is odd or changed. The client's efficiency report (eff_team,
  * efficiency_ppm, estimate) follows the same rule with `client_seq`; the daemon samples it at
  * its own rate, retries a torn read a few times, and otherwise keeps the last
  * whole report it decoded. It never waits for a client.
@@ -158,11 +159,11 @@ struct scaf_page {
     _Atomic uint32_t client_flags;   /* SCAF_CLIENT_* */
     _Atomic uint32_t fixed_team;     /* team size of a non-malleable client */
     _Atomic uint32_t last_team;      /* team size of the latest outermost region */
-    _Atomic uint32_t eff_threads;    /* p': the team size the estimate was measured at */
+    _Atomic uint32_t eff_team;       /* p': the team size the estimate was measured at */
     _Atomic uint32_t efficiency_ppm; /* E * 1e6; meaningful when estimate != NONE */
     _Atomic uint32_t estimate;       /* enum scaf_estimate */
     _Atomic int32_t experiment_pid;  /* running serial-experiment child, or 0 */
-    /* Seqlock over the efficiency report (eff_threads, efficiency_ppm, estimate): odd while written. */
+    /* Seqlock over the efficiency report (eff_team, efficiency_ppm, estimate): odd while written. */
     _Atomic uint32_t client_seq;
     _Atomic uint64_t regions;        /* outermost regions run so far */
     _Atomic uint64_t experiments;    /* serial experiments completed */
@@ -186,6 +187,7 @@ struct scaf_page {
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
 static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");
+static_assert(offsetof(struct scaf_page, eff_team) == 236, "tests/support/wire.py mirrors the page by offsets");
 
 /* Efficiency E in [0, 1] travels as parts per million; these two are the only conversions. */
 static inline uint32_t scaf_efficiency_to_ppm(double e)

@@ -228,7 +228,7 @@ static void on_lookout(struct scafd *d)
         struct scaf_client *c = d->clients[i];
         dclients += scaf_lookout_client_sample(&c->lookout, c->pid, c->report.experiment_pid);
     }
-    scaf_lookout_sample(&d->lookout, &d->cap, dclients, d->opt.verbose > 0);
+    scaf_lookout_sample(&d->lookout, &d->capacity, dclients, d->opt.verbose > 0);
     name_foreign(d);
 }
 

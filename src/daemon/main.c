@@ -439,12 +439,12 @@ int main(int argc, char **argv)
     }
 
     /* For tests only: read /proc/self/cgroup, mountinfo and the cgroup files under a fake root. */
-    if (scaf_capacity_detect(&d.cap, d.opt.cpus, getenv("SCAFD_TEST_CGROUP_ROOT")) < 0) {
+    if (scaf_capacity_detect(&d.capacity, d.opt.cpus, getenv("SCAFD_TEST_CGROUP_ROOT")) < 0) {
         scaf_say("cannot read this process's CPU affinity: %s", strerror(errno));
         return EXIT_RUNTIME;
     }
-    d.chunk = d.opt.chunk ? d.opt.chunk : d.cap.smt;
-    scaf_lookout_init(&d.lookout, d.opt.lookout, d.cap.cpus);
+    d.chunk = d.opt.chunk ? d.opt.chunk : d.capacity.smt;
+    scaf_lookout_init(&d.lookout, d.opt.lookout, d.capacity.cpus);
     if (scaf_foreign_init(&d.foreign, d.opt.lookout, d.opt.socket) < 0)
         scaf_say("out of memory for the list of foreign processes: foreign load is counted, not named");
     d.fd_limit = raise_nofile();
@@ -478,15 +478,15 @@ int main(int argc, char **argv)
     d.listener.idle_exit_s = d.opt.idle_exit_s;
     if (scaf_listener_open(&d.listener) < 0)
         goto out;
-    if (d.cap.quota)
-        snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.cap.cgroup_version, d.cap.quota,
-                 d.cap.quota_file);
-    else if (d.cap.cgroup_version)
-        snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.cap.cgroup_version);
+    if (d.capacity.quota)
+        snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.capacity.cgroup_version, d.capacity.quota,
+                 d.capacity.quota_file);
+    else if (d.capacity.cgroup_version)
+        snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.capacity.cgroup_version);
     scaf_say("serving %s%s%s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
              d.listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
-             d.opt.job ? d.opt.job : "", d.policy->name, d.cap.cpus,
-             d.cap.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
+             d.opt.job ? d.opt.job : "", d.policy->name, d.capacity.cpus,
+             d.capacity.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
     rc = scaf_loop_run(&d);
 out:
     scaf_listener_close(&d.listener);

@@ -4,7 +4,7 @@
 #include "say.h"
 #include "scafd.h"
 #include "collect/page.h"
-#include "decide/cap.h"
+#include "decide/clamp.h"
 #include "decide/referee.h"
 #include "decide/rigid.h"
 #include "report/alloclog.h"
@@ -21,7 +21,9 @@ int scaf_pipeline_init(struct scafd *d)
 {
     d->rclients = calloc(d->opt.max_clients, sizeof *d->rclients);
     d->rallocs = calloc(d->opt.max_clients, sizeof *d->rallocs);
-    if (!d->rclients || !d->rallocs) {
+    d->rscratch = calloc(1, sizeof *d->rscratch);
+    if (!d->rclients || !d->rallocs || !d->rscratch ||
+        scaf_referee_scratch_reserve(d->rscratch, d->opt.max_clients) < 0) {
         scaf_pipeline_free(d);
         errno = ENOMEM;
         return -1;
@@ -33,8 +35,12 @@ void scaf_pipeline_free(struct scafd *d)
 {
     free(d->rclients);
     free(d->rallocs);
+    if (d->rscratch)
+        scaf_referee_scratch_free(d->rscratch);
+    free(d->rscratch);
     d->rclients = NULL;
     d->rallocs = NULL;
+    d->rscratch = NULL;
 }
 
 /* collect: every client's page through the one decoder; a torn report keeps the last whole one. */
@@ -55,28 +61,28 @@ static int decide(struct scafd *d)
         struct scaf_client *c = d->clients[i];
 
         scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
-        scaf_referee_cap(&d->rclients[i], d->cap.cpus);
+        scaf_referee_clamp(&d->rclients[i], d->capacity.cpus);
         d->rclients[i].uid = c->uid;
         d->rclients[i].rigid_team = scaf_rigid_step(&c->rigid, now, c->report.rigid_regions, c->report.rigid_team,
                                                     c->report.long_region, c->report.last_team);
         scaf_client_state_step(&c->state, now, (uint64_t)(d->opt.probe_interval_s * 1e9),
-                               c->applied ? c->alloc.share : 0, d->chunk, c->report.eff_threads,
+                               c->applied ? c->alloc.share : 0, d->chunk, c->report.eff_team,
                                c->report.estimate == SCAF_ESTIMATE_NONE ? -1.0 : c->report.efficiency,
                                &d->rclients[i].pol);
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,
-        .cpus = d->cap.cpus,
+        .cpus = d->capacity.cpus,
         .chunk = d->chunk,
         .nclients = d->nclients,
         .clients = d->rclients,
-        .cpu_list = d->cap.cpu_list,
-        .cpu_list_len = d->cap.cpu_list_len,
+        .cpu_list = d->capacity.cpu_list,
+        .cpu_list_len = d->capacity.cpu_list_len,
         .gang = d->opt.gang_quantum_s > 0,
         .per_user = d->opt.shared,
         .min_gain = d->opt.min_gain,
     };
-    if (scaf_referee_decide(d->policy, &snap, d->rallocs) < 0) {
+    if (scaf_referee_decide(d->policy, &snap, d->rscratch, d->rallocs) < 0) {
         scaf_say("policy %s failed (%s); allocations unchanged", d->policy->name, strerror(errno));
         return -1;
     }
@@ -117,7 +123,7 @@ static bool apply(struct scafd *d)
         bool differs = !c->applied || !same_alloc(&c->alloc, a);
 
         if (differs || c->page_nclients != nclients)
-            scaf_page_write(c->page, a->threads, a->control, a->cpuset, nclients, d->cap.cpus);
+            scaf_page_write(c->page, a->threads, a->control, a->cpuset, nclients, d->capacity.cpus);
         changed |= differs;
         c->alloc = *a;
         c->applied = true;

@@ -44,12 +44,13 @@ struct scafd_conn;            /* transport/conn.c */
 struct scaf_client;           /* client.h */
 struct scaf_referee_client;   /* decide/referee.h */
 struct scaf_referee_alloc;
+struct scaf_referee_scratch;
 
 struct scafd {
     struct scafd_opts opt;
     const struct scaf_policy *policy;
     size_t policy_index;
-    struct scaf_capacity cap;
+    struct scaf_capacity capacity;
     uint32_t chunk;
     struct scaf_listener listener;
     int epfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
@@ -75,6 +76,7 @@ struct scafd {
     /* the pipeline's scratch, max_clients entries each, and the gangs' turns */
     struct scaf_referee_client *rclients;
     struct scaf_referee_alloc *rallocs;
+    struct scaf_referee_scratch *rscratch; /* the referee's per-turn arrays, sized once for max_clients */
     uint32_t gang_slots; /* gangs taking turns now (0 or >= 2) */
     uint32_t gang_turn;  /* whose turn: 0..gang_slots-1 */
     struct scaf_alloclog log;
@@ -100,17 +102,17 @@ static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *
     return (struct scaf_status_daemon){
         .policy = d->policy->name,
         .job = d->opt.job,
-        .cpus = d->cap.cpus,
+        .cpus = d->capacity.cpus,
         .available = d->lookout.available,
         .foreign = d->lookout.foreign,
         .procs = &d->foreign,
         .rate_hz = d->opt.rate_hz,
         .chunk = d->chunk,
         .time = scaf_clock_s(CLOCK_REALTIME),
-        .affinity = d->cap.cpu_list_len,
-        .cgroup_version = d->cap.cgroup_version,
-        .quota = d->cap.quota,
-        .quota_file = d->cap.quota_file,
+        .affinity = d->capacity.cpu_list_len,
+        .cgroup_version = d->capacity.cgroup_version,
+        .quota = d->capacity.quota,
+        .quota_file = d->capacity.quota_file,
         .cpus_override = d->opt.cpus > 0,
         .refused = d->refused,
     };

@@ -9,9 +9,9 @@
  * than min_gain to every client are left idle, and contexts nobody's curve
  * gains from are never handed out for want of a better use.
  */
-int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *share, double *coef)
 {
     double min_gain = in && isfinite(in->min_gain) && in->min_gain > 0.0 ? in->min_gain : SCAF_MIN_GAIN_DEFAULT;
 
-    return scaf_marginal_decide(in, min_gain, threads, coef, NULL);
+    return scaf_marginal_decide(in, min_gain, share, coef, NULL);
 }

@@ -7,12 +7,12 @@
 
 /*
  * Water-filling: scale the weights to `total`, then pin every share that
- * breaks its cap to the cap and every share under its floor to the floor, and
- * rescale the rest, until nothing breaks a bound. Caps are pinned before
- * floors because pinning a cap only raises the others (it cannot create new
+ * breaks its bound to the bound and every share under its floor to the floor, and
+ * rescale the rest, until nothing breaks a bound. Bounds are pinned before
+ * floors because pinning a bound only raises the others (it cannot create new
  * floor breakers), so each pass pins at least one client and there are at
  * most n passes. The result is what "closest to the exact shares" means once
- * bounds exist: the excess of a capped client goes to the others in
+ * bounds exist: the excess of a bounded client goes to the others in
  * proportion to their weights.
  */
 static void fill_targets(const double *w, uint32_t n, double total, const double *lo, const double *hi,
@@ -67,8 +67,8 @@ static void fill_targets(const double *w, uint32_t n, double total, const double
 
 /* Bounds and targets shared by the two entry points. */
 struct plan {
-    uint32_t unit;
-    int mode; /* 0 targets valid, 1 all ones (total < n), 2 all caps (caps sum <= total) */
+    uint32_t chunk; /* the argument, or 1 when n chunks exceed total */
+    int mode;       /* 0 targets valid, 1 all ones (total < n), 2 all bounds (bounds sum <= total) */
     double *t, *lo_d, *hi_d;
     uint32_t *lo, *hi;
     unsigned char *pinned;
@@ -85,7 +85,7 @@ static void plan_free(struct plan *p)
 }
 
 static int plan_make(struct plan *p, const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
-                     const uint32_t *cap)
+                     const uint32_t *bound)
 {
     uint64_t sum_hi = 0;
 
@@ -115,12 +115,12 @@ static int plan_make(struct plan *p, const double *exact, uint32_t n, uint32_t t
         return 0;
     }
     /* Below one chunk each, whole chunks cannot reach everyone: fall back to single contexts. */
-    p->unit = (uint64_t)n * chunk <= total ? chunk : 1;
+    p->chunk = (uint64_t)n * chunk <= total ? chunk : 1;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t c = (cap && cap[i]) ? cap[i] : total;
+        uint32_t c = (bound && bound[i]) ? bound[i] : total;
 
         p->hi[i] = c < total ? c : total;
-        p->lo[i] = p->unit < p->hi[i] ? p->unit : p->hi[i];
+        p->lo[i] = p->chunk < p->hi[i] ? p->chunk : p->hi[i];
         sum_hi += p->hi[i];
         p->lo_d[i] = p->lo[i];
         p->hi_d[i] = p->hi[i];
@@ -133,7 +133,7 @@ static int plan_make(struct plan *p, const double *exact, uint32_t n, uint32_t t
     return 0;
 }
 
-int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *cap,
+int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32_t chunk, const uint32_t *bound,
                          double *target)
 {
     struct plan p;
@@ -144,7 +144,7 @@ int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32
         errno = EINVAL;
         return -1;
     }
-    if (plan_make(&p, exact, n, total, chunk, cap) < 0)
+    if (plan_make(&p, exact, n, total, chunk, bound) < 0)
         return -1;
     for (uint32_t i = 0; i < n; i++)
         target[i] = p.mode == 1 ? 1.0 : p.mode == 2 ? p.hi_d[i] : p.t[i];
@@ -153,11 +153,11 @@ int scaf_intpart_targets(const double *exact, uint32_t n, uint32_t total, uint32
 }
 
 int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32_t chunk,
-                         const uint32_t *cap, uint32_t *out)
+                         const uint32_t *bound, uint32_t *out)
 {
     struct plan p;
     uint64_t sum = 0;
-    uint32_t unit, *lo, *hi;
+    uint32_t used, *lo, *hi; /* used: the chunk this partition uses */
     double *t;
 
     if (n == 0)
@@ -166,9 +166,9 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
         errno = EINVAL;
         return -1;
     }
-    if (plan_make(&p, exact, n, total, chunk, cap) < 0)
+    if (plan_make(&p, exact, n, total, chunk, bound) < 0)
         return -1;
-    unit = p.unit;
+    used = p.chunk;
     lo = p.lo;
     hi = p.hi;
     t = p.t;
@@ -179,12 +179,12 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
         return 0;
     }
 
-    /* Floors in units, never below the minimum nor above the cap. */
+    /* Floors in chunks, never below the minimum nor above the bound. */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t v = lo[i];
 
         if (t[i] > lo[i]) {
-            double f = floor(t[i] / unit) * unit;
+            double f = floor(t[i] / used) * used;
 
             v = f >= hi[i] ? hi[i] : (uint32_t)f;
             if (v < lo[i])
@@ -196,7 +196,7 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
     /*
      * Floating-point error in the targets could push the floors a little over
      * total; take back from whoever is furthest above its target. Cannot loop
-     * forever: sum(lo) <= n*unit <= total.
+     * forever: sum(lo) <= n*used <= total.
      */
     while (sum > total) {
         uint32_t best = n;
@@ -211,15 +211,15 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
             }
         }
         uint64_t step = out[best] - lo[best];
-        if (step > unit)
-            step = unit;
+        if (step > used)
+            step = used;
         if (step > sum - total)
             step = sum - total;
         out[best] -= (uint32_t)step;
         sum -= step;
     }
     /*
-     * Largest error first: one unit (or what the cap or the remaining total
+     * Largest error first: one chunk (or what the bound or the remaining total
      * allows) to the client furthest below its target; ties to the lowest
      * index. Terminates: sum(hi) > total, so someone always has room.
      */
@@ -236,8 +236,8 @@ int scaf_intpart_chunked(const double *exact, uint32_t n, uint32_t total, uint32
             }
         }
         uint64_t step = hi[best] - out[best];
-        if (step > unit)
-            step = unit;
+        if (step > used)
+            step = used;
         if (step > total - sum)
             step = total - sum;
         out[best] += (uint32_t)step;

@@ -1,4 +1,4 @@
-/* marginal.c — a saturating curve per client, contexts one unit at a time to the largest marginal gain, moves damped by confidence. */
+/* marginal.c — a saturating curve per client, contexts one chunk at a time to the largest marginal gain, moves damped by confidence. */
 #include "marginal.h"
 
 #include "scaf/usl.h"
@@ -103,8 +103,8 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
     c->n = 0;
     if (cl->probe && cl->probe != SCAF_PROBE_SHRINK && cl->probe != SCAF_PROBE_HOLD)
         return FIT_NONE;
-    if (isfinite(e) && e >= 0.0 && cl->report_threads >= 2) {
-        uint32_t p[2] = {cl->report_threads, cl->alt_threads};
+    if (isfinite(e) && e >= 0.0 && cl->eff_team >= 2) {
+        uint32_t p[2] = {cl->eff_team, cl->alt_team};
         double ev[2] = {e > 1.0 ? 1.0 : e, cl->alt_efficiency > 1.0 ? 1.0 : cl->alt_efficiency};
         int other = p[1] >= 2 && p[1] != p[0] && isfinite(ev[1]) && ev[1] > 0.0, two = 0;
 
@@ -178,13 +178,13 @@ static int better(double gb, uint32_t tb, double ga, uint32_t ta)
 }
 
 struct work {
-    uint32_t k, unit;
-    const uint32_t *hi;
+    uint32_t k, chunk; /* in->chunk, or 1 when k chunks do not fit */
+    const uint32_t *bound; /* the most each client may get */
     const enum fit *fit;
     const struct curve *m;
 };
 
-/* Contexts one unit at a time to the known client whose curve gains most per context; returns those used. */
+/* Contexts one chunk at a time to the known client whose curve gains most per context; returns those used. */
 static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uint32_t *t)
 {
     uint32_t used = 0;
@@ -194,13 +194,13 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
         double best_gain = 0.0;
 
         for (uint32_t i = 0; i < w->k; i++) {
-            uint32_t step = w->unit;
+            uint32_t step = w->chunk;
             double g;
 
-            if (w->fit[i] == FIT_NONE || t[i] >= w->hi[i])
+            if (w->fit[i] == FIT_NONE || t[i] >= w->bound[i])
                 continue;
-            if (step > w->hi[i] - t[i])
-                step = w->hi[i] - t[i];
+            if (step > w->bound[i] - t[i])
+                step = w->bound[i] - t[i];
             if (step > room - used)
                 step = room - used;
             g = (curve_speedup(&w->m[i], (double)t[i] + step) - curve_speedup(&w->m[i], t[i])) / step;
@@ -230,10 +230,10 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
  */
 static int slower_than_serial(const struct scaf_policy_client *cl, const struct curve *c)
 {
-    if (cl->report_threads >= 2 && isfinite(cl->efficiency) && cl->efficiency >= 0.0) {
+    if (cl->eff_team >= 2 && isfinite(cl->efficiency) && cl->efficiency >= 0.0) {
         double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
 
-        return (cl->efficiency + DAMP_Z * sd) * cl->report_threads < 1.0;
+        return (cl->efficiency + DAMP_Z * sd) * cl->eff_team < 1.0;
     }
     return c->n == 0 && scaf_usl_speedup(&c->u, 2.0) < 1.0;
 }
@@ -252,12 +252,12 @@ static uint32_t fill(const struct scaf_policy_input *in, const struct work *w, u
         uint32_t best = w->k, step;
 
         for (uint32_t i = 0; i < w->k; i++)
-            if (w->fit[i] == pick && t[i] < w->hi[i] && (best == w->k || t[i] < t[best]) &&
+            if (w->fit[i] == pick && t[i] < w->bound[i] && (best == w->k || t[i] < t[best]) &&
                 !(pick == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i])))
                 best = i;
         if (best == w->k)
             break;
-        step = w->unit < w->hi[best] - t[best] ? w->unit : w->hi[best] - t[best];
+        step = w->chunk < w->bound[best] - t[best] ? w->chunk : w->bound[best] - t[best];
         if (step > room - used)
             step = room - used;
         t[best] += step;
@@ -267,11 +267,11 @@ static uint32_t fill(const struct scaf_policy_input *in, const struct work *w, u
 }
 
 /* A shrink probe's client: halved this round, or held at the half it got. */
-static int holds(const struct scaf_policy_client *cl, uint32_t unit, uint32_t hi)
+static int holds(const struct scaf_policy_client *cl, uint32_t chunk, uint32_t bound)
 {
     if (cl->probe == SCAF_PROBE_SHRINK)
-        return cl->prev >= 2 * unit && cl->prev <= hi;
-    return cl->probe == SCAF_PROBE_HOLD && cl->prev >= unit && cl->prev <= hi;
+        return cl->prev >= 2 * chunk && cl->prev <= bound;
+    return cl->probe == SCAF_PROBE_HOLD && cl->prev >= chunk && cl->prev <= bound;
 }
 
 /*
@@ -279,12 +279,12 @@ static int holds(const struct scaf_policy_client *cl, uint32_t unit, uint32_t hi
  * by a shrink probe: equal shares, exactly as equipartition rounds them, so
  * that clients nobody can tell apart are treated alike to the last context
  * (greedy ties would agree on the sums but not always on who gets a
- * remainder next to a cap).
+ * remainder next to a bound).
  */
 static int identical(const struct scaf_policy_input *in, const struct work *w)
 {
     for (uint32_t i = 0; i < w->k; i++) {
-        if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO || holds(&in->clients[i], w->unit, w->hi[i]))
+        if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO || holds(&in->clients[i], w->chunk, w->bound[i]))
             return 0;
         if (w->fit[i] == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i]))
             return 0;
@@ -325,10 +325,10 @@ static int keep_prev(const struct scaf_policy_input *in, const struct work *w, c
 
     for (uint32_t i = 0; i < w->k; i++) {
         const struct scaf_policy_client *cl = &in->clients[i];
-        uint32_t lo = w->unit < w->hi[i] ? w->unit : w->hi[i];
+        uint32_t lo = w->chunk < w->bound[i] ? w->chunk : w->bound[i];
         double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
 
-        if (cl->probe || cl->prev < lo || cl->prev > w->hi[i] || (w->fit[i] == FIT_NONE && cl->prev != a[i]))
+        if (cl->probe || cl->prev < lo || cl->prev > w->bound[i] || (w->fit[i] == FIT_NONE && cl->prev != a[i]))
             return 0;
         prev[i] = cl->prev;
         sum += cl->prev;
@@ -343,10 +343,57 @@ static int keep_prev(const struct scaf_policy_input *in, const struct work *w, c
     return now - before <= DAMP_REL * (base > 1.0 ? base : 1.0);
 }
 
-int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *threads, double *coef,
+/*
+ * Damping: the previous allocation replaces `share` when keep_prev says the
+ * new one is not better even read pessimistically.
+ */
+static void damp(const struct scaf_policy_input *in, const struct work *w, double min_gain, double *shift,
+                 uint32_t *prev, uint32_t *share)
+{
+    if (keep_prev(in, w, share, min_gain, shift, prev))
+        for (uint32_t i = 0; i < w->k; i++)
+            share[i] = in->clients[i].prev;
+}
+
+/* The undamped allocation into share[]: shrink probes held, then greedy by marginal gain, then fill. */
+static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_t *bound, double min_gain,
+                     uint32_t *share)
+{
+    uint32_t used = 0;
+
+    for (uint32_t i = 0; i < w->k; i++) {
+        const struct scaf_policy_client *cl = &in->clients[i];
+
+        if (holds(cl, w->chunk, bound[i])) {
+            /*
+             * Half its allocation in whole chunks, or the half it was given,
+             * at most its equal share so that the sum still fits; held there:
+             * greedy and fill pass it by.
+             */
+            uint32_t t = cl->probe == SCAF_PROBE_HOLD ? cl->prev : cl->prev / 2 / w->chunk * w->chunk;
+
+            share[i] = bound[i] = t < share[i] ? t : share[i];
+        } else if (w->fit[i] != FIT_NONE) {
+            share[i] = w->chunk < bound[i] ? w->chunk : bound[i];
+        }
+        used += share[i];
+    }
+    /*
+     * For concave curves (every USL curve is concave in p) one chunk at a time
+     * to the largest gain per context is the allocation that maximizes the
+     * summed speedup (less min_gain per context used).
+     */
+    used += greedy(w, in->available - used, min_gain, share);
+    if (min_gain <= 0.0) {
+        used += fill(in, w, in->available - used, FIT_NONE, share);
+        used += fill(in, w, in->available - used, FIT_ONE, share);
+    }
+}
+
+int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *share, double *coef,
                          uint32_t *undamped)
 {
-    uint32_t k, used = 0, *hi = NULL, *prev = NULL;
+    uint32_t k, *bound = NULL, *prev = NULL;
     double *shift = NULL;
     struct curve *m = NULL;
     enum fit *fit = NULL;
@@ -357,77 +404,45 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
      * The equal shares first: what an unknown client gets, and everything
      * when k > N (1 each). equipartition also checks the input (EINVAL).
      */
-    if (scaf_policy_equipartition(in, threads, coef) < 0)
+    if (scaf_policy_equipartition(in, share, coef) < 0)
         return -1;
     k = in->nclients;
     if (k == 0)
         return 0;
     shift = malloc(k * sizeof(*shift));
-    hi = malloc(k * sizeof(*hi));
+    bound = malloc(k * sizeof(*bound));
     prev = malloc(k * sizeof(*prev));
     m = malloc(k * sizeof(*m));
     fit = malloc(k * sizeof(*fit));
-    if (!shift || !hi || !prev || !m || !fit) {
+    if (!shift || !bound || !prev || !m || !fit) {
         errno = ENOMEM;
         goto out;
     }
     for (uint32_t i = 0; i < k; i++) {
-        uint32_t cap = in->clients[i].max_threads; /* 0 = no cap, defensively */
+        uint32_t most = in->clients[i].max_threads; /* 0 = no bound, defensively */
 
-        hi[i] = cap && cap < in->available ? cap : in->available;
+        bound[i] = most && most < in->available ? most : in->available;
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
             coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma) : 0.0;
     }
     if (k > in->available) {
         if (undamped)
-            memcpy(undamped, threads, k * sizeof(*threads));
+            memcpy(undamped, share, k * sizeof(*share));
         ret = 0;
         goto out;
     }
-    w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, hi, fit, m};
-    if (min_gain <= 0.0 && identical(in, &w)) {
-        if (undamped)
-            memcpy(undamped, threads, k * sizeof(*threads));
-        goto damp;
-    }
-    for (uint32_t i = 0; i < k; i++) {
-        const struct scaf_policy_client *cl = &in->clients[i];
-
-        if (holds(cl, w.unit, hi[i])) {
-            /*
-             * Half its allocation in whole units, or the half it was given,
-             * at most its equal share so that the sum still fits; held there:
-             * greedy and fill pass it by.
-             */
-            uint32_t t = cl->probe == SCAF_PROBE_HOLD ? cl->prev : cl->prev / 2 / w.unit * w.unit;
-
-            threads[i] = hi[i] = t < threads[i] ? t : threads[i];
-        } else if (fit[i] != FIT_NONE) {
-            threads[i] = w.unit < hi[i] ? w.unit : hi[i];
-        }
-        used += threads[i];
-    }
-    /*
-     * For concave curves (every USL curve is concave in p) one unit at a time
-     * to the largest gain per context is the allocation that maximizes the
-     * summed speedup (less min_gain per context used).
-     */
-    used += greedy(&w, in->available - used, min_gain, threads);
-    if (min_gain <= 0.0) {
-        used += fill(in, &w, in->available - used, FIT_NONE, threads);
-        used += fill(in, &w, in->available - used, FIT_ONE, threads);
-    }
+    w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, bound, fit, m};
+    /* Clients nobody can tell apart keep the equal shares; any other set is allocated by marginal gain. */
+    if (min_gain > 0.0 || !identical(in, &w))
+        allocate(in, &w, bound, min_gain, share);
     if (undamped)
-        memcpy(undamped, threads, k * sizeof(*threads));
-damp:
-    if (keep_prev(in, &w, threads, min_gain, shift, prev))
-        for (uint32_t i = 0; i < k; i++)
-            threads[i] = in->clients[i].prev;
+        memcpy(undamped, share, k * sizeof(*share));
+    damp(in, &w, min_gain, shift, prev, share);
     ret = 0;
 out:
     free(shift);
-    free(hi);
+    free(bound);
     free(prev);
     free(m);
     free(fit);

@@ -12,7 +12,7 @@
  * least min_gain; the rest stay idle). undamped (may be NULL) gets the
  * allocation before damping. Returns 0, or -1 with errno = EINVAL or ENOMEM.
  */
-int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *threads, double *coef,
+int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *share, double *coef,
                          uint32_t *undamped);
 
 #endif

@@ -1,20 +1,20 @@
-/* probe.c — when a client held at one unit is given a larger share again, so a phase change is seen (no ratchet). */
+/* probe.c — when a client held at one chunk is given a larger share again, so a phase change is seen (no ratchet). */
 #include "scaf/policy.h"
 
 /*
- * At one unit a client reports from one thread, which says nothing about
+ * At one chunk a client reports from one thread, which says nothing about
  * scaling, so the speedup policy keeps its last fitted curve. Without a probe
- * a client whose curve once fell would stay at one unit for good, even after
- * its program entered a phase that scales. So after `interval_ns` at one unit
+ * a client whose curve once fell would stay at one chunk for good, even after
+ * its program entered a phase that scales. So after `interval_ns` at one chunk
  * it is probed: treated as unknown (an average share) until it reports from 2
  * or more threads, for at least `hold_min_ns` (time for the layer to apply
  * the team and publish from it) and at most `hold_max_ns` (a program that
  * runs no regions never reports). Its fresh estimate then decides; if the
- * curve still falls it goes back to one unit and the interval starts again,
+ * curve still falls it goes back to one chunk and the interval starts again,
  * doubled (up to SCAF_PROBE_BACKOFF_MAX times): a program that stays serial
  * costs fewer and fewer re-sizings, one that grew resets the interval.
  */
-int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
+int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,
                     const struct scaf_probe_timing *tm)
 {
     if (!st || !tm || tm->interval_ns == 0)
@@ -22,18 +22,18 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
     if (st->probe_since_ns) {
         uint64_t age = now_ns > st->probe_since_ns ? now_ns - st->probe_since_ns : 0;
 
-        if ((report_threads >= 2 && age >= tm->hold_min_ns) || age >= tm->hold_max_ns) {
+        if ((eff_team >= 2 && age >= tm->hold_min_ns) || age >= tm->hold_max_ns) {
             st->probe_since_ns = 0;
             st->probe_end_ns = now_ns ? now_ns : 1;
             st->low_since_ns = now_ns;
             if (st->backoff < SCAF_PROBE_BACKOFF_MAX)
-                st->backoff++; /* undone below if it stays above one unit */
+                st->backoff++; /* undone below if it stays above one chunk */
             return 0;
         }
         return 1;
     }
-    if (prev == 0 || prev > (unit ? unit : 1)) {
-        /* Above one unit beyond the round or two a probe's end takes to apply: it grew for real. */
+    if (prev == 0 || prev > (chunk ? chunk : 1)) {
+        /* Above one chunk beyond the round or two a probe's end takes to apply: it grew for real. */
         if (prev > 0 && (!st->probe_end_ns || now_ns - st->probe_end_ns > tm->hold_min_ns))
             st->backoff = 0;
         st->low_since_ns = 0;
@@ -61,19 +61,19 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
  * direction; the caller's points expire after SCAF_POINTS_MAX_AGE_NS, which
  * spaces probes of a program whose curve turned out to rise).
  */
-int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t unit, uint32_t report_threads,
-                     double efficiency, uint32_t alt_threads, const struct scaf_probe_timing *tm)
+int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,
+                     double efficiency, uint32_t alt_team, const struct scaf_probe_timing *tm)
 {
     uint64_t wait;
 
     if (!st || !tm || tm->interval_ns == 0)
         return 0;
-    if (!unit)
-        unit = 1;
+    if (!chunk)
+        chunk = 1;
     if (st->probe_since_ns) {
         uint64_t age = now_ns > st->probe_since_ns ? now_ns - st->probe_since_ns : 0;
 
-        if ((report_threads >= 2 && report_threads < st->steady_at && age >= tm->hold_min_ns) ||
+        if ((eff_team >= 2 && eff_team < st->steady_at && age >= tm->hold_min_ns) ||
             age >= tm->hold_max_ns) {
             st->probe_since_ns = 0;
             st->steady_at = 0;
@@ -86,9 +86,9 @@ int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uin
         st->steady_since_ns = now_ns ? now_ns : 1;
         return 0;
     }
-    if (prev < 2 * unit || prev < 4 || report_threads != prev || !(efficiency >= 0.0 && efficiency < SCAF_SHRINK_E_MAX))
+    if (prev < 2 * chunk || prev < 4 || eff_team != prev || !(efficiency >= 0.0 && efficiency < SCAF_SHRINK_E_MAX))
         return 0;
-    if (alt_threads >= 2 && ((uint64_t)alt_threads * 3 <= (uint64_t)prev * 2 || (uint64_t)alt_threads * 2 >= (uint64_t)prev * 3))
+    if (alt_team >= 2 && ((uint64_t)alt_team * 3 <= (uint64_t)prev * 2 || (uint64_t)alt_team * 2 >= (uint64_t)prev * 3))
         return 0; /* the policy already fits its curve through two points far apart */
     /*
      * The lower E, the sooner: a program that wastes most of its threads

@@ -31,20 +31,20 @@ const struct scaf_policy *scaf_policy_lookup(const char *name)
 }
 
 int scaf_policy_run(const char *name, uint32_t available, uint32_t chunk, uint32_t nclients,
-                    const struct scaf_policy_client *clients, uint32_t *threads, double *coef)
+                    const struct scaf_policy_client *clients, uint32_t *share, double *coef)
 {
-    return scaf_policy_run_gain(name, available, chunk, 0.0, nclients, clients, threads, coef);
+    return scaf_policy_run_gain(name, available, chunk, 0.0, nclients, clients, share, coef);
 }
 
 int scaf_policy_run_gain(const char *name, uint32_t available, uint32_t chunk, double min_gain, uint32_t nclients,
-                         const struct scaf_policy_client *clients, uint32_t *threads, double *coef)
+                         const struct scaf_policy_client *clients, uint32_t *share, double *coef)
 {
     const struct scaf_policy *p = scaf_policy_lookup(name);
     struct scaf_policy_input in = {available, chunk, nclients, clients, min_gain};
 
     if (!p)
         return -1;
-    return p->decide(&in, threads, coef);
+    return p->decide(&in, share, coef);
 }
 
 size_t scaf_policy_client_size(void)

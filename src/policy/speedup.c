@@ -9,9 +9,9 @@
  * no threshold: a context goes wherever it adds any speedup. See
  * docs/policy.md for the curve each report gives and every edge case.
  */
-int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *share, double *coef)
 {
-    return scaf_marginal_decide(in, 0.0, threads, coef, NULL);
+    return scaf_marginal_decide(in, 0.0, share, coef, NULL);
 }
 
 int scaf_policy_speedup_model(const struct scaf_policy_input *in, double *coef, double *exact)

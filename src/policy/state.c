@@ -4,7 +4,7 @@
 #include <math.h>
 
 void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint64_t interval_ns, uint32_t prev,
-                            uint32_t unit, uint32_t report_threads, double efficiency,
+                            uint32_t chunk, uint32_t eff_team, double efficiency,
                             struct scaf_policy_client *pol)
 {
     const struct scaf_probe_timing tm = {interval_ns, SCAF_PROBE_HOLD_MIN_NS, SCAF_PROBE_HOLD_MAX_NS};
@@ -12,12 +12,12 @@ void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint6
 
     if (!st || !pol)
         return;
-    pol->probe = (uint32_t)scaf_probe_step(&st->probe, now_ns, prev, unit, report_threads, &tm);
-    pol->e_sd = known ? scaf_noise_update(&st->noise, report_threads, efficiency, SCAF_NOISE_ALPHA) : 0.0;
-    scaf_points_update(&st->points, now_ns, known ? report_threads : 0, efficiency, SCAF_POINTS_MAX_AGE_NS,
-                       &pol->alt_threads, &pol->alt_efficiency);
-    shrink = scaf_shrink_step(&st->shrink, now_ns, prev, unit, known ? report_threads : 0, efficiency,
-                              pol->alt_threads, &tm);
+    pol->probe = (uint32_t)scaf_probe_step(&st->probe, now_ns, prev, chunk, eff_team, &tm);
+    pol->e_sd = known ? scaf_noise_update(&st->noise, eff_team, efficiency, SCAF_NOISE_ALPHA) : 0.0;
+    scaf_points_update(&st->points, now_ns, known ? eff_team : 0, efficiency, SCAF_POINTS_MAX_AGE_NS,
+                       &pol->alt_team, &pol->alt_efficiency);
+    shrink = scaf_shrink_step(&st->shrink, now_ns, prev, chunk, known ? eff_team : 0, efficiency,
+                              pol->alt_team, &tm);
     if (shrink && !pol->probe)
         pol->probe = shrink == 1 ? SCAF_PROBE_SHRINK : SCAF_PROBE_HOLD;
 }

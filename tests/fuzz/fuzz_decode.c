@@ -123,7 +123,7 @@ static void fuzz_stream(const uint8_t *data, size_t size)
 
 static void check_report(const struct scaf_page_report *r, uint32_t max_threads, int hello_fixed)
 {
-    check(r->eff_threads <= SCAF_MAX_CPUS);
+    check(r->eff_team <= SCAF_MAX_CPUS);
     check(r->estimate <= SCAF_ESTIMATE_COUNTERS);
     if (r->estimate == SCAF_ESTIMATE_NONE)
         check(r->efficiency == -1.0);

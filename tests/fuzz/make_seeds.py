@@ -37,7 +37,7 @@ def page(fields: dict[str, int], reason: bytes = b"") -> bytes:
     """A page image: the daemon half as scafd writes it, then the client half from `fields`."""
     daemon = struct.pack("<8I", PAGE_MAGIC, VERSION, 2, 3, 0, 8, 2, 0) + struct.pack("<16Q", *([0xFF] + [0] * 15))
     daemon += struct.pack("<I", 0) + bytes(60)
-    names = ["client_flags", "fixed_team", "last_team", "eff_threads", "efficiency_ppm", "estimate",
+    names = ["client_flags", "fixed_team", "last_team", "eff_team", "efficiency_ppm", "estimate",
              "experiment_pid", "client_seq"]
     client = struct.pack("<6Ii", *[fields.get(n, 0) for n in names[:6]], fields.get("experiment_pid", 0))
     client += struct.pack("<I", fields.get("client_seq", 0))
@@ -90,10 +90,10 @@ def seeds() -> dict[str, bytes]:
     ctx = b"\x00\x04"  # max_threads 5, not fixed at HELLO
     pages = {
         "page-empty": page({}),
-        "page-measured": page({"eff_threads": 4, "efficiency_ppm": 750000, "estimate": 2, "last_team": 4,
+        "page-measured": page({"eff_team": 4, "efficiency_ppm": 750000, "estimate": 2, "last_team": 4,
                                "regions": 100, "verdict": 1, "verdict_source": 1}, b"omp_get_num_threads"),
-        "page-liar": page({"eff_threads": 1024, "efficiency_ppm": 1000000, "estimate": 2, "last_team": 1024}),
-        "page-overflow": page({"eff_threads": 0xFFFFFFFF, "efficiency_ppm": 0xFFFFFFFF, "estimate": 99,
+        "page-liar": page({"eff_team": 1024, "efficiency_ppm": 1000000, "estimate": 2, "last_team": 1024}),
+        "page-overflow": page({"eff_team": 0xFFFFFFFF, "efficiency_ppm": 0xFFFFFFFF, "estimate": 99,
                                "fixed_team": 0xFFFFFFFF, "verdict": 7, "verdict_source": 9}),
         "page-torn": page({"client_seq": 1, "reason_seq": 3, "estimate": 1}, b"x"),
         "page-fixed": page({"client_flags": 3, "fixed_team": 8, "experiment_pid": -1}, b"\x01\x1b[31mred\x7f"),

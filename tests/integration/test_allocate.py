@@ -157,7 +157,7 @@ def test_api_allocate_and_feedback() -> None:
     threads, coef = pol.allocate("speedup", 16, [pol.Client(8, 0.9), pol.Client(8, 0.5)])
     assert threads == [14, 2]
     assert coef[0] == pytest.approx(1 / (1 + (1 / 0.9 - 1) / 7))  # E(2) of the curve
-    assert pol.curve(pol.Client(16, 0.304, alt_threads=32, alt_efficiency=0.119))[0] == 2
+    assert pol.curve(pol.Client(16, 0.304, alt_team=32, alt_efficiency=0.119))[0] == 2
     # p' = 1 with the last coef fed back keeps a non-scaler at one thread.
     threads, _ = pol.allocate("speedup", 8, [pol.Client(1, 1.0, prev=1, prev_coef=0.3), pol.Client(4, 0.9, prev=7)])
     assert threads == [1, 7]

@@ -183,7 +183,7 @@ def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
 def test_client_fields_reach_status(scafd: Daemon) -> None:
     s, p, _ = wire.register(scafd.socket, 8)
     p.set_u32("last_team", 4)
-    p.set_u32("eff_threads", 4)
+    p.set_u32("eff_team", 4)
     p.set_u32("efficiency_ppm", 750000)
     p.set_u32("estimate", wire.ESTIMATE_MEASURED)
     p.set_u64("regions", 12345)

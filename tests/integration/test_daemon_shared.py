@@ -322,9 +322,9 @@ def sample_threads(d: Daemon, pids: dict[str, int], seconds: float = 3.0) -> dic
     return {name: s / n for name, s in sums.items()}
 
 
-LIE = {"eff_threads": 1024, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE_MEASURED,
+LIE = {"eff_team": 1024, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE_MEASURED,
        "verdict": wire.VERDICT_MALLEABLE, "last_team": 1024}
-HONEST = {"eff_threads": 8, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE_MEASURED,
+HONEST = {"eff_team": 8, "efficiency_ppm": 500_000, "estimate": wire.ESTIMATE_MEASURED,
           "verdict": wire.VERDICT_MALLEABLE, "last_team": 8}
 
 

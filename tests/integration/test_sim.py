@@ -132,10 +132,10 @@ def test_policy_batch_matches_policy_allocate() -> None:
             eff = np.array([rng.choice([-1.0, rng.random()]) for _ in range(n)])
             pc = np.array([rng.choice([0.0, rng.random() * 5]) for _ in range(n)])
             v = batch.clients[:n]
-            v["max_threads"], v["prev"], v["report_threads"], v["efficiency"] = maxthr, prev, rep, eff
+            v["max_threads"], v["prev"], v["eff_team"], v["efficiency"] = maxthr, prev, rep, eff
             v["prev_coef"] = pc
             got_t, got_c = batch.run(n)
-            clients = [policy.Client(report_threads=int(rep[i]), efficiency=float(eff[i]), prev=int(prev[i]),
+            clients = [policy.Client(eff_team=int(rep[i]), efficiency=float(eff[i]), prev=int(prev[i]),
                                      max_threads=int(maxthr[i]), prev_coef=float(pc[i]))
                        for i in range(n)]
             want_t, want_c = policy.allocate(name, contexts, clients, chunk)

@@ -53,7 +53,7 @@ def test_base_is_valid() -> None:
     sc = parse(BASE, "t.toml")
     assert [p.name for p in sc.programs] == ["cg", "lu"]
     assert sc.programs[0].threads == 36 and sc.programs[1].arrival_s == 5.0
-    assert sc.machine.granule == 1
+    assert sc.machine.effective_chunk == 1
     assert sc.expect == {"speedup": {"sum_speedup": 31.2, "cg": 23.2}}
 
 
@@ -69,7 +69,7 @@ def test_shipped_scenarios_load_and_say_where_numbers_come_from(path) -> None:  
 
 def test_the_four_issue_scenarios_ship() -> None:
     assert {p.stem for p in scenario.shipped()} >= {"cg-lu-36", "three-way-64", "smt-pair-16", "arrivals"}
-    assert scenario.load("smt-pair-16").machine.granule == 2
+    assert scenario.load("smt-pair-16").machine.effective_chunk == 2
     assert scenario.load("cg-lu-36").expect["speedup"] == {"sum_speedup": 31.2, "cg": 23.2, "lu": 8.0}
 
 

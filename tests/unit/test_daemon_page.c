@@ -13,10 +13,10 @@ struct row {
     const char *name;
     uint32_t max_threads;
     bool hello_fixed;
-    uint32_t flags, fixed_team, eff_threads, ppm, estimate, client_seq, verdict, source;
+    uint32_t flags, fixed_team, eff_team, ppm, estimate, client_seq, verdict, source;
     /* expected */
     enum scaf_page_read_result result;
-    uint32_t want_fixed, want_eff_threads, want_estimate, want_verdict, want_source;
+    uint32_t want_fixed, want_eff_team, want_estimate, want_verdict, want_source;
     double want_efficiency;
     bool want_long;
 };
@@ -32,7 +32,7 @@ static const struct row rows[] = {
      SCAF_PAGE_WHOLE, 8, 2, SCAF_ESTIMATE_COUNTERS, SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_DEFAULT, 1.0, false},
     {"ppm 0 is efficiency 0, not unknown", 8, false, 0, 0, 2, 0, SCAF_ESTIMATE_ASSUMED, 0, 0, 0,
      SCAF_PAGE_WHOLE, 8, 2, SCAF_ESTIMATE_ASSUMED, SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_DEFAULT, 0.0, false},
-    {"eff_threads above 1024 is none", 8, false, 0, 0, 5000, 500000, SCAF_ESTIMATE_MEASURED, 0, 0, 0,
+    {"eff_team above 1024 is none", 8, false, 0, 0, 5000, 500000, SCAF_ESTIMATE_MEASURED, 0, 0, 0,
      SCAF_PAGE_WHOLE, 8, 0, SCAF_ESTIMATE_MEASURED, SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_DEFAULT, 0.5, false},
     {"fixed_team 0 is max_threads", 6, false, 0, 0, 0, 0, 0, 0, 0, 0,
      SCAF_PAGE_WHOLE, 6, 0, SCAF_ESTIMATE_NONE, SCAF_VERDICT_UNDECIDED, SCAF_SOURCE_DEFAULT, -1.0, false},
@@ -66,7 +66,7 @@ static void write_row(struct scaf_page *pg, const struct row *r)
     atomic_store(&pg->client_flags, r->flags);
     atomic_store(&pg->fixed_team, r->fixed_team);
     atomic_store(&pg->last_team, 5);
-    atomic_store(&pg->eff_threads, r->eff_threads);
+    atomic_store(&pg->eff_team, r->eff_team);
     atomic_store(&pg->efficiency_ppm, r->ppm);
     atomic_store(&pg->estimate, r->estimate);
     atomic_store(&pg->client_seq, r->client_seq);
@@ -87,7 +87,7 @@ static void table(void)
 
         /* The report a previous turn decoded whole. */
         scaf_page_report_init(&rep, r->max_threads);
-        rep.eff_threads = 2;
+        rep.eff_team = 2;
         rep.efficiency = 0.5;
         rep.estimate = SCAF_ESTIMATE_MEASURED;
         if (r->result == SCAF_PAGE_WHOLE)
@@ -96,8 +96,8 @@ static void table(void)
         res = scaf_page_read(&pg, r->max_threads, r->hello_fixed, &rep);
         CHECK(res == r->result, "%s: result %d, want %d", r->name, res, r->result);
         CHECK(rep.fixed_team == r->want_fixed, "%s: fixed_team %u, want %u", r->name, rep.fixed_team, r->want_fixed);
-        CHECK(rep.eff_threads == r->want_eff_threads, "%s: eff_threads %u, want %u", r->name, rep.eff_threads,
-              r->want_eff_threads);
+        CHECK(rep.eff_team == r->want_eff_team, "%s: eff_team %u, want %u", r->name, rep.eff_team,
+              r->want_eff_team);
         CHECK(rep.estimate == r->want_estimate, "%s: estimate %u, want %u", r->name, rep.estimate, r->want_estimate);
         CHECK(fabs(rep.efficiency - r->want_efficiency) < 1e-9, "%s: efficiency %g, want %g", r->name,
               rep.efficiency, r->want_efficiency);
@@ -148,7 +148,7 @@ static void *writer_main(void *arg)
         uint32_t s = atomic_load_explicit(&w->pg->client_seq, memory_order_relaxed);
         atomic_store_explicit(&w->pg->client_seq, s + 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&w->pg->eff_threads, r[0], memory_order_relaxed);
+        atomic_store_explicit(&w->pg->eff_team, r[0], memory_order_relaxed);
         atomic_store_explicit(&w->pg->efficiency_ppm, r[1], memory_order_relaxed);
         atomic_store_explicit(&w->pg->estimate, r[2], memory_order_relaxed);
         atomic_store_explicit(&w->pg->client_seq, s + 2, memory_order_release);
@@ -174,9 +174,9 @@ static void concurrent_writer(void)
     while (reads < 200000 || atomic_load(&w.rounds) < 1000) {
         scaf_page_read(&pg, 8, false, &rep);
         reads++;
-        bool none = rep.estimate == SCAF_ESTIMATE_NONE && rep.eff_threads == 0 && rep.efficiency == -1.0;
-        bool a = rep.eff_threads == 2 && rep.efficiency == 0.5 && rep.estimate == SCAF_ESTIMATE_MEASURED;
-        bool b = rep.eff_threads == 4 && rep.efficiency == 0.25 && rep.estimate == SCAF_ESTIMATE_COUNTERS;
+        bool none = rep.estimate == SCAF_ESTIMATE_NONE && rep.eff_team == 0 && rep.efficiency == -1.0;
+        bool a = rep.eff_team == 2 && rep.efficiency == 0.5 && rep.estimate == SCAF_ESTIMATE_MEASURED;
+        bool b = rep.eff_team == 4 && rep.efficiency == 0.25 && rep.estimate == SCAF_ESTIMATE_COUNTERS;
         if (!(none || a || b))
             mixed++;
     }

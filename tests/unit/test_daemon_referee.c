@@ -1,5 +1,5 @@
-/* test_daemon_referee.c — the referee's pure half: cpuset layout and decide() on explicit snapshots, clamps. */
-#include "../../src/daemon/decide/cap.h"
+/* test_daemon_referee.c — the referee's pure half: each step (partition, policy, layout, gangs) and decide() on explicit snapshots. */
+#include "../../src/daemon/decide/clamp.h"
 #include "../../src/daemon/decide/peruser.h"
 #include "../../src/daemon/decide/referee.h"
 #include "../../src/daemon/decide/rigid.h"
@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "check.h"
+
+/* One scratch for every decide() below, as the daemon keeps one: it grows with the largest snapshot. */
+static struct scaf_referee_scratch scratch;
 
 /* The set as a bit mask of CPUs 0..63 (enough for these tables). */
 static uint64_t mask(const uint64_t *set)
@@ -74,7 +77,7 @@ static void decide_equipartition(void)
     if (!eq)
         return;
     memcpy(copy, cl, sizeof cl);
-    CHECK(scaf_referee_decide(eq, &s, out) == 0, "decide");
+    CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "decide");
     CHECK(memcmp(copy, cl, sizeof cl) == 0, "decide must not modify its snapshot");
     CHECK(out[0].share + out[1].share + out[2].share == 4, "shares sum to available");
     /* malleable: threads follow the share */
@@ -91,7 +94,7 @@ static void decide_equipartition(void)
               (unsigned long long)mask(out[i].cpuset));
 
     /* Deterministic: the same snapshot gives the same answer. */
-    CHECK(scaf_referee_decide(eq, &s, again) == 0, "decide again");
+    CHECK(scaf_referee_decide(eq, &s, &scratch, again) == 0, "decide again");
     for (int i = 0; i < 3; i++)
         CHECK(out[i].share == again[i].share && out[i].threads == again[i].threads &&
                   out[i].control == again[i].control && out[i].coef == again[i].coef &&
@@ -100,7 +103,7 @@ static void decide_equipartition(void)
 
     /* No clients: nothing to do, nothing written. */
     s.nclients = 0;
-    CHECK(scaf_referee_decide(eq, &s, out) == 0, "empty snapshot");
+    CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "empty snapshot");
 }
 
 static void decide_more_clients_than_contexts(void)
@@ -114,24 +117,24 @@ static void decide_more_clients_than_contexts(void)
 
     for (int i = 0; i < 6; i++)
         cl[i] = mk(4, 1, 0, false);
-    CHECK(scaf_referee_decide(eq, &s, out) == 0, "decide");
+    CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "decide");
     for (int i = 0; i < 6; i++)
         CHECK(out[i].threads == 1 && mask(out[i].cpuset) != 0, "client %d: %u threads", i, out[i].threads);
 }
 
 /* Policies under test: misbehaving ones, to check the clamps the referee adds. */
-static int wild(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+static int wild(const struct scaf_policy_input *in, uint32_t *share, double *coef)
 {
     for (uint32_t i = 0; i < in->nclients; i++) {
-        threads[i] = i % 2 ? 0 : 5000; /* zero, and far past any max_threads */
+        share[i] = i % 2 ? 0 : 5000; /* zero, and far past any max_threads */
         coef[i] = 1.5;
     }
     return 0;
 }
 
-static int failing(const struct scaf_policy_input *in, uint32_t *threads, double *coef)
+static int failing(const struct scaf_policy_input *in, uint32_t *share, double *coef)
 {
-    (void)in, (void)threads, (void)coef;
+    (void)in, (void)share, (void)coef;
     errno = EINVAL;
     return -1;
 }
@@ -145,12 +148,163 @@ static void decide_clamps(void)
     struct scaf_referee_snapshot s = {.available = 4, .cpus = 4, .chunk = 1, .nclients = 2, .clients = cl,
                                       .cpu_list = cpu, .cpu_list_len = 4};
 
-    CHECK(scaf_referee_decide(&wp, &s, out) == 0, "wild decide");
-    CHECK(out[0].threads == 3, "capped at max_threads: %u", out[0].threads);
+    CHECK(scaf_referee_decide(&wp, &s, &scratch, out) == 0, "wild decide");
+    CHECK(out[0].threads == 3, "bounded by max_threads: %u", out[0].threads);
     CHECK(out[1].threads == 1, "never zero: %u", out[1].threads);
     CHECK(out[0].coef == 1.5, "coef passed through");
     errno = 0;
-    CHECK(scaf_referee_decide(&fp, &s, out) == -1 && errno == EINVAL, "policy failure reported");
+    CHECK(scaf_referee_decide(&fp, &s, &scratch, out) == -1 && errno == EINVAL, "policy failure reported");
+}
+
+/* The partition step: which clients are steered, what the fixed teams take, placed or gangs, the rest. */
+static void step_partition(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t available, cpus, chunk, nclients;
+        bool gang;
+        int malleable[4];
+        uint32_t fixed[4], rigid[4];
+        uint32_t want_nmall, want_nfixed, want_fixed_sum, want_rest;
+        bool want_placed, want_gangs;
+        uint32_t want_share[4]; /* fixed teams only; steered clients are left as they were (99) */
+        uint32_t want_idx[4];
+    } cases[] = {
+        {"all steered", 8, 8, 1, 2, false, {1, 1}, {0, 0}, {0, 0}, 2, 0, 0, 8, true, false, {99, 99}, {0, 1}},
+        {"a fixed pair placed", 8, 8, 1, 2, false, {1, 0}, {0, 2}, {0, 0}, 1, 1, 2, 6, true, false, {99, 2}, {0}},
+        {"a rigid team placed like a fixed one", 8, 8, 1, 2, false, {1, 1}, {0, 0}, {0, 3}, 1, 1, 3, 5, true, false,
+         {99, 3}, {0}},
+        {"too big: unconfined, capped at cpus", 4, 4, 1, 2, false, {0, 1}, {6, 0}, {0, 0}, 1, 1, 4, 1, false, false,
+         {4, 99}, {1}},
+        {"does not fit beside one chunk each", 4, 4, 2, 2, false, {0, 1}, {3, 0}, {0, 0}, 1, 1, 3, 2, false, false,
+         {3, 99}, {1}},
+        {"gangs: the steered get the whole machine", 4, 4, 1, 3, true, {0, 0, 1}, {4, 4, 0}, {0, 0, 0}, 1, 2, 8, 4,
+         false, true, {4, 4, 99}, {2}},
+        {"one fixed team alone: no gangs", 2, 2, 1, 1, true, {0}, {4}, {0}, 0, 1, 2, 0, false, false, {2}, {0}},
+        {"zero available reads as 1", 0, 0, 0, 1, false, {1}, {0}, {0}, 1, 0, 0, 1, true, false, {99}, {0}},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[4];
+        struct scaf_policy_client pc[4];
+        struct scaf_referee_parts parts;
+        uint32_t idx[4], share[4] = {99, 99, 99, 99};
+        struct scaf_referee_snapshot s = {.available = cases[t].available, .cpus = cases[t].cpus,
+                                          .chunk = cases[t].chunk, .nclients = cases[t].nclients, .clients = cl,
+                                          .gang = cases[t].gang};
+
+        for (uint32_t i = 0; i < cases[t].nclients; i++) {
+            cl[i] = mk(i == 0 ? 0 : 8, cases[t].malleable[i], cases[t].fixed[i], false);
+            cl[i].rigid_team = cases[t].rigid[i];
+        }
+        scaf_referee_partition(&s, pc, idx, share, &parts);
+        CHECK(parts.nmall == cases[t].want_nmall && parts.nfixed == cases[t].want_nfixed &&
+                  parts.fixed_sum == cases[t].want_fixed_sum && parts.rest == cases[t].want_rest &&
+                  parts.placed == cases[t].want_placed && parts.gangs == cases[t].want_gangs,
+              "%s: nmall %u nfixed %u fixed_sum %u rest %u placed %d gangs %d", cases[t].name, parts.nmall,
+              parts.nfixed, parts.fixed_sum, parts.rest, parts.placed, parts.gangs);
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            CHECK(share[i] == cases[t].want_share[i], "%s: client %u share %u, want %u", cases[t].name, i, share[i],
+                  cases[t].want_share[i]);
+        for (uint32_t k = 0; k < parts.nmall && k < cases[t].want_nmall; k++) {
+            CHECK(idx[k] == cases[t].want_idx[k], "%s: idx[%u] %u", cases[t].name, k, idx[k]);
+            CHECK(pc[k].max_threads >= 1, "%s: a bound of 0 reads as 1", cases[t].name);
+        }
+    }
+}
+
+/* The policy step: the policy's answer clamped to [1, max_threads], per user when asked. */
+static void step_policy(void)
+{
+    static const struct {
+        const char *name;
+        const char *policy; /* NULL: the wild policy (shares 0 and 1000) */
+        uint32_t rest, nmall;
+        bool per_user;
+        uint32_t max[4];
+        uid_t uid[4];
+        uint32_t want[4];
+    } cases[] = {
+        {"equal shares", "equipartition", 8, 2, false, {8, 8}, {1, 1}, {4, 4}},
+        {"a bound leaves the rest to the other", "equipartition", 8, 2, false, {2, 8}, {1, 1}, {2, 6}},
+        {"per user: each user half, then their own clients", "equipartition", 8, 3, true, {8, 8, 8}, {1, 1, 2},
+         {2, 2, 4}},
+        {"per user with one user: as without", "equipartition", 8, 3, true, {8, 8, 8}, {1, 1, 1}, {3, 3, 2}},
+        {"wild answers clamped", NULL, 8, 2, false, {4, 4}, {1, 1}, {4, 1}},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[4];
+        struct scaf_referee_parts parts = {.nmall = cases[t].nmall, .rest = cases[t].rest};
+        struct scaf_policy wp = {"wild", "", wild, 0};
+        const struct scaf_policy *pol = cases[t].policy ? scaf_policy_lookup(cases[t].policy) : &wp;
+        uint32_t share[4] = {0};
+        struct scaf_referee_snapshot s = {.available = cases[t].rest, .cpus = cases[t].rest, .chunk = 1,
+                                          .nclients = cases[t].nmall, .clients = cl, .per_user = cases[t].per_user};
+
+        CHECK(scaf_referee_scratch_reserve(&scratch, cases[t].nmall) == 0, "reserve");
+        for (uint32_t k = 0; k < cases[t].nmall; k++) {
+            cl[k] = mk(cases[t].max[k], 1, 0, false);
+            cl[k].uid = cases[t].uid[k];
+            scratch.pc[k] = cl[k].pol;
+            scratch.idx[k] = k;
+        }
+        CHECK(pol && scaf_referee_policy(pol, &s, &parts, &scratch, share) == 0, "%s: policy", cases[t].name);
+        for (uint32_t k = 0; k < cases[t].nmall; k++)
+            CHECK(share[k] == cases[t].want[k], "%s: client %u share %u, want %u", cases[t].name, k, share[k],
+                  cases[t].want[k]);
+    }
+}
+
+/* Gang packing: first fit in client order, the steered clients together last, fewer than two gangs none. */
+static void step_gangs(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t cpus, nclients;
+        int malleable[5];
+        uint32_t fixed[5], share[5];
+        uint32_t want_n, want_slot[5];
+    } cases[] = {
+        {"two that do not fit together", 4, 2, {0, 0}, {4, 4}, {4, 4}, 2, {1, 2}},
+        {"first fit goes back to an earlier gang", 4, 3, {0, 0, 0}, {3, 2, 1}, {3, 2, 1}, 2, {1, 2, 1}},
+        {"steered clients are the last gang", 4, 3, {0, 1, 1}, {4, 0, 0}, {4, 2, 2}, 2, {1, 2, 2}},
+        {"one gang is no gang", 4, 2, {0, 0}, {2, 2}, {2, 2}, 0, {0, 0}},
+        {"steered only: no gang", 4, 2, {1, 1}, {0, 0}, {2, 2}, 0, {0, 0}},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[5];
+        uint32_t slot[5], n;
+        struct scaf_referee_snapshot s = {.available = cases[t].cpus, .cpus = cases[t].cpus, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .gang = true};
+
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
+        memset(slot, 0xAB, sizeof slot);
+        n = scaf_referee_gangs(&s, cases[t].share, slot);
+        CHECK(n == cases[t].want_n, "%s: %u gangs, want %u", cases[t].name, n, cases[t].want_n);
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            CHECK(slot[i] == cases[t].want_slot[i], "%s: client %u gang %u, want %u", cases[t].name, i, slot[i],
+                  cases[t].want_slot[i]);
+    }
+}
+
+/* The scratch grows only when the client table does, and keeps its arrays otherwise. */
+static void scratch_growth(void)
+{
+    struct scaf_referee_scratch s = {0};
+    static const struct {
+        uint32_t n, want_size;
+        bool want_same; /* the arrays were kept */
+    } steps[] = {{4, 4, false}, {2, 4, true}, {4, 4, true}, {16, 16, false}, {1, 16, true}};
+
+    for (size_t t = 0; t < sizeof steps / sizeof steps[0]; t++) {
+        uint32_t *before = s.share;
+        CHECK(scaf_referee_scratch_reserve(&s, steps[t].n) == 0, "reserve %u", steps[t].n);
+        CHECK(s.size == steps[t].want_size, "reserve %u: size %u, want %u", steps[t].n, s.size, steps[t].want_size);
+        if (steps[t].want_same)
+            CHECK(s.share == before, "reserve %u within size kept the arrays", steps[t].n);
+    }
+    scaf_referee_scratch_free(&s);
+    CHECK(s.size == 0 && s.share == NULL, "free resets");
 }
 
 /* Fixed teams are never squeezed: placed on CPU sets of their own size, or left unconfined. */
@@ -187,7 +341,7 @@ static void decide_fixed_teams(void)
 
         for (uint32_t i = 0; i < cases[t].nclients; i++)
             cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
-        CHECK(scaf_referee_decide(eq, &s, out) == 0, "%s: decide", cases[t].name);
+        CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "%s: decide", cases[t].name);
         for (uint32_t i = 0; i < cases[t].nclients; i++) {
             CHECK(out[i].share == cases[t].want_share[i], "%s: client %u share %u, want %u", cases[t].name, i,
                   out[i].share, cases[t].want_share[i]);
@@ -240,7 +394,7 @@ static void decide_gangs(void)
 
         for (uint32_t i = 0; i < cases[t].nclients; i++)
             cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
-        CHECK(scaf_referee_decide(eq, &s, out) == 0, "%s: decide", cases[t].name);
+        CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "%s: decide", cases[t].name);
         for (uint32_t i = 0; i < cases[t].nclients; i++) {
             CHECK(out[i].gang_slot == cases[t].want_slot[i], "%s: client %u gang %u, want %u", cases[t].name, i,
                   out[i].gang_slot, cases[t].want_slot[i]);
@@ -290,7 +444,7 @@ static void decide_rigid(void)
             cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
             cl[i].rigid_team = cases[t].rigid[i];
         }
-        CHECK(scaf_referee_decide(eq, &s, out) == 0, "%s: decide", cases[t].name);
+        CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "%s: decide", cases[t].name);
         for (uint32_t i = 0; i < cases[t].nclients; i++) {
             /* A steered client's set is where it would run (status shows it), never applied. */
             bool steered = cases[t].malleable[i] && cases[t].rigid[i] < 2;
@@ -339,14 +493,14 @@ static void never_squeeze(void)
             cl[i] = mk(maxt, (int)mall, fixed, lr);
             cl[i].rigid_team = rnd(&x, 3) == 0 ? rnd(&x, 12) : 0;
             cl[i].pol.efficiency = rnd(&x, 2) ? -1.0 : (double)(1 + rnd(&x, 100)) / 100.0;
-            cl[i].pol.report_threads = cl[i].pol.efficiency > 0 ? 1 + rnd(&x, cl[i].pol.max_threads) : 0;
+            cl[i].pol.eff_team = cl[i].pol.efficiency > 0 ? 1 + rnd(&x, cl[i].pol.max_threads) : 0;
         }
         {
             uint32_t avail = 1 + rnd(&x, cpus), gang = rnd(&x, 2);
             s = (struct scaf_referee_snapshot){.available = avail, .cpus = cpus, .chunk = 1, .nclients = n,
                                                .clients = cl, .cpu_list = cpu, .cpu_list_len = cpus, .gang = gang != 0};
         }
-        if (!pol || scaf_referee_decide(pol, &s, out) != 0) {
+        if (!pol || scaf_referee_decide(pol, &s, &scratch, out) != 0) {
             fail("never squeeze", "decide failed");
             return;
         }
@@ -431,7 +585,7 @@ static void collect(void)
         rep.fixed_team = cases[t].fixed_team;
         rep.estimate = cases[t].estimate;
         rep.efficiency = cases[t].efficiency;
-        rep.eff_threads = 2;
+        rep.eff_team = 2;
         rep.long_region = t == 1;
         scaf_referee_collect(&rep, cases[t].max_threads, cases[t].has_prev ? &prev : NULL, &out);
         CHECK(out.pol.max_threads == cases[t].want_max, "%s: max_threads %u", cases[t].name, out.pol.max_threads);
@@ -439,7 +593,7 @@ static void collect(void)
         CHECK(out.pol.prev_coef == (cases[t].has_prev ? 1.5 : 0.0), "%s: prev_coef %g", cases[t].name,
               out.pol.prev_coef);
         CHECK(out.malleable == cases[t].want_malleable, "%s: malleable %d", cases[t].name, out.malleable);
-        CHECK(out.pol.efficiency == cases[t].efficiency && out.pol.report_threads == 2, "%s: report", cases[t].name);
+        CHECK(out.pol.efficiency == cases[t].efficiency && out.pol.eff_team == 2, "%s: report", cases[t].name);
         CHECK(out.fixed_team == cases[t].fixed_team && out.long_region == (t == 1), "%s: team, long region",
               cases[t].name);
     }
@@ -469,7 +623,7 @@ static void collect(void)
 }
 
 /* What a report may claim: p' at most max_threads (a fixed team's team) and cpus; nothing else changes. */
-static void cap(void)
+static void clamp(void)
 {
     static const struct {
         const char *name;
@@ -486,14 +640,14 @@ static void cap(void)
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_referee_client c = mk(cases[t].max_threads, 1, 0, false), before;
-        c.pol.report_threads = cases[t].report;
+        c.pol.eff_team = cases[t].report;
         c.pol.efficiency = 1.0;
         c.pol.prev = 3;
         before = c;
-        scaf_referee_cap(&c, cases[t].cpus);
-        CHECK(c.pol.report_threads == cases[t].want, "%s: p' %u, want %u", cases[t].name, c.pol.report_threads,
+        scaf_referee_clamp(&c, cases[t].cpus);
+        CHECK(c.pol.eff_team == cases[t].want, "%s: p' %u, want %u", cases[t].name, c.pol.eff_team,
               cases[t].want);
-        before.pol.report_threads = c.pol.report_threads;
+        before.pol.eff_team = c.pol.eff_team;
         CHECK(memcmp(&before, &c, sizeof c) == 0, "%s: only p' may change", cases[t].name);
     }
 }
@@ -515,7 +669,7 @@ static void peruser_quotas(void)
         uint32_t total, ngroups, demand[4], floor_[4], want[4];
     } cases[] = {
         {"two hungry users split evenly", 8, 2, {8, 8}, {1, 1}, {4, 4}},
-        {"odd total: first user gets the extra unit", 9, 2, {9, 9}, {1, 1}, {5, 4}},
+        {"odd total: first user gets the extra context", 9, 2, {9, 9}, {1, 1}, {5, 4}},
         {"a user who can use less gives the rest away", 8, 2, {2, 8}, {1, 1}, {2, 6}},
         {"three users, one small", 12, 3, {12, 1, 12}, {1, 1, 1}, {6, 1, 5}},
         {"demand below total: everyone satisfied", 16, 2, {3, 4}, {1, 1}, {3, 4}},
@@ -546,8 +700,8 @@ static void speedup_shares(struct scaf_referee_client *cl, uint32_t n, uint32_t 
     for (uint32_t i = 0; i < cpus; i++)
         cpu[i] = (int)i;
     for (uint32_t i = 0; i < n; i++)
-        scaf_referee_cap(&cl[i], cpus);
-    CHECK(sp && scaf_referee_decide(sp, &s, out) == 0, "speedup decide");
+        scaf_referee_clamp(&cl[i], cpus);
+    CHECK(sp && scaf_referee_decide(sp, &s, &scratch, out) == 0, "speedup decide");
     for (uint32_t i = 0; i < n; i++)
         share[i] = out[i].share;
 }
@@ -557,7 +711,7 @@ static struct scaf_referee_client reporting(uid_t uid, uint32_t max_threads, dou
     struct scaf_referee_client c = mk(max_threads, 1, 0, false);
     c.uid = uid;
     c.pol.efficiency = e;
-    c.pol.report_threads = at;
+    c.pol.eff_team = at;
     return c;
 }
 
@@ -604,7 +758,7 @@ static void per_user_many_clients(void)
 
 int main(void)
 {
-    cap();
+    clamp();
     peruser_groups();
     peruser_quotas();
     liar();
@@ -619,5 +773,10 @@ int main(void)
     decide_equipartition();
     decide_more_clients_than_contexts();
     decide_clamps();
+    step_partition();
+    step_policy();
+    step_gangs();
+    scratch_growth();
+    scaf_referee_scratch_free(&scratch);
     return check_exit("test_daemon_referee");
 }

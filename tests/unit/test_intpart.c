@@ -14,7 +14,7 @@ struct tcase {
     const char *name;
     uint32_t n, total, chunk;
     double exact[8];
-    uint32_t cap[8]; /* all zero = pass NULL */
+    uint32_t bound[8]; /* all zero = pass NULL */
     uint32_t want[8];
 };
 
@@ -27,18 +27,18 @@ static const struct tcase cases[] = {
     {"tie to lowest index", 2, 3, 1, {1, 1}, {0}, {2, 1}},
     {"remainder of chunk kept", 2, 7, 2, {3.5, 3.5}, {0}, {4, 3}},
     {"total < n gives 1 each", 3, 2, 1, {1, 5, 9}, {0}, {1, 1, 1}},
-    {"total < n*chunk: unit 1", 3, 5, 2, {1, 1, 1}, {0}, {2, 2, 1}},
-    {"cap excess to uncapped", 3, 12, 1, {1, 1, 1}, {2, 0, 0}, {2, 5, 5}},
-    {"caps sum below total", 3, 12, 1, {1, 1, 1}, {2, 3, 1}, {2, 3, 1}},
-    {"cap below one chunk", 2, 8, 4, {1, 1}, {2, 0}, {2, 6}},
+    {"total < n*chunk: chunk 1", 3, 5, 2, {1, 1, 1}, {0}, {2, 2, 1}},
+    {"bound excess to the others", 3, 12, 1, {1, 1, 1}, {2, 0, 0}, {2, 5, 5}},
+    {"bounds sum below total", 3, 12, 1, {1, 1, 1}, {2, 3, 1}, {2, 3, 1}},
+    {"bound below one chunk", 2, 8, 4, {1, 1}, {2, 0}, {2, 6}},
     {"all-zero weights = equal", 4, 9, 1, {0, 0, 0, 0}, {0}, {3, 2, 2, 2}},
     {"tiny share still one", 2, 8, 1, {100, 0.001}, {0}, {7, 1}},
     {"zero weight gets one chunk", 2, 8, 2, {100, 0}, {0}, {6, 2}},
     {"single client takes all", 1, 9, 2, {0.3}, {0}, {9}},
-    {"single client capped", 1, 9, 1, {1}, {4}, {4}},
+    {"single client at its bound", 1, 9, 1, {1}, {4}, {4}},
     {"exactly one chunk each", 4, 8, 2, {9, 1, 1, 1}, {0}, {2, 2, 2, 2}},
     {"chunk 4, 2 clients, 3:1", 2, 16, 4, {3, 1}, {0}, {12, 4}},
-    {"capped heavy client", 3, 16, 1, {10, 1, 1}, {4, 0, 0}, {4, 6, 6}},
+    {"heavy client at its bound", 3, 16, 1, {10, 1, 1}, {4, 0, 0}, {4, 6, 6}},
 };
 
 static void run_table(void)
@@ -46,12 +46,12 @@ static void run_table(void)
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const struct tcase *tc = &cases[c];
         uint32_t out[8];
-        int have_cap = 0;
+        int have_bound = 0;
         char got[128], want[128];
 
         for (uint32_t i = 0; i < tc->n; i++)
-            have_cap |= tc->cap[i] != 0;
-        if (scaf_intpart_chunked(tc->exact, tc->n, tc->total, tc->chunk, have_cap ? tc->cap : NULL, out) != 0) {
+            have_bound |= tc->bound[i] != 0;
+        if (scaf_intpart_chunked(tc->exact, tc->n, tc->total, tc->chunk, have_bound ? tc->bound : NULL, out) != 0) {
             fail(tc->name, strerror(errno));
             continue;
         }
@@ -107,21 +107,21 @@ static void run_properties(uint32_t rounds)
     for (uint32_t r = 0; r < rounds && failures < 20; r++) {
         uint32_t n = 1 + rnd(MAXN), chunk = 1 + rnd(8), total = rnd(4) == 0 ? rnd(n + 1) : 1 + rnd(4096);
         double exact[MAXN], scaled[MAXN], t[MAXN];
-        uint32_t cap[MAXN], out[MAXN], again[MAXN], out2[MAXN], unit, off_unit = 0;
-        uint64_t sum = 0, sum_cap = 0;
-        int use_cap = rnd(3) == 0;
+        uint32_t bound[MAXN], out[MAXN], again[MAXN], out2[MAXN], used, off_chunk = 0; /* used: the chunk the partition uses */
+        uint64_t sum = 0, sum_bound = 0;
+        int use_bound = rnd(3) == 0;
         char msg[400], where[64];
 
         for (uint32_t i = 0; i < n; i++) {
             exact[i] = rnd(5) == 0 ? 0.0 : rnd(1000000) / 1000.0;
             scaled[i] = exact[i] * 4.0; /* exact in binary floating point */
-            cap[i] = use_cap && rnd(2) ? 1 + rnd(total / 2 + 2) : 0;
+            bound[i] = use_bound && rnd(2) ? 1 + rnd(total / 2 + 2) : 0;
         }
         snprintf(where, sizeof(where), "round %u (n=%u total=%u chunk=%u)", r, n, total, chunk);
-        if (scaf_intpart_chunked(exact, n, total, chunk, use_cap ? cap : NULL, out) != 0 ||
-            scaf_intpart_chunked(exact, n, total, chunk, use_cap ? cap : NULL, again) != 0 ||
-            scaf_intpart_chunked(scaled, n, total, chunk, use_cap ? cap : NULL, out2) != 0 ||
-            scaf_intpart_targets(exact, n, total, chunk, use_cap ? cap : NULL, t) != 0) {
+        if (scaf_intpart_chunked(exact, n, total, chunk, use_bound ? bound : NULL, out) != 0 ||
+            scaf_intpart_chunked(exact, n, total, chunk, use_bound ? bound : NULL, again) != 0 ||
+            scaf_intpart_chunked(scaled, n, total, chunk, use_bound ? bound : NULL, out2) != 0 ||
+            scaf_intpart_targets(exact, n, total, chunk, use_bound ? bound : NULL, t) != 0) {
             fail(where, strerror(errno));
             continue;
         }
@@ -136,37 +136,37 @@ static void run_properties(uint32_t rounds)
                     fail(where, "total < n must give 1 each");
             continue;
         }
-        unit = (uint64_t)n * chunk <= total ? chunk : 1;
+        used = (uint64_t)n * chunk <= total ? chunk : 1;
         for (uint32_t i = 0; i < n; i++) {
-            uint32_t hi = use_cap && cap[i] && cap[i] < total ? cap[i] : total;
-            uint32_t lo = unit < hi ? unit : hi;
+            uint32_t hi = use_bound && bound[i] && bound[i] < total ? bound[i] : total;
+            uint32_t lo = used < hi ? used : hi;
 
             sum += out[i];
-            sum_cap += hi;
+            sum_bound += hi;
             if (out[i] < lo || out[i] > hi) {
-                snprintf(msg, sizeof(msg), "entry %u = %u outside [%u, %u] (min chunk / cap)", i, out[i], lo, hi);
+                snprintf(msg, sizeof(msg), "entry %u = %u outside [%u, %u] (min chunk / bound)", i, out[i], lo, hi);
                 fail(where, msg);
             }
-            if (out[i] % unit != 0 && out[i] != hi)
-                off_unit++;
-            /* Largest remainder: no entry is a whole unit or more away from its target. */
-            if (fabs(out[i] - t[i]) > unit + 1e-6) {
-                snprintf(msg, sizeof(msg), "entry %u = %u, target %.4f: off by a unit or more", i, out[i], t[i]);
+            if (out[i] % used != 0 && out[i] != hi)
+                off_chunk++;
+            /* Largest remainder: no entry is a whole chunk or more away from its target. */
+            if (fabs(out[i] - t[i]) > used + 1e-6) {
+                snprintf(msg, sizeof(msg), "entry %u = %u, target %.4f: off by a chunk or more", i, out[i], t[i]);
                 fail(where, msg);
             }
         }
-        if (sum != (sum_cap < total ? sum_cap : total)) {
+        if (sum != (sum_bound < total ? sum_bound : total)) {
             snprintf(msg, sizeof(msg), "sum %llu, want %llu", (unsigned long long)sum,
-                     (unsigned long long)(sum_cap < total ? sum_cap : total));
+                     (unsigned long long)(sum_bound < total ? sum_bound : total));
             fail(where, msg);
         }
-        if (off_unit > 1) {
-            snprintf(msg, sizeof(msg), "%u uncapped entries are not multiples of unit %u", off_unit, unit);
+        if (off_chunk > 1) {
+            snprintf(msg, sizeof(msg), "%u entries below their bound are not multiples of chunk %u", off_chunk, used);
             fail(where, msg);
         }
     }
-    printf("intpart properties: %u random inputs checked (exact sum, minimum chunk, caps, determinism, "
-           "scale invariance, at most one off-unit entry, within one unit of target)\n",
+    printf("intpart properties: %u random inputs checked (exact sum, minimum chunk, bounds, determinism, "
+           "scale invariance, at most one off-chunk entry, within one chunk of target)\n",
            checked);
 }
 

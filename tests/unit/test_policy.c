@@ -10,21 +10,21 @@
 
 #define MAXK 48
 #define UNKNOWN (-1.0)
-/* p', E, prev, cap, prev_coef */
-#define F(P, E, PREV, CAP, COEF) {.p = (P), .e = (E), .prev = (PREV), .cap = (CAP), .prev_coef = (COEF)}
+/* p', E, prev, bound, prev_coef */
+#define F(P, E, PREV, BOUND, COEF) {.p = (P), .e = (E), .prev = (PREV), .bound = (BOUND), .prev_coef = (COEF)}
 /* The same, with the noise of E measured by the caller. */
 #define FN(P, E, PREV, SD) {.p = (P), .e = (E), .prev = (PREV), .e_sd = (SD)}
 /* The same, with a second point of the curve (E at another team size). */
 #define FA(P, E, ALTP, ALTE) {.p = (P), .e = (E), .alt_p = (ALTP), .alt_e = (ALTE)}
 /* The same, probed this round. */
-#define FP(P, E, PREV, CAP, COEF) {.p = (P), .e = (E), .prev = (PREV), .cap = (CAP), .prev_coef = (COEF), .probe = 1}
+#define FP(P, E, PREV, BOUND, COEF) {.p = (P), .e = (E), .prev = (PREV), .bound = (BOUND), .prev_coef = (COEF), .probe = 1}
 
-/* A client as the tables describe it: cap 0 = none, E < 0 = unknown. */
+/* A client as the tables describe it: bound 0 = none, E < 0 = unknown. */
 struct cl {
-    uint32_t p;    /* p' (report_threads) */
+    uint32_t p;    /* p' (eff_team) */
     double e;      /* E at p' */
     uint32_t prev; /* previous allocation */
-    uint32_t cap;
+    uint32_t bound;
     double prev_coef;
     uint32_t probe;
     double e_sd;
@@ -36,14 +36,14 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
 {
     for (uint32_t i = 0; i < k; i++) {
         out[i] = (struct scaf_policy_client){
-            .max_threads = c[i].cap ? c[i].cap : 1u << 20,
+            .max_threads = c[i].bound ? c[i].bound : 1u << 20,
             .prev = c[i].prev,
-            .report_threads = c[i].p,
+            .eff_team = c[i].p,
             .efficiency = c[i].e,
             .prev_coef = c[i].prev_coef,
             .probe = c[i].probe,
             .e_sd = c[i].e_sd,
-            .alt_threads = c[i].alt_p,
+            .alt_team = c[i].alt_p,
             .alt_efficiency = c[i].alt_e,
         };
     }
@@ -63,8 +63,8 @@ static const struct tcase cases[] = {
     {"equi 16/3", "equipartition", 16, 1, 3, {{0}}, {6, 5, 5}},
     {"equi chunked 10/3 c2", "equipartition", 10, 2, 3, {{0}}, {4, 4, 2}},
     {"equi k > N gives 1", "equipartition", 3, 1, 5, {{0}}, {1, 1, 1, 1, 1}},
-    {"equi cap excess to others", "equipartition", 12, 1, 3, {{.cap = 2}, {0}, {0}}, {2, 5, 5}},
-    {"equi all capped", "equipartition", 12, 1, 3, {{.cap = 2}, {.cap = 3}, {.cap = 1}}, {2, 3, 1}},
+    {"equi bound excess to others", "equipartition", 12, 1, 3, {{.bound = 2}, {0}, {0}}, {2, 5, 5}},
+    {"equi all at their bound", "equipartition", 12, 1, 3, {{.bound = 2}, {.bound = 3}, {.bound = 1}}, {2, 3, 1}},
     {"equi N < k*chunk", "equipartition", 5, 2, 3, {{0}}, {2, 2, 1}},
     {"equi single", "equipartition", 7, 2, 1, {{0}}, {7}},
     /*
@@ -76,7 +76,7 @@ static const struct tcase cases[] = {
     {"0.9 vs 0.5 at 8 on 16", "speedup", 16, 1, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {14, 2}},
     {"same, chunk 2", "speedup", 16, 2, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {14, 2}},
     {"single client takes all", "speedup", 16, 1, 1, {F(8, 0.3, 0, 0, 0)}, {16}},
-    {"single client up to cap", "speedup", 16, 1, 1, {F(8, 0.9, 0, 5, 0)}, {5}},
+    {"single client up to its bound", "speedup", 16, 1, 1, {F(8, 0.9, 0, 5, 0)}, {5}},
     {"k > N gives 1", "speedup", 3, 1, 5, {F(2, 0.9, 0, 0, 0), F(2, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(2, 0.5, 0, 0, 0), F(2, 0.7, 0, 0, 0)}, {1, 1, 1, 1, 1}},
     {"all unknown = equipartition", "speedup", 16, 1, 3, {F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {6, 5, 5}},
     {"unknown gets an equal share", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {8, 8, 8}},
@@ -104,7 +104,7 @@ static const struct tcase cases[] = {
     {"held at one thread and probed: alone it takes all", "speedup", 2, 1, 1, {FP(1, 1.0, 1, 0, 0.3)}, {2}},
     {"E > 1 read as 1", "speedup", 8, 1, 2, {F(4, 1.5, 0, 0, 0), F(4, 1.0, 0, 0, 0)}, {4, 4}},
     {"equal E, equal p' = equipartition", "speedup", 16, 1, 3, {F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0)}, {6, 5, 5}},
-    {"cap excess to the others", "speedup", 16, 1, 3, {F(8, 0.9, 0, 3, 0), F(8, 0.5, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {3, 7, 6}},
+    {"bound excess to the others", "speedup", 16, 1, 3, {F(8, 0.9, 0, 3, 0), F(8, 0.5, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {3, 7, 6}},
     {"known non-scalers, unknown newcomer", "speedup", 12, 1, 3, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {1, 1, 10}},
     /*
      * Saturation seen: E 0.304 at 16 and 0.119 at 32 (S 4.9 then 3.8: the larger team is slower). The USL
@@ -129,13 +129,13 @@ static const struct tcase cases[] = {
     {"probe: chunk 2", "speedup", 8, 2, 2, {FP(2, 1.0, 2, 0, 0.3), F(4, 0.9, 4, 0, 0)}, {4, 4}},
     {"probe: never kept by damping", "speedup", 4, 1, 2, {FP(1, 1.0, 1, 0, 0.3), F(2, 0.95, 3, 0, 0)}, {2, 2}},
     {"no probe: the ratchet case stays down", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, 0.3), F(4, 0.9, 7, 0, 0)}, {1, 7}},
-    /* Shrink probes: halved in whole units (at most the equal share), then held; the others take the rest. */
+    /* Shrink probes: halved in whole chunks (at most the equal share), then held; the others take the rest. */
     {"shrink: alone, halved", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
     {"shrink: held at the half", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 16, .probe = SCAF_PROBE_HOLD}}, {16}},
-    {"shrink: chunk 4 halves in whole units", "speedup", 32, 4, 1, {{.p = 28, .e = 0.12, .prev = 28, .probe = SCAF_PROBE_SHRINK}}, {12}},
+    {"shrink: chunk 4 halves in whole chunks", "speedup", 32, 4, 1, {{.p = 28, .e = 0.12, .prev = 28, .probe = SCAF_PROBE_SHRINK}}, {12}},
     {"shrink: the other takes what is freed", "speedup", 16, 1, 2, {{.p = 12, .e = 0.2, .prev = 12, .probe = SCAF_PROBE_SHRINK}, F(4, 0.9, 4, 0, 0)}, {6, 10}},
     {"shrink: at most the equal share", "speedup", 12, 1, 3, {{.p = 10, .e = 0.2, .prev = 10, .probe = SCAF_PROBE_SHRINK}, F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {4, 4, 4}},
-    {"shrink: below two units it is not halved", "speedup", 8, 2, 1, {{.p = 2, .e = 0.45, .prev = 2, .probe = SCAF_PROBE_SHRINK}}, {8}},
+    {"shrink: below two chunks it is not halved", "speedup", 8, 2, 1, {{.p = 2, .e = 0.45, .prev = 2, .probe = SCAF_PROBE_SHRINK}}, {8}},
     /*
      * Damping: the move to {14,2} is followed only if it still gains when the client that gains threads
      * is read at E - 2 sd and the one that loses them at E + 2 sd.
@@ -163,7 +163,7 @@ static const struct tcase cases[] = {
     {"cons: probed = unknown", "consumption", 16, 1, 2, {FP(8, 0.1, 1, 0, 0.5), F(16, 0.4, 0, 0, 0)}, {8, 4}},
     {"cons: p'=1 uses prev_coef = E(2)", "consumption", 16, 1, 1, {F(1, 1.0, 4, 0, 1.0 / 1.1)}, {4}},
     {"cons: chunk 2 steps in 2s", "consumption", 16, 2, 1, {F(16, 0.4, 0, 0, 0)}, {4}},
-    {"cons: cap", "consumption", 16, 1, 1, {F(8, 1.0, 0, 5, 0)}, {5}},
+    {"cons: bound", "consumption", 16, 1, 1, {F(8, 1.0, 0, 5, 0)}, {5}},
     {"cons: E = 0 gets one chunk", "consumption", 8, 2, 2, {F(4, 0.0, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {2, 4}},
     /* sigma 0.066, kappa 0.0054: the 4th thread adds 0.59, the 5th 0.47. */
     {"cons: two points, slower at 32", "consumption", 32, 1, 1, {FA(16, 0.304, 32, 0.119)}, {4}},
@@ -236,9 +236,9 @@ static void run_model(void)
 static void run_curve_at(void)
 {
     /* Near-linear to 8, flat after (SMT past the cores): no USL curve with sigma >= 0 passes both points. */
-    struct scaf_policy_client knee = {.max_threads = 64, .report_threads = 12, .efficiency = 0.679,
-                                      .alt_threads = 8, .alt_efficiency = 0.925};
-    struct scaf_policy_client one = {.max_threads = 64, .report_threads = 8, .efficiency = 0.9};
+    struct scaf_policy_client knee = {.max_threads = 64, .eff_team = 12, .efficiency = 0.679,
+                                      .alt_team = 8, .alt_efficiency = 0.925};
+    struct scaf_policy_client one = {.max_threads = 64, .eff_team = 8, .efficiency = 0.9};
     struct scaf_policy_client none = {.max_threads = 64};
     double sigma, kappa, u16, s16;
     char msg[200];
@@ -304,12 +304,12 @@ static void run_errors_and_registry(void)
 static void run_garbage(void)
 {
     struct scaf_policy_client cl[4] = {
-        {.max_threads = 0, .prev = UINT32_MAX, .report_threads = UINT32_MAX, .efficiency = 1e308, .prev_coef = 1e308},
-        {.max_threads = UINT32_MAX, .prev = 3, .report_threads = 2, .efficiency = -INFINITY, .prev_coef = -1e308,
-         .alt_threads = 7, .alt_efficiency = 1e-300},
-        {.max_threads = 1, .prev = 0, .report_threads = 0, .efficiency = INFINITY, .prev_coef = NAN},
-        {.max_threads = 2, .prev = 1, .report_threads = 1, .efficiency = NAN, .prev_coef = 1e308,
-         .alt_threads = UINT32_MAX, .alt_efficiency = -INFINITY},
+        {.max_threads = 0, .prev = UINT32_MAX, .eff_team = UINT32_MAX, .efficiency = 1e308, .prev_coef = 1e308},
+        {.max_threads = UINT32_MAX, .prev = 3, .eff_team = 2, .efficiency = -INFINITY, .prev_coef = -1e308,
+         .alt_team = 7, .alt_efficiency = 1e-300},
+        {.max_threads = 1, .prev = 0, .eff_team = 0, .efficiency = INFINITY, .prev_coef = NAN},
+        {.max_threads = 2, .prev = 1, .eff_team = 1, .efficiency = NAN, .prev_coef = 1e308,
+         .alt_team = UINT32_MAX, .alt_efficiency = -INFINITY},
     };
 
     for (size_t p = 0; p < scaf_policy_count(); p++) {
@@ -349,7 +349,7 @@ static double urand(void)
     return rnd(1u << 30) / (double)(1u << 30);
 }
 
-/* Every policy, random snapshots: >= 1 each, caps, no context twice, exact use, determinism. */
+/* Every policy, random snapshots: >= 1 each, bounds, no context twice, exact use, determinism. */
 static void run_properties(uint32_t rounds)
 {
     uint32_t checked = 0, equal_checked = 0;
@@ -359,17 +359,17 @@ static void run_properties(uint32_t rounds)
         struct scaf_policy_client cl[MAXK];
         uint32_t out[MAXK], again[MAXK], eq[MAXK];
         uint64_t sum_cap = 0;
-        int capped = rnd(3) == 0;
+        int bounded = rnd(3) == 0;
         char where[96], msg[200];
 
         for (uint32_t i = 0; i < k; i++) {
             cl[i] = (struct scaf_policy_client){
-                .max_threads = capped && rnd(2) ? 1 + rnd(n + 2) : n,
+                .max_threads = bounded && rnd(2) ? 1 + rnd(n + 2) : n,
                 .prev = rnd(3) ? rnd(n + 1) : 0,
-                .report_threads = rnd(n + 2),
+                .eff_team = rnd(n + 2),
                 .efficiency = rnd(5) == 0 ? -1.0 : rnd(10) == 0 ? NAN : 1.3 * urand(),
                 .prev_coef = rnd(3) == 0 ? 4 * urand() - 1 : 0,
-                .alt_threads = rnd(4) == 0 ? rnd(n + 2) : 0,
+                .alt_team = rnd(4) == 0 ? rnd(n + 2) : 0,
                 .alt_efficiency = rnd(10) == 0 ? NAN : 1.3 * urand(),
             };
             sum_cap += cl[i].max_threads < n ? cl[i].max_threads : n;
@@ -392,7 +392,7 @@ static void run_properties(uint32_t rounds)
                 if (out[i] < 1)
                     fail(where, "a client got 0");
                 if (k <= n && out[i] > cl[i].max_threads) {
-                    snprintf(msg, sizeof(msg), "client %u got %u over its cap %u", i, out[i], cl[i].max_threads);
+                    snprintf(msg, sizeof(msg), "client %u got %u over its bound %u", i, out[i], cl[i].max_threads);
                     fail(where, msg);
                 }
                 if (k > n && out[i] != 1)
@@ -405,7 +405,7 @@ static void run_properties(uint32_t rounds)
             }
         }
         /*
-         * Equal efficiencies at equal p', new clients: speedup must be exactly equipartition, or one unit
+         * Equal efficiencies at equal p', new clients: speedup must be exactly equipartition, or one chunk
          * each when that team was measured slower than serial even read 2 sd (0.05 unknown) high.
          */
         {
@@ -415,10 +415,10 @@ static void run_properties(uint32_t rounds)
 
             for (uint32_t i = 0; i < k; i++) {
                 cl[i].efficiency = e;
-                cl[i].report_threads = p;
+                cl[i].eff_team = p;
                 cl[i].prev = 0;
                 cl[i].prev_coef = 0;
-                cl[i].alt_threads = 0;
+                cl[i].alt_team = 0;
             }
             if (scaf_policy_speedup(&in, out, NULL) != 0 || scaf_policy_equipartition(&in, eq, NULL) != 0) {
                 fail("equal efficiencies", strerror(errno));
@@ -464,13 +464,13 @@ static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped,
         if (damped) {
             rc = scaf_policy_speedup(&in, out, coef);
         } else {
-            uint32_t cap[MAXK];
+            uint32_t bound[MAXK];
 
             for (uint32_t i = 0; i < k; i++)
-                cap[i] = cl[i].max_threads;
+                bound[i] = cl[i].max_threads;
             rc = scaf_policy_speedup_model(&in, coef, exact);
             if (rc == 0)
-                rc = scaf_intpart_chunked(exact, k, n, chunk, cap, out);
+                rc = scaf_intpart_chunked(exact, k, n, chunk, bound, out);
         }
         if (rc != 0) {
             fail("damping", strerror(errno));
@@ -485,7 +485,7 @@ static uint32_t noisy_rounds(uint32_t n, uint32_t k, uint32_t chunk, int damped,
         memcpy(last, out, k * sizeof(*out));
         for (uint32_t i = 0; i < k; i++) {
             cl[i].prev = out[i];
-            cl[i].report_threads = out[i];
+            cl[i].eff_team = out[i];
             cl[i].prev_coef = coef[i];
             cl[i].efficiency = 0.8 + 0.1 * (urand() - 0.5); /* 0.8 +- 0.05 */
         }
@@ -508,7 +508,7 @@ static void run_min_gain(void)
         {0.9, 1},    /* even the second thread adds only 0.82 */
         {0.001, 16}, /* a tiny threshold gives everything that helps at all */
     };
-    struct scaf_policy_client cl = {.max_threads = 64, .report_threads = 16, .efficiency = 0.4};
+    struct scaf_policy_client cl = {.max_threads = 64, .eff_team = 16, .efficiency = 0.4};
     char msg[120];
 
     for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
@@ -557,8 +557,8 @@ static void run_damping(void)
     /* Damping must not hide a real change: one client's efficiency collapses. */
     {
         struct scaf_policy_client cl[2] = {
-            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.8},
-            {.max_threads = 16, .prev = 8, .report_threads = 8, .efficiency = 0.25},
+            {.max_threads = 16, .prev = 8, .eff_team = 8, .efficiency = 0.8},
+            {.max_threads = 16, .prev = 8, .eff_team = 8, .efficiency = 0.25},
         };
         struct scaf_policy_input in = {16, 1, 2, cl, 0};
         uint32_t out[2];
@@ -579,20 +579,20 @@ static void run_probe_table(void)
 {
     static const struct {
         const char *name;
-        uint32_t unit;
+        uint32_t chunk;
         struct probe_round r[10];
         int n;
     } cases[] = {
-        {"never at one unit: no probe", 1, {{0, 4, 4, 0}, {20000, 3, 3, 0}, {40000, 2, 2, 0}}, 3},
+        {"never at one chunk: no probe", 1, {{0, 4, 4, 0}, {20000, 3, 3, 0}, {40000, 2, 2, 0}}, 3},
         {"new client (prev 0): no probe", 1, {{0, 0, 0, 0}, {20000, 0, 0, 0}}, 2},
-        {"at one unit 10 s: probed until it reports from 2+", 1,
+        {"at one chunk 10 s: probed until it reports from 2+", 1,
          {{0, 1, 1, 0}, {9999, 1, 1, 0}, {10000, 1, 1, 1}, {10250, 2, 1, 1}, {10500, 2, 2, 1}, {11000, 2, 2, 0},
           {11250, 1, 2, 0}, {30999, 1, 1, 0}, {31000, 1, 1, 1}},
          9},
         {"a report that never comes: the probe ends after 5 s", 1,
          {{0, 1, 1, 0}, {10000, 1, 1, 1}, {14999, 2, 1, 1}, {15000, 2, 1, 0}, {15250, 1, 1, 0}, {35000, 1, 1, 1}},
          6},
-        {"probes that end at one unit back off: 10, 20, 40, 40 s", 1,
+        {"probes that end at one chunk back off: 10, 20, 40, 40 s", 1,
          {{0, 1, 1, 0}, {10000, 1, 1, 1}, {11000, 2, 2, 0}, {31000, 1, 1, 1}, {32000, 2, 2, 0}, {72000, 1, 1, 1},
           {73000, 2, 2, 0}, {112999, 1, 1, 0}, {113000, 1, 1, 1}},
          9},
@@ -600,10 +600,10 @@ static void run_probe_table(void)
          {{0, 1, 1, 0}, {10000, 1, 1, 1}, {11000, 2, 2, 0}, {31000, 1, 1, 1}, {32000, 2, 2, 0}, {32250, 2, 2, 0},
           {34000, 2, 2, 0}, {35000, 1, 1, 0}, {45000, 1, 1, 1}},
          9},
-        {"leaving one unit resets the clock", 1,
+        {"leaving one chunk resets the clock", 1,
          {{0, 1, 1, 0}, {8000, 1, 1, 0}, {9000, 3, 3, 0}, {10000, 1, 3, 0}, {19999, 1, 1, 0}, {20000, 1, 1, 1}},
          6},
-        {"chunk 2: one unit is 2", 2, {{0, 2, 2, 0}, {10000, 2, 2, 1}, {11000, 4, 4, 0}}, 3},
+        {"chunk 2: one chunk is 2", 2, {{0, 2, 2, 0}, {10000, 2, 2, 1}, {11000, 4, 4, 0}}, 3},
     };
     const struct scaf_probe_timing tm = {10000000000ull, 1000000000ull, 5000000000ull};
 
@@ -612,7 +612,7 @@ static void run_probe_table(void)
 
         for (int j = 0; j < cases[n].n; j++) {
             const struct probe_round *r = &cases[n].r[j];
-            int got = scaf_probe_step(&st, 1000000000ull + r->t_ms * 1000000ull, r->prev, cases[n].unit, r->p, &tm);
+            int got = scaf_probe_step(&st, 1000000000ull + r->t_ms * 1000000ull, r->prev, cases[n].chunk, r->p, &tm);
             char msg[160];
 
             snprintf(msg, sizeof(msg), "round %d (t=%llu ms, prev %u, p' %u): probe %d, want %d", j,
@@ -635,7 +635,7 @@ static void run_probe_table(void)
     }
 }
 
-/* The shrink clock: rounds of (time, prev, p', E, alt_threads) and what it returns. */
+/* The shrink clock: rounds of (time, prev, p', E, alt_team) and what it returns. */
 static void run_shrink_table(void)
 {
     static const struct {
@@ -695,8 +695,8 @@ static void run_ratchet(void)
     for (int with_probe = 0; with_probe <= 1; with_probe++) {
         struct scaf_probe st = {0};
         const struct scaf_probe_timing tm = {with_probe ? 10000000000ull : 0, 1000000000ull, 5000000000ull};
-        struct scaf_policy_client cl[2] = {{.max_threads = 8, .prev = 4, .report_threads = 4, .efficiency = 0.1},
-                                           {.max_threads = 8, .prev = 4, .report_threads = 4, .efficiency = 0.9}};
+        struct scaf_policy_client cl[2] = {{.max_threads = 8, .prev = 4, .eff_team = 4, .efficiency = 0.1},
+                                           {.max_threads = 8, .prev = 4, .eff_team = 4, .efficiency = 0.9}};
         uint32_t out[2];
         double coef[2];
         double late_sum = 0;
@@ -707,9 +707,9 @@ static void run_ratchet(void)
             int scalable = round >= 80;
 
             /* What the layer reports: from the team it was given, one thread says nothing. */
-            cl[0].report_threads = cl[0].prev;
+            cl[0].eff_team = cl[0].prev;
             cl[0].efficiency = cl[0].prev <= 1 ? 1.0 : scalable ? 0.9 : 0.1;
-            cl[0].probe = (uint32_t)scaf_probe_step(&st, now, cl[0].prev, 1, cl[0].report_threads, &tm);
+            cl[0].probe = (uint32_t)scaf_probe_step(&st, now, cl[0].prev, 1, cl[0].eff_team, &tm);
             if (scaf_policy_run("speedup", 8, 1, 2, cl, out, coef) != 0) {
                 fail("ratchet loop", strerror(errno));
                 return;
@@ -718,7 +718,7 @@ static void run_ratchet(void)
                 cl[i].prev = out[i];
                 cl[i].prev_coef = coef[i];
             }
-            cl[1].report_threads = out[1];
+            cl[1].eff_team = out[1];
             if (round >= 160) {
                 late_sum += out[0];
                 late_n++;
@@ -774,13 +774,13 @@ static void run_client_state(void)
 
     /* No estimate: no noise, no second point, no probe. */
     scaf_client_state_step(&st, t, interval, 32, 1, 0, -1.0, &pol);
-    if (pol.probe || pol.e_sd != 0.0 || pol.alt_threads)
+    if (pol.probe || pol.e_sd != 0.0 || pol.alt_team)
         fail("state: no estimate", "something came out of nothing");
     /* A point at 16, then steady at 32 with E 0.1: the 16 is the second point, the noise becomes known. */
     scaf_client_state_step(&st, t += s / 4, interval, 16, 1, 16, 0.3, &pol);
     for (int r = 0; r < 12; r++)
         scaf_client_state_step(&st, t += s / 4, interval, 32, 1, 32, r % 2 ? 0.11 : 0.09, &pol);
-    if (pol.alt_threads != 16 || !near(pol.alt_efficiency, 0.3) || !(pol.e_sd > 0.0))
+    if (pol.alt_team != 16 || !near(pol.alt_efficiency, 0.3) || !(pol.e_sd > 0.0))
         fail("state: points and noise", "the second point or the noise of E did not reach the policy input");
     /* The 16 is x2 away, so no shrink probe; without it, one comes after the (E-scaled) wait. */
     if (pol.probe)
@@ -796,14 +796,14 @@ static void run_client_state(void)
         if (!seen)
             fail("state: shrink", "no shrink probe within 5 s at E 0.1");
     }
-    /* At one unit past the interval: a grow probe. */
+    /* At one chunk past the interval: a grow probe. */
     {
         struct scaf_client_state one = {0};
 
         for (uint64_t r = 0; r <= 44; r++)
             scaf_client_state_step(&one, s + r * s / 4, interval, 1, 1, 1, 1.0, &pol);
         if (pol.probe != SCAF_PROBE_GROW)
-            fail("state: grow", "no grow probe after 11 s at one unit");
+            fail("state: grow", "no grow probe after 11 s at one chunk");
     }
     if (scaf_client_state_size() != sizeof(struct scaf_client_state))
         fail("state: size", "scaf_client_state_size");

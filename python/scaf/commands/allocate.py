@@ -46,7 +46,7 @@ speedup per context; the rest stay idle.
 
 Every client gets at least one thread (one chunk when N allows); with more
 clients than contexts everyone gets 1; under equipartition the allocations
-sum to N (less only if every client is at its --cap).
+sum to N (less only if every client is at its bound, --cap).
 """
 
 EPILOG = """\
@@ -71,7 +71,7 @@ examples:
   scaf allocate --cpus 16 --policy equipartition 8:0.9 8:0.5 '0:?'
       6 5 5         equal shares, the remainder to the first
   scaf allocate --cpus 16 --cap 3,0 8:0.9 8:0.5
-      3 13          a client never gets more than its cap (0 = none)
+      3 13          a client never gets more than its bound (--cap; 0 = none)
   scaf allocate --cpus 16 --verbose 8:0.9 8:0.5
                     the allocation, then each client's curve (sigma,
                     kappa), its speedup at the threads it got and what one
@@ -86,9 +86,9 @@ class UsageError(Exception):
 @dataclass
 class Spec:
     text: str
-    report_threads: int  # ALLOC: p', the share E was measured at
+    eff_team: int  # ALLOC: p', the share E was measured at
     eff: float | None
-    alt_threads: int = 0  # a second point (0 = none)
+    alt_team: int = 0  # a second point (0 = none)
     alt_eff: float = 0.0
 
 
@@ -98,9 +98,9 @@ def parse_client(text: str) -> Spec:
     spec = _parse_point(text, first)
     if plus:
         alt = _parse_point(text, second)
-        if alt.eff is None or alt.report_threads < 2:
+        if alt.eff is None or alt.eff_team < 2:
             raise UsageError(f"client {text!r}: the second point needs ALLOC2 >= 2 and a known EFF2")
-        spec.alt_threads, spec.alt_eff = alt.report_threads, alt.eff
+        spec.alt_team, spec.alt_eff = alt.eff_team, alt.eff
     return spec
 
 
@@ -160,7 +160,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="allocation granularity, e.g. the SMT width (default 1)")
     p.add_argument("--prev", metavar="a,b,...",
                    help="previous allocations, one per client (0 = new), for damping")
-    p.add_argument("--cap", metavar="a,b,...", help="most threads each client may get (0 = no cap)")
+    p.add_argument("--cap", metavar="a,b,...", help="each client's bound: the most threads it may get (0 = none)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print each client's curve, its speedup at its threads and its next gain")
     p.add_argument("clients", metavar="ALLOC:EFF", nargs="+",
@@ -170,17 +170,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: list, shares: list[int],
              min_gain: float) -> None:
-    """Each client's curve as the policy read it, its speedup at the threads it got, and what one more
+    """Each client's curve as the policy read it, its speedup at the share it got, and what one more
     chunk would add per context."""
     from scaf.lib import policy as pol
 
     k = len(specs)
-    unit = chunk if k * chunk <= cpus else 1
+    step = chunk if k * chunk <= cpus else 1  # the chunk the policy hands out
     undamped = [int(x) for x in pol.speedup_model(cpus, clients, chunk)[1]] if policy == "speedup" else shares
     extra = f", min_gain={min_gain:g}" if policy == "consumption" else ""
     print(f"policy {policy}, N={cpus}, chunk={chunk}{extra}, {k} client(s), sum={sum(shares)}, "
           f"idle={max(cpus - sum(shares), 0)}")
-    header = ("client", "p'", "E", "point 2", "sigma", "kappa", "prev", "threads", "S(threads)", "next gain", "note")
+    header = ("client", "p'", "E", "point 2", "sigma", "kappa", "prev", "share", "S(share)", "next gain", "note")
     rows = []
     for i, sp in enumerate(specs):
         kind, sigma, kappa = pol.curve(clients[i])
@@ -188,7 +188,7 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
         notes = []
         if kind:
             here = pol.curve_at(clients[i], t)
-            gain = (pol.curve_at(clients[i], t + unit) - here) / unit
+            gain = (pol.curve_at(clients[i], t + step) - here) / step
             s_t, g_t = f"{here:.2f}", f"{gain:+.3f}"
             notes.append("curve through both points" if kind == 2 else "Amdahl through one point")
         else:
@@ -202,11 +202,11 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
         if sp.eff is not None and sp.eff > 1:
             notes.append("E read as 1")
         if clients[i].max_threads and t == clients[i].max_threads and t < cpus:
-            notes.append("at cap")
+            notes.append("at its bound")
         if t != undamped[i]:
             notes.append(f"damped (undamped: {undamped[i]})")
-        rows.append((str(i), str(sp.report_threads), "?" if sp.eff is None else f"{sp.eff:.3f}",
-                     f"{sp.alt_threads}:{sp.alt_eff:.3f}" if sp.alt_threads else "-",
+        rows.append((str(i), str(sp.eff_team), "?" if sp.eff is None else f"{sp.eff:.3f}",
+                     f"{sp.alt_team}:{sp.alt_eff:.3f}" if sp.alt_team else "-",
                      f"{sigma:.4f}" if kind else "-", f"{kappa:.5f}" if kind else "-",
                      str(clients[i].prev) if clients[i].prev else "-", str(t), s_t, g_t, "; ".join(notes)))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
@@ -225,7 +225,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--min-gain must be a number from 0.001 to 1, got {args.min_gain}")
         specs = [parse_client(t) for t in args.clients]
         prev = parse_list(args.prev, "--prev", len(specs))
-        caps = parse_list(args.cap, "--cap", len(specs))
+        bounds = parse_list(args.cap, "--cap", len(specs))
     except UsageError as e:
         print(f"scaf allocate: error: {e}", file=sys.stderr)
         return 2
@@ -243,11 +243,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     clients = [
         pol.Client(
-            report_threads=s.report_threads,
+            eff_team=s.eff_team,
             efficiency=s.eff,
             prev=prev[i] if prev else 0,
-            max_threads=caps[i] if caps else 0,
-            alt_threads=s.alt_threads,
+            max_threads=bounds[i] if bounds else 0,
+            alt_team=s.alt_team,
             alt_efficiency=s.alt_eff,
         )
         for i, s in enumerate(specs)

@@ -12,10 +12,10 @@ Stable API (the simulator and `scaf allocate` depend on it)::
 - ``allocate(policy, cpus, clients, chunk=1) -> (list[int], list[float])`` runs one
   decision: each client's share. ``cpus`` is N (>= 1), ``chunk`` the allocation granularity
   (>= 1). Every client gets >= 1; with len(clients) <= cpus the sum is at most cpus
-  (exactly cpus under equipartition unless every client is at its cap; speedup leaves
+  (exactly cpus under equipartition unless every client is at its bound, max_threads; speedup leaves
   contexts idle only past a measured peak, consumption below its min_gain); with more
-  clients than cpus everyone gets 1. The call is pure: feed ``prev`` (last allocation), ``report_threads``
-  (p', the allocation E was measured at) and ``prev_coef`` (last coef) back yourself to
+  clients than cpus everyone gets 1. The call is pure: feed ``prev`` (last allocation), ``eff_team``
+  (p', the team E was measured at) and ``prev_coef`` (last coef) back yourself to
   model a daemon over time.
 - ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup policy
   before damping (coef = E(2) of each client's curve, exact = the undamped allocation).
@@ -24,7 +24,7 @@ Stable API (the simulator and `scaf allocate` depend on it)::
 - ``Batch(policy, cpus, chunk=1, capacity=1)``: the same decision many times over
   a client array built once and filled through a numpy view (``.clients``), then
   ``.run(k)`` for its first k entries; for callers that decide thousands of times.
-- ``intpart(exact, total, chunk=1, caps=None) -> list[int]`` and
+- ``intpart(exact, total, chunk=1, bounds=None) -> list[int]`` and
   ``targets(...) -> list[float]``: the chunked integer partition and the real targets it
   rounds (see include/scaf/policy.h for the rules).
 
@@ -59,25 +59,25 @@ class PolicyLibraryMissing(RuntimeError):
 class Client:
     """One client as a policy sees it.
 
-    report_threads: p', the allocation the efficiency was measured at (0 = never ran).
+    eff_team: p', the team the efficiency was measured at (0 = never ran).
     efficiency: E at p'; None (or NaN, or < 0) = unknown.
     prev: the previous allocation (0 = new client); the speedup policy damps around it.
-    max_threads: never allocate more than this (0 = no cap).
+    max_threads: its bound, never allocate more than this (0 = none).
     prev_coef: the coef this client got last time (0.0 = none); used when p' = 1.
     e_sd: standard deviation of E at p' from round to round (0.0 = unknown); damping follows it.
     probe: probe it this round (its estimate and prev_coef are ignored: unknown, an equal share).
-    alt_threads, alt_efficiency: a second point of its curve, E measured at another team size
+    alt_team, alt_efficiency: a second point of its curve, E measured at another team size
         (0 = none); a curve that peaks is fitted through both when the larger team was no faster.
     """
 
-    report_threads: int = 0
+    eff_team: int = 0
     efficiency: float | None = None
     prev: int = 0
     max_threads: int = 0
     prev_coef: float = 0.0
     probe: bool = False
     e_sd: float = 0.0
-    alt_threads: int = 0
+    alt_team: int = 0
     alt_efficiency: float = 0.0
 
 
@@ -87,13 +87,13 @@ class _CClient(ctypes.Structure):
     _fields_ = [
         ("max_threads", ctypes.c_uint32),
         ("prev", ctypes.c_uint32),
-        ("report_threads", ctypes.c_uint32),
+        ("eff_team", ctypes.c_uint32),
         ("probe", ctypes.c_uint32),
         ("efficiency", ctypes.c_double),
         ("prev_coef", ctypes.c_double),
         ("e_sd", ctypes.c_double),
         ("alt_efficiency", ctypes.c_double),
-        ("alt_threads", ctypes.c_uint32),
+        ("alt_team", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
     ]
 
@@ -201,12 +201,12 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
         arr[i] = _CClient(
             max_threads=_u32(c.max_threads, f"client {i}: max_threads") or UINT32_MAX,
             prev=_u32(c.prev, f"client {i}: prev"),
-            report_threads=_u32(c.report_threads, f"client {i}: report_threads"),
+            eff_team=_u32(c.eff_team, f"client {i}: eff_team"),
             probe=1 if c.probe else 0,
             efficiency=float(e),
             prev_coef=pc if math.isfinite(pc) else 0.0,
             e_sd=float(c.e_sd) if math.isfinite(c.e_sd) and c.e_sd > 0 else 0.0,
-            alt_threads=_u32(c.alt_threads, f"client {i}: alt_threads"),
+            alt_team=_u32(c.alt_team, f"client {i}: alt_team"),
             alt_efficiency=float(c.alt_efficiency) if math.isfinite(c.alt_efficiency) else 0.0,
         )
     return arr
@@ -287,7 +287,7 @@ def curve_at(client: Client, p: float) -> float:
 
 
 def _intpart_args(
-    exact: Sequence[float], total: int, chunk: int, caps: Sequence[int] | None
+    exact: Sequence[float], total: int, chunk: int, bounds: Sequence[int] | None
 ) -> tuple[ctypes.Array[ctypes.c_double], ctypes.Array[ctypes.c_uint32] | None]:
     _u32(total, "total")
     _u32(chunk, "chunk", 1)
@@ -296,31 +296,31 @@ def _intpart_args(
             raise ValueError(f"exact shares must be finite and >= 0, got {x!r}")
     ex = (ctypes.c_double * max(len(exact), 1))(*exact)
     cp = None
-    if caps is not None:
-        if len(caps) != len(exact):
-            raise ValueError("caps must have one entry per share")
-        cp = (ctypes.c_uint32 * max(len(caps), 1))(*[_u32(c, "cap") for c in caps])
+    if bounds is not None:
+        if len(bounds) != len(exact):
+            raise ValueError("bounds must have one entry per share")
+        cp = (ctypes.c_uint32 * max(len(bounds), 1))(*[_u32(c, "bound") for c in bounds])
     return ex, cp
 
 
 def _partition(fn_name: str, ctype: type, exact: Sequence[float], total: int, chunk: int,
-               caps: Sequence[int] | None) -> list:
+               bounds: Sequence[int] | None) -> list:
     """Calls scaf_intpart_chunked or scaf_intpart_targets, which share their arguments."""
-    ex, cp = _intpart_args(exact, total, chunk, caps)
+    ex, cp = _intpart_args(exact, total, chunk, bounds)
     out = (ctype * max(len(exact), 1))()
     if getattr(_load(), fn_name)(ex, len(exact), total, chunk, cp, out) != 0:
         raise ValueError("intpart refused the input")
     return [out[i] for i in range(len(exact))]
 
 
-def intpart(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[int] | None = None) -> list[int]:
-    """Chunked integer partition of `total` closest to `exact` (caps: 0 = none)."""
-    return [int(v) for v in _partition("scaf_intpart_chunked", ctypes.c_uint32, exact, total, chunk, caps)]
+def intpart(exact: Sequence[float], total: int, chunk: int = 1, bounds: Sequence[int] | None = None) -> list[int]:
+    """Chunked integer partition of `total` closest to `exact` (bounds: 0 = none)."""
+    return [int(v) for v in _partition("scaf_intpart_chunked", ctypes.c_uint32, exact, total, chunk, bounds)]
 
 
-def targets(exact: Sequence[float], total: int, chunk: int = 1, caps: Sequence[int] | None = None) -> list[float]:
-    """The real-valued targets intpart rounds (after caps and minimum chunks)."""
-    return [float(v) for v in _partition("scaf_intpart_targets", ctypes.c_double, exact, total, chunk, caps)]
+def targets(exact: Sequence[float], total: int, chunk: int = 1, bounds: Sequence[int] | None = None) -> list[float]:
+    """The real-valued targets intpart rounds (after bounds and minimum chunks)."""
+    return [float(v) for v in _partition("scaf_intpart_targets", ctypes.c_double, exact, total, chunk, bounds)]
 
 
 
@@ -331,7 +331,7 @@ class Batch:
     `capacity` struct scaf_policy_client (this module's own mirror, layout
     checked at load) and `clients`, a numpy structured view on the same
     memory with one field per struct member (max_threads, prev,
-    report_threads, efficiency (-1.0 = unknown),
+    eff_team, efficiency (-1.0 = unknown),
     prev_coef): fill its first k entries, then run(k). The simulator does;
     tests/integration/test_sim.py checks that run() gives exactly what
     allocate() gives.
@@ -425,15 +425,15 @@ class ClientState:
         self._out = _CClient()
         self._interval_ns = int(interval_s * 1e9)
 
-    def step(self, now_s: float, prev: int, unit: int, report_threads: int,
+    def step(self, now_s: float, prev: int, chunk: int, eff_team: int,
              efficiency: float | None) -> tuple[int, float, int, float]:
-        """One round: (probe, e_sd, alt_threads, alt_efficiency) for the client's policy input, as the daemon
+        """One round: (probe, e_sd, alt_team, alt_efficiency) for the client's policy input, as the daemon
         computes them (probe: 1 = grow probe, 2 = shrink probe, 3 = held by one); efficiency None = none."""
         e = efficiency if efficiency is not None and math.isfinite(efficiency) else -1.0
         self._lib.scaf_client_state_step(ctypes.byref(self._state), int(now_s * 1e9) + 1, self._interval_ns, prev,
-                                         unit, report_threads, e, ctypes.byref(self._out))
+                                         chunk, eff_team, e, ctypes.byref(self._out))
         o = self._out
-        return int(o.probe), float(o.e_sd), int(o.alt_threads), float(o.alt_efficiency)
+        return int(o.probe), float(o.e_sd), int(o.alt_team), float(o.alt_efficiency)
 
 
 # Check the layout as soon as the module is imported, when the library is there;

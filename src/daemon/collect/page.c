@@ -25,11 +25,11 @@ static bool read_efficiency(const struct scaf_page *pg, struct scaf_page_report 
 {
     for (int tries = 0; tries < PAGE_READ_TRIES; tries++) {
         uint32_t s0 = atomic_load_explicit(&pg->client_seq, memory_order_acquire);
-        uint32_t eff_threads, ppm, estimate;
+        uint32_t eff_team, ppm, estimate;
 
         if (s0 & 1)
             continue;
-        eff_threads = atomic_load_explicit(&pg->eff_threads, memory_order_relaxed);
+        eff_team = atomic_load_explicit(&pg->eff_team, memory_order_relaxed);
         ppm = atomic_load_explicit(&pg->efficiency_ppm, memory_order_relaxed);
         estimate = atomic_load_explicit(&pg->estimate, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
@@ -37,7 +37,7 @@ static bool read_efficiency(const struct scaf_page *pg, struct scaf_page_report 
             continue;
         if (estimate > SCAF_ESTIMATE_COUNTERS)
             estimate = SCAF_ESTIMATE_NONE;
-        r->eff_threads = eff_threads > SCAF_MAX_CPUS ? 0 : eff_threads;
+        r->eff_team = eff_team > SCAF_MAX_CPUS ? 0 : eff_team;
         r->estimate = estimate;
         r->efficiency = estimate == SCAF_ESTIMATE_NONE ? -1.0 : scaf_efficiency_from_ppm(ppm);
         return true;
@@ -95,7 +95,7 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
     r->experiments = atomic_load_explicit(&pg->experiments, memory_order_relaxed);
     if (verdict > SCAF_VERDICT_FIXED)
         verdict = SCAF_VERDICT_UNDECIDED;
-    /* The older signals still count: a client that said so at HELLO or set the flag is fixed. */
+    /* The other signals count too: a client that said so at HELLO or set the flag is fixed. */
     if (hello_fixed || (flags & SCAF_CLIENT_NONMALLEABLE))
         verdict = SCAF_VERDICT_FIXED;
     r->verdict = verdict;

@@ -21,7 +21,7 @@ struct scaf_page_report {
     uint32_t rigid_regions; /* how many such regions ran (wraps): a change means some ran since */
     uint32_t wanted;      /* the most threads it can use now, 0..SCAF_MAX_CPUS; 0 = not said (no limit) */
     /* The efficiency report: one consistent triple (the client_seq seqlock), or the last one that was. */
-    uint32_t eff_threads; /* p' in 0..SCAF_MAX_CPUS; 0 = none (also when out of range) */
+    uint32_t eff_team;    /* p' in 0..SCAF_MAX_CPUS; 0 = none (also when out of range) */
     double efficiency;    /* E in [0, 1]; -1 when estimate is NONE */
     uint32_t estimate;    /* enum scaf_estimate; NONE for values the protocol does not know */
     pid_t experiment_pid; /* as written: the lookout believes it only for the client's own child */

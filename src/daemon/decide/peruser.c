@@ -34,7 +34,7 @@ void scaf_peruser_quotas(uint32_t total, uint32_t ngroups, const uint32_t *deman
             uint32_t want = demand[g] - quota[g], give;
             if (quota[g] >= demand[g])
                 continue;
-            /* Fewer units than hungry users: one each, in order, until none is left. */
+            /* Fewer contexts than hungry users: one each, in order, until none is left. */
             give = each == 0 ? 1 : each < want ? each : want;
             quota[g] += give;
             left -= give;

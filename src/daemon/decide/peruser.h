@@ -15,7 +15,7 @@ uint32_t scaf_peruser_groups(const uid_t *uid, uint32_t n, uint32_t *group);
  * Each user's part of `total` contexts, by water-filling: every user gets the
  * same level, except that a user who can use less (demand[g], the contexts
  * their programs could run) gets only that and the rest is shared by the
- * others. Units left by the rounding go one each to the users in order.
+ * others. Contexts left by the rounding go one each to the users in order.
  * A user never gets fewer than floor_[g] (one context per program: every
  * client runs at least one thread), even when that makes the sum exceed
  * total. Pure; quota[0..ngroups) is the result.

@@ -361,7 +361,7 @@ static void hello(struct scafd *d, struct scafd_conn *c)
     memset(cl, 0, sizeof *cl);
     cl->pid = cred.pid;
     cl->uid = cred.uid;
-    memfd = scaf_page_create(d->cap.cpus, &cl->page);
+    memfd = scaf_page_create(d->capacity.cpus, &cl->page);
     if (memfd < 0) {
         snprintf(text, sizeof text, "cannot create the shared page: %s", strerror(errno));
         cl->page = NULL;
@@ -482,7 +482,7 @@ void scaf_conn_send_welcomes(struct scafd *d)
 
         if (c->state != CONN_WELCOMING)
             continue;
-        rc = scaf_reply_welcome(c->fd, c->client.id, d->cap.cpus, c->memfd);
+        rc = scaf_reply_welcome(c->fd, c->client.id, d->capacity.cpus, c->memfd);
         /* The client maps the page from its own copy of the descriptor; ours is not needed any more. */
         close(c->memfd);
         c->memfd = -1;

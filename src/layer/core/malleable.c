@@ -33,7 +33,7 @@
  *
  *  - omp_get_max_threads() outside any region (a "query") or
  *    omp_set_num_threads() (a "set"): the program knows a count. Alone this
- *    proves nothing; a set also caps every team at the count set.
+ *    proves nothing; a set also bounds every team by the count set.
  *  - inside a region, omp_get_thread_num() without omp_get_num_threads():
  *    the region splits or indexes by thread number against a count it did not
  *    read there. With a known count, fixed. Any thread numbering in a program
@@ -78,7 +78,7 @@ static struct {
     const char *report_path; /* SCAF_REPORT */
     int prepared;
 
-    _Atomic unsigned cap;
+    _Atomic unsigned bound;
     _Atomic unsigned seen_min;   /* smallest team read by omp_get_num_threads() alone, 0 = none */
     _Atomic unsigned tls_team;   /* team of the latest region in code with thread-local storage, 0 = none */
     _Atomic unsigned fixed_team;
@@ -219,7 +219,7 @@ void scaf_malleable_init(void)
 {
     int m = scaf_settings.malleable;
 
-    atomic_store(&M.cap, scaf_bound_threads());
+    atomic_store(&M.bound, scaf_bound_threads());
     M.report_path = scaf_settings.report;
     if (scaf_settings.check) {
         M.check_seed = scaf_settings.check_seed;
@@ -439,12 +439,12 @@ void scaf_malleable_set(void *caller, int team)
 {
     if (scaf_experiment_in_child())
         return;
-    /* Every team is capped at what the program asked for from now on, whatever the verdict. */
-    atomic_store(&M.cap, team < 1 ? 1u : (unsigned)team);
+    /* Every team is bounded by what the program asked for from now on, whatever the verdict. */
+    atomic_store(&M.bound, team < 1 ? 1u : (unsigned)team);
     pthread_mutex_lock(&M.lock);
     /* A fixed team follows the program's own choice (the user's --fixed, or a fixed verdict). */
     if (atomic_load(&M.verdict) == SCAF_VERDICT_FIXED) {
-        atomic_store(&M.fixed_team, scaf_malleable_cap());
+        atomic_store(&M.fixed_team, scaf_malleable_bound());
         publish_locked(scaf_page_get());
     }
     pthread_mutex_unlock(&M.lock);
@@ -533,14 +533,14 @@ static uint64_t mix64(uint64_t x)
 int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *),
                                 unsigned num_threads, int strict, struct scaf_team_in *in)
 {
-    /* watch_team() inlined over one reading of the cap, this runs at every region. A fixed program
+    /* watch_team() inlined over one reading of the bound, this runs at every region. A fixed program
      * runs at the team it was fixed at, or else at the first-look team. */
     unsigned seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
     unsigned fixed = atomic_load_explicit(&M.fixed_team, memory_order_relaxed);
     struct scaf_mode_in mi;
 
-    in->cap = scaf_malleable_cap();
-    in->watch_team = seen && seen < in->cap ? seen : in->cap;
+    in->bound = scaf_malleable_bound();
+    in->watch_team = seen && seen < in->bound ? seen : in->bound;
     in->fixed_team = fixed ? fixed : in->watch_team;
     m->fn = fn;
     m->site = site;
@@ -550,7 +550,7 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *si
     atomic_store_explicit(&scaf_mall_epoch, m->epoch, memory_order_relaxed);
     mi.ev = evidence();
     mi.clause = num_threads == 0                         ? SCAF_CLAUSE_NONE
-                : !strict && num_threads == in->cap ? SCAF_CLAUSE_DEFAULT
+                : !strict && num_threads == in->bound ? SCAF_CLAUSE_DEFAULT
                                                          : SCAF_CLAUSE_OTHER;
     mi.fixed = atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed) != 0;
     mi.site_known = site != NULL;
@@ -562,7 +562,7 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *si
     m->mode = in->mode = scaf_verdict_mode(&mi);
     if (m->mode == SCAF_TEAM_CHECK) {
         uint64_t i = atomic_fetch_add_explicit(&M.check_index, 1, memory_order_relaxed);
-        in->check_team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % in->cap);
+        in->check_team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % in->bound);
     } else if (m->mode == SCAF_TEAM_WATCH && m->tls) {
         /* State handed from the latest region in such code stays with the threads that made it. */
         unsigned t = atomic_load_explicit(&M.tls_team, memory_order_relaxed);
@@ -578,7 +578,7 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *si
  * The program has read a team of `team` inside a region: a region it has not
  * shown to be team-relative (a first look, or a fixed team) gets no more than
  * that, since the count may have sized per-thread buffers. Regions seen to
- * read their own team size keep the whole cap, so teams can grow back.
+ * read their own team size keep the whole bound, so teams can grow back.
  */
 static void lower_cap(unsigned team)
 {
@@ -656,9 +656,9 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     }
 }
 
-unsigned scaf_malleable_cap(void)
+unsigned scaf_malleable_bound(void)
 {
-    unsigned c = atomic_load_explicit(&M.cap, memory_order_relaxed);
+    unsigned c = atomic_load_explicit(&M.bound, memory_order_relaxed);
     unsigned b = scaf_bound_threads();
 
     if (c == 0)
@@ -666,11 +666,11 @@ unsigned scaf_malleable_cap(void)
     return c < 1 ? 1 : c;
 }
 
-/* The team of a first look (or a fixed team): the cap, or less if a region read a smaller team. */
+/* The team of a first look (or a fixed team): the bound, or less if a region read a smaller team. */
 static unsigned watch_team(void)
 {
-    unsigned cap = scaf_malleable_cap(), seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
-    return seen && seen < cap ? seen : cap;
+    unsigned bound = scaf_malleable_bound(), seen = atomic_load_explicit(&M.seen_min, memory_order_relaxed);
+    return seen && seen < bound ? seen : bound;
 }
 
 

@@ -22,7 +22,7 @@ void scaf_malleable_prepare(void);
 /* Evidence from an adapter's omp_* wrappers, each called only outside any parallel region. */
 void scaf_malleable_query(void *caller);          /* omp_get_max_threads() */
 void scaf_malleable_set(void *caller, int team);  /* omp_set_num_threads(); team: the new nthreads-var
-                                                     (it caps every team from now on) */
+                                                     (it bounds every team from now on) */
 
 /*
  * Evidence from inside regions: omp_get_thread_num() / omp_get_num_threads().
@@ -66,7 +66,7 @@ struct scaf_mall_region {
  * evidence window. `num_threads`: the program's clause (0: none); `strict`:
  * a clause that must stand as written. A clause equal to the program's own
  * default (nthreads-var) is steered like no clause. Fills the verdict's part
- * of `in` for scaf_team_decide: mode, cap, fixed_team, watch_team and, for
+ * of `in` for scaf_team_decide: mode, bound, fixed_team, watch_team and, for
  * SCAF_TEAM_CHECK, check_team. Returns the mode.
  */
 int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *),
@@ -79,7 +79,7 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team);
 extern _Atomic int scaf_mall_fixed;
 
 /* nthreads-var as the program last left it: the bound, or what omp_set_num_threads set. */
-unsigned scaf_malleable_cap(void);
+unsigned scaf_malleable_bound(void);
 
 /* Writes verdict, source, reason (and the fixed team) into a page; called on every (re)connect. */
 void scaf_malleable_publish(struct scaf_page *page);

@@ -99,7 +99,7 @@ void scaf_page_publish_estimate(struct scaf_page *p, double efficiency, unsigned
     }
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&p->efficiency_ppm, scaf_efficiency_to_ppm(efficiency), memory_order_relaxed);
-    atomic_store_explicit(&p->eff_threads, team < 1 ? 1u : team, memory_order_relaxed);
+    atomic_store_explicit(&p->eff_team, team < 1 ? 1u : team, memory_order_relaxed);
     atomic_store_explicit(&p->estimate, kind, memory_order_relaxed);
     atomic_store_explicit(&p->client_seq, s + 2, memory_order_release);
 }

@@ -111,7 +111,7 @@ static inline unsigned scaf_page_last_team(const struct scaf_page *p)
 }
 
 /*
- * The efficiency report (efficiency_ppm, eff_threads, estimate) under the
+ * The efficiency report (efficiency_ppm, eff_team, estimate) under the
  * client_seq seqlock. Two publishers can meet (the helper's long-region check
  * and a region end), so the odd value is taken with a compare-and-swap: a
  * second writer waits the few stores it takes.

@@ -20,13 +20,13 @@ struct scaf_team scaf_team_decide(const struct scaf_team_in *in)
         /* An explicit clause, or a fixed team: the runtime's count stands. Passing 0 keeps its own
          * semantics (nthreads-var, OMP_DYNAMIC); a count only when the team is smaller than that. */
         out.team = in->num_threads ? in->num_threads : in->fixed_team;
-        out.request = in->num_threads ? in->num_threads : in->fixed_team < in->cap ? in->fixed_team : 0;
+        out.request = in->num_threads ? in->num_threads : in->fixed_team < in->bound ? in->fixed_team : 0;
         return out;
     case SCAF_TEAM_WATCH:
         /* First look at a suspect site: the team the program has seen (or the team of the latest region
          * in code with thread-local data). */
         out.team = in->watch_team;
-        out.request = in->watch_team < in->cap ? in->watch_team : in->num_threads;
+        out.request = in->watch_team < in->bound ? in->watch_team : in->num_threads;
         return out;
     case SCAF_TEAM_CHECK:
         out.team = out.request = in->check_team;
@@ -35,8 +35,8 @@ struct scaf_team scaf_team_decide(const struct scaf_team_in *in)
         break;
     }
     t = in->page_threads;
-    if (t > in->cap)
-        t = in->cap;
+    if (t > in->bound)
+        t = in->bound;
     if (t == 0)
         t = 1;
     if (in->est == SCAF_TEAM_EST_INPLACE)

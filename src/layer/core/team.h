@@ -6,8 +6,8 @@
 enum scaf_team_mode {
     SCAF_TEAM_KEEP = 0,  /* fixed program or a clause other than the default: its own count, the daemon steers CPUs */
     SCAF_TEAM_WATCH = 1, /* first instance of a site under suspicion: the runtime's count, evidence recorded */
-    SCAF_TEAM_STEER = 2, /* the page's threads, within the cap */
-    SCAF_TEAM_CHECK = 3, /* scaf check: a seeded pseudo-random team within the cap */
+    SCAF_TEAM_STEER = 2, /* the page's threads, within the bound */
+    SCAF_TEAM_CHECK = 3, /* scaf check: a seeded pseudo-random team within the bound */
 };
 
 /* What the efficiency estimator asks of a steered region; it never picks the number itself. */
@@ -25,9 +25,9 @@ struct scaf_team_in {
     unsigned num_threads;  /* the program's num_threads clause, 0 = none (an if(false) gives 1) */
     int mode;              /* enum scaf_team_mode */
     unsigned page_threads; /* the page's `threads` (the daemon's allocation) */
-    unsigned cap;          /* nthreads-var as the program left it: the bound until it sets one */
+    unsigned bound;        /* the team's upper bound: nthreads-var as the program left it, until it sets one */
     unsigned fixed_team;   /* the team a fixed program runs at (>= 1) */
-    unsigned watch_team;   /* the team of a first look: the cap, or less if a region read a smaller team
+    unsigned watch_team;   /* the team of a first look: the bound, or less if a region read a smaller team
                               (or the team of the latest region in code with thread-local data) */
     unsigned check_team;   /* SCAF_TEAM_CHECK: the seeded team */
     int est;               /* enum scaf_team_est (only for SCAF_TEAM_STEER) */
@@ -44,8 +44,8 @@ struct scaf_team {
  * `in`, so every adapter (GNU, LLVM) and the unit test get the same answer.
  * In order: experiment child -> 1; not live -> pass through; nested -> pass
  * through; KEEP -> the clause, else the fixed team (passed as a count only
- * when it is smaller than the cap, the runtime's own count); WATCH -> the
- * first-look team likewise; CHECK -> the seeded team; STEER -> min(page, cap),
+ * when it is smaller than the bound, the runtime's own count); WATCH -> the
+ * first-look team likewise; CHECK -> the seeded team; STEER -> min(page, bound),
  * at least 1, then 1 for an in-place baseline or one fewer (at least 1) for an
  * experiment.
  */

@@ -101,7 +101,7 @@ class Simulation:
         self.n = n
         # The machine and the controller.
         self.cpus = mach.contexts  # N, the contexts the controller hands out
-        self.chunk = mach.granule
+        self.chunk = mach.effective_chunk
         self.tick = 1.0 / mach.rate_hz
         self.horizon = sc.horizon()
         self.tau = sc.feedback.tau_s
@@ -130,7 +130,7 @@ class Simulation:
         self.cpuset = np.full(n, self.cpus, dtype=np.int64)  # cpuset size of a program that is not malleable
         self.pending = np.zeros(n, dtype=bool)  # malleable, waiting for a region boundary to adopt share
         self.estimate = np.full(n, np.nan)  # the filtered efficiency report (the page's value)
-        self.estimate_team = np.zeros(n, dtype=np.int64)  # the team the estimate was measured at
+        self.eff_team = np.zeros(n, dtype=np.int64)  # the team the estimate was measured at
         self.armed = np.full(n, np.inf)  # work done at which the first estimate exists
         self.prev = np.zeros(n, dtype=np.int64)
         self.prev_coef = np.zeros(n)
@@ -168,7 +168,7 @@ class Simulation:
             self.phase_rates = np.stack([oracle.rate_table(sc, self.phase_tabs[:, k])
                                          for k in range(self.phase_tabs.shape[1])], axis=1)
             self.rates_fixed = self.phase_rates[:, 0].copy()
-        self.caps = oracle.caps(sc)
+        self.oracle_bound = oracle.max_threads(sc)  # the oracles' bound per program
         # The clock.
         self.t = 0.0
         self.tick_k = 0
@@ -197,7 +197,7 @@ class Simulation:
         elif self.config == "oracle-dynamic":
             key = tuple(int(j) for j in idx)
             if key not in self.greedy_cache:
-                self.greedy_cache[key] = oracle.greedy(self.rates_fixed[idx], [self.caps[j] for j in idx],  # type: ignore[index]
+                self.greedy_cache[key] = oracle.greedy(self.rates_fixed[idx], [self.oracle_bound[j] for j in idx],  # type: ignore[index]
                                                        self.cpus, self.chunk)
             out = np.array(self.greedy_cache[key], dtype=np.int64)
         else:
@@ -224,12 +224,12 @@ class Simulation:
         v = self.batch.clients[:k]
         v["max_threads"] = self.max_threads[idx]
         v["prev"] = self.prev[idx]
-        v["report_threads"] = np.where(known, self.estimate_team, 0)[idx]
+        v["eff_team"] = np.where(known, self.eff_team, 0)[idx]
         v["efficiency"] = np.where(known, self.estimate, -1.0)[idx]
         v["prev_coef"] = self.prev_coef[idx]
         for i, j in enumerate(idx):
-            v["probe"][i], v["e_sd"][i], v["alt_threads"][i], v["alt_efficiency"][i] = self.state[j].step(
-                self.t, int(self.prev[j]), self.chunk, int(v["report_threads"][i]),
+            v["probe"][i], v["e_sd"][i], v["alt_team"][i], v["alt_efficiency"][i] = self.state[j].step(
+                self.t, int(self.prev[j]), self.chunk, int(v["eff_team"][i]),
                 float(v["efficiency"][i]) if known[j] else None)
         return self.batch.run(k)
 
@@ -373,9 +373,9 @@ class Simulation:
         first = ready & np.isnan(est)
         est[first] = x[first]
         a = 1.0 - math.exp(-dt / self.tau) if self.tau > 0 else 1.0
-        same = ready & ~first & (self.estimate_team == team)
+        same = ready & ~first & (self.eff_team == team)
         est[same] += a * (x[same] - est[same])
-        self.estimate_team[first | same] = team[first | same]
+        self.eff_team[first | same] = team[first | same]
         # As in the layer (filter.c): a new team size is filtered apart and replaces the published
         # pair once it has a time constant of samples; until then the old pair stands.
         moved = ready & ~first & ~same
@@ -388,7 +388,7 @@ class Simulation:
         self.cand_age[cont] += dt
         promote = moved & (self.cand_age >= self.tau)
         est[promote] = self.cand[promote]
-        self.estimate_team[promote] = team[promote]
+        self.eff_team[promote] = team[promote]
         self.cand_team[promote | first | same] = 0
 
     def run(self, label: str | None = None) -> Result:

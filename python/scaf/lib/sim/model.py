@@ -97,7 +97,8 @@ class Machine:
     oversub_slowdown: float = DEFAULT_OVERSUB_SLOWDOWN
 
     @property
-    def granule(self) -> int:
+    def effective_chunk(self) -> int:
+        """The chunk the policy is given: `chunk`, or the SMT width when it is 0."""
         return self.chunk or self.smt
 
 

@@ -42,33 +42,33 @@ def static_rates(sc: Scenario, tab: np.ndarray) -> np.ndarray:
         return np.where(np.isfinite(t) & (t > 0), work[:, None] / t, 0.0)
 
 
-def caps(sc: Scenario) -> list[int]:
-    """The most contexts worth giving: a malleable team never exceeds its default threads."""
+def max_threads(sc: Scenario) -> list[int]:
+    """Each program's bound, the most contexts worth giving: a malleable team never exceeds its default threads."""
     n = sc.machine.contexts
     return [min(sc.team(p), n) if p.malleable else n for p in sc.programs]
 
 
-def greedy(rates: np.ndarray, cap: list[int], n: int, chunk: int) -> list[int]:
-    """Marginal-gain allocation: everyone one unit, then one unit at a time to the largest gain.
+def greedy(rates: np.ndarray, bound: list[int], n: int, chunk: int) -> list[int]:
+    """Marginal-gain allocation: everyone one chunk, then one chunk at a time to the largest gain.
 
     Mirrors the policy contract (every client >= 1, more clients than
-    contexts -> 1 each, units of `chunk` when they fit) but stops where no
+    contexts -> 1 each, chunks of `chunk` when they fit, else of 1) but stops where no
     program gains: with curves that fall, idle contexts beat slower programs.
     """
     import numpy as np
 
-    k = len(cap)
+    k = len(bound)
     if k == 0:
         return []
     if k > n:
         return [1] * k
-    unit = chunk if k * chunk <= n else 1
-    capa = np.array(cap, dtype=np.int64)
-    alloc = np.minimum(unit, capa)
+    chunk = chunk if k * chunk <= n else 1
+    most = np.array(bound, dtype=np.int64)
+    alloc = np.minimum(chunk, most)
     left = n - int(alloc.sum())
     rows = np.arange(k)
     while left > 0:
-        step = np.minimum(np.minimum(unit, left), capa - alloc)
+        step = np.minimum(np.minimum(chunk, left), most - alloc)
         gain = rates[rows, alloc + step] - rates[rows, alloc]
         gain[step <= 0] = -np.inf
         best = int(np.argmax(gain))
@@ -79,10 +79,10 @@ def greedy(rates: np.ndarray, cap: list[int], n: int, chunk: int) -> list[int]:
     return [int(a) for a in alloc]
 
 
-def _values(cap: int, unit: int, n: int) -> list[int]:
-    vals = list(range(unit, min(cap, n) + 1, unit))
-    if not vals or vals[-1] != min(cap, n):
-        vals.append(min(cap, n))
+def _values(bound: int, chunk: int, n: int) -> list[int]:
+    vals = list(range(chunk, min(bound, n) + 1, chunk))
+    if not vals or vals[-1] != min(bound, n):
+        vals.append(min(bound, n))
     return sorted(set(vals))
 
 
@@ -125,11 +125,11 @@ def best_static(sc: Scenario, tab: np.ndarray) -> tuple[list[int], float]:
     if not 1 <= len(progs) <= MAX_STATIC_PROGRAMS:
         raise ValueError(f"oracle-static searches 1-{MAX_STATIC_PROGRAMS} programs, got {len(progs)}")
     n = sc.machine.contexts
-    unit = sc.machine.granule if len(progs) * sc.machine.granule <= n else 1
+    chunk = sc.machine.effective_chunk if len(progs) * sc.machine.effective_chunk <= n else 1
     if len(progs) > n:
         return [1] * len(progs), float("nan")
     rates = static_rates(sc, tab)
-    vals = [_values(c, unit, n) for c in caps(sc)]
+    vals = [_values(c, chunk, n) for c in max_threads(sc)]
     best: tuple[list[int], float] = ([], -np.inf)
     # The first program's values in Python, the rest as a vectorised grid: at
     # most 256 x 65536 candidates for three programs on 256 contexts.

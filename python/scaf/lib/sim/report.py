@@ -20,7 +20,7 @@ def to_json(sc: Scenario, results: list[Result]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "scenario": sc.name,
         "contexts": sc.machine.contexts,
-        "chunk": sc.machine.granule,
+        "chunk": sc.machine.effective_chunk,
         "configs": {},
         "expect": sc.expect,
     }
@@ -57,7 +57,7 @@ def table(sc: Scenario, results: list[Result]) -> Any:
     """A rich Table: one row per configuration, the original's numbers in brackets beside."""
     from rich.table import Table
 
-    t = Table(title=f"{sc.name}: {sc.machine.contexts} contexts, chunk {sc.machine.granule}",
+    t = Table(title=f"{sc.name}: {sc.machine.contexts} contexts, chunk {sc.machine.effective_chunk}",
               caption="Σ: time-average of the summed speedups while >= 2 programs ran (\"alone\": no two ever "
                       "ran together, so the serial work done over the time a program ran instead, with one "
                       "program its work / life); per program: its speedup "
