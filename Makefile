@@ -149,7 +149,7 @@ uninstall:
 
 # No C file may depend, by #include or by a linked symbol, on one that depends on it.
 cycles: c
-	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake
+	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake --python python/scaf
 
 # Coverage-guided fuzzing of what scafd decodes from clients (docs/testing.md). Not part of `make test`:
 # it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
