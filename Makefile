@@ -123,6 +123,7 @@ test-corpus: build-all
 
 lint: py cycles
 	$(VENV)/bin/ruff check python tests tools
+	$(PYTHON) tools/lint/architecture.py --check
 
 # Only gcc and GNU libgomp: the clang and libiomp5 variants of the workloads are for the tests.
 demo:
