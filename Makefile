@@ -126,6 +126,7 @@ test-corpus: build-all
 
 lint: py cycles
 	$(VENV)/bin/ruff check python tests tools
+	$(PYTHON) tools/lint/architecture.py --check
 
 # Only gcc and GNU libgomp: the clang and libiomp5 variants of the workloads are for the tests.
 demo:
@@ -152,7 +153,7 @@ uninstall:
 
 # No C file may depend, by #include or by a linked symbol, on one that depends on it.
 cycles: c
-	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake
+	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake --python python/scaf
 
 # Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/testing.md). Not part of `make test`:
 # it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.

@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+from scaf.lib.bench.errors import BenchError
 from scaf.lib.bench.stability import read_log, stability
 from test_bench import bench
 
@@ -18,9 +20,10 @@ def test_figure_from_a_log(tmp_path: Path) -> None:
     log = tmp_path / "a.jsonl"
     lines = [rec(0.0, (1, "ep", 4)), rec(1.0, (1, "ep", 2), (2, "crit", 2)), rec(5.0, (1, "ep", 3), (2, "crit", 1)),
              rec(9.0, (1, "ep", 2), (2, "crit", 2)), rec(11.0, (1, "ep", 4))]
-    log.write_text("\n".join(json.dumps(r) for r in lines) + "\nnot json\n[1]\n")
+    # A torn last line (the daemon killed while writing it) is left out.
+    log.write_text("\n".join(json.dumps(r) for r in lines) + '\n{"time": 12')
     recs = read_log(log)
-    assert len(recs) == 5  # the malformed lines are skipped
+    assert len(recs) == 5
     st = stability(recs, 1.0, 11.0)
     # 1..5: 2/2, 5..9: 3/1, 9..11: 2/2; the arrival at 1.0 and the departure at 11.0 are not changes.
     assert st.changes == 2
@@ -29,6 +32,14 @@ def test_figure_from_a_log(tmp_path: Path) -> None:
     assert st.changes_per_min == 12.0
     assert stability([], 0, 1).changes == 0
     assert stability(recs, 5.0, 5.0).seconds == 0
+
+
+def test_a_malformed_line_is_an_error_naming_it(tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    log.write_text(json.dumps(rec(0.0, (1, "ep", 4))) + "\nnot json\n" + json.dumps(rec(1.0)) + "\n")
+    with pytest.raises(BenchError, match=r"a\.jsonl line 2: not JSON"):
+        read_log(log)
+    assert read_log(tmp_path / "not-yet.jsonl") == []
 
 
 def test_stability_command_runs_a_window() -> None:

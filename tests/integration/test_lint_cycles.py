@@ -76,3 +76,28 @@ def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     r = run(tmp_path, "--objects", str(tmp_path / "nobuild"))
     assert r.returncode == 2 and "build first" in r.stderr
+
+
+def test_python_import_cycle_is_named(tmp_path: Path) -> None:
+    """Two modules of a package that import each other (one of them only inside a function, which
+    is still a dependency) fail; the same package without the circle passes."""
+    write_tree(tmp_path, {
+        "src/x.c": "\n",
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg import b\n",
+        "pkg/b.py": "def f():\n    from . import a\n    return a\n",
+        "pkg/c.py": "import pkg.a\n",
+    })
+    r = run(tmp_path, "--python", "pkg")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.strip() == "import cycle: pkg.a -> pkg.b -> pkg.a"
+    assert "1 cycle(s)" in r.stderr
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    return 1\n")
+    r = run(tmp_path, "--python", "pkg")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_scaf_python_has_no_import_cycle() -> None:
+    r = subprocess.run([sys.executable, str(TOOL), "--python", "python/scaf"],
+                       check=False, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -69,7 +69,7 @@ def test_bad_inputs_are_refused_without_output(tmp_path: Path) -> None:
     out = tmp_path / "x.png"
     cases = [
         ("trace", FIXTURES / "alloc.jsonl", "not a scaf trace row"),
-        ("alloc", FIXTURES / "small.trace", "no status lines"),
+        ("alloc", FIXTURES / "small.trace", "small.trace line 1: not JSON"),
         ("trace", tmp_path / "missing.trace", "cannot read"),
     ]
     blank = tmp_path / "blank.trace"

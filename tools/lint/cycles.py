@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""cycles.py — fails when C files depend on each other in a circle, by #include or by linked symbol.
+"""cycles.py — fails when modules depend on each other in a circle: C by #include or linked symbol, Python by import.
 
-Two graphs over the C sources, one node per module (foo.c and foo.h are one
-module, named by their path without the extension):
+Three graphs, one node per module:
 
-- includes: an edge A -> B when A.c or A.h has ``#include "B.h"``;
+- includes: over the C sources (foo.c and foo.h are one module, named by
+  their path without the extension), an edge A -> B when A.c or A.h has
+  ``#include "B.h"``;
 - symbols: an edge A -> B when A's object file uses a global symbol that B's
   defines (``nm`` over the objects a build left), which sees the calls a shared
-  header hides.
+  header hides;
+- imports: over the Python packages given with --python (a module is its
+  dotted name), an edge A -> B when A imports B anywhere in the file: at the
+  top, inside a function, or under ``if TYPE_CHECKING`` (a deferred import is
+  still a dependency). A package's ``__init__`` is its own module; importing a
+  name from a package counts as importing the submodule of that name when
+  there is one.
 
-Each graph must be acyclic. Exit status 0 when both are, 1 when either has a
+Each graph must be acyclic. Exit status 0 when all are, 1 when any has a
 cycle (each printed as ``a -> b -> a``), 2 on a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import re
 import subprocess
@@ -99,6 +107,46 @@ def symbol_graph(root: Path, objects: Iterable[Path], dirs: Iterable[str]) -> di
     return graph
 
 
+def python_modules(pkg: Path) -> dict[str, Path]:
+    """Dotted name -> file for every .py under the package folder pkg (named from pkg's own name)."""
+    mods: dict[str, Path] = {}
+    for f in sorted(pkg.rglob("*.py")):
+        parts = list(f.relative_to(pkg.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods[".".join(parts)] = f
+    return mods
+
+
+def import_graph(pkgs: Iterable[Path]) -> dict[str, set[str]]:
+    """Module -> modules of the same packages it imports (absolute and relative imports)."""
+    mods: dict[str, Path] = {}
+    for pkg in pkgs:
+        mods.update(python_modules(pkg))
+    graph: dict[str, set[str]] = {}
+    for mod, f in mods.items():
+        is_pkg = f.name == "__init__.py"
+        deps = graph.setdefault(mod, set())
+        for node in ast.walk(ast.parse(f.read_text(errors="replace"), filename=str(f))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    here = here[: len(here) - (node.level - 1)]
+                    base = ".".join([*here, base] if base else here)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            for t in targets:
+                # `import a.b.c` depends on a.b.c; fall back to the longest known prefix.
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != mod:
+                    deps.add(t)
+    return graph
+
+
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Every cycle graphlib reports, removing one edge of each until none is left."""
     g = {k: set(v) for k, v in graph.items()}
@@ -132,17 +180,21 @@ def oriented(cyc: list[str], graph: dict[str, set[str]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description="Fail when C modules depend on each other in a circle (by #include, and by linked "
-        "symbol when --objects is given). A module is foo.c with foo.h.",
+        "symbol when --objects is given; a module is foo.c with foo.h), or Python modules by import "
+        "(with --python).",
     )
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
                     help="source tree (default: this checkout)")
     ap.add_argument("--dirs", default="src", help="comma-separated folders to check (default: src)")
     ap.add_argument("--include", default="include", help="comma-separated include folders (default: include)")
     ap.add_argument("--objects", type=Path, help="build folder to scan for *.c.o (symbol graph)")
+    ap.add_argument("--python", default="",
+                    help="comma-separated Python package folders (relative to --root) whose imports to check")
     args = ap.parse_args(argv)
     root = args.root.resolve()
     dirs = [d for d in args.dirs.split(",") if d]
-    for d in dirs:
+    pkgs = [d for d in args.python.split(",") if d]
+    for d in [*dirs, *pkgs]:
         if not (root / d).is_dir():
             print(f"cycles: no folder {root / d}", file=sys.stderr)
             return 2
@@ -154,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cycles: no build folder {args.objects} (build first)", file=sys.stderr)
             return 2
         graphs.append(("symbol", symbol_graph(root, sorted(args.objects.rglob("*.c.o")), dirs)))
+    if pkgs:
+        graphs.append(("import", import_graph(root / p for p in pkgs)))
     for kind, graph in graphs:
         seen = set()
         for cyc in find_cycles(graph):

@@ -21,7 +21,8 @@ from scaf.lib.bench import (
 )
 from scaf.lib.bench import report as bench_report
 from scaf.lib.bench.common import SIZES, Unit
-from scaf.lib.bench.runner import BenchError
+from scaf.lib.bench.errors import BenchError
+from scaf.lib.daemon import PrivateDaemon
 
 EPILOG = """\
 examples:
@@ -335,7 +336,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
         print(f"scaf bench overhead: {e}", file=sys.stderr)
         return 2
     tag = common.new_tag()
-    daemon: list[runner.PrivateDaemon | None] = [None]
+    daemon: list[PrivateDaemon | None] = [None]
     # Alternate the variants round by round (ABCABC...) so that drift of the machine hits all alike.
     units = [overhead.overhead_unit(v, spec, r, workloads[0], args.size, cpus, tag, args.timeout, daemon)
              for r in range(args.rounds) for v, spec in variants.items()]
@@ -347,12 +348,12 @@ def cmd_overhead(args: argparse.Namespace) -> int:
             # Without --lookout the daemon ignores other load, so that the program gets the same
             # team as plain libgomp and the ratio measures the layer's cost, not a smaller team.
             extra = list(args.daemon_arg or []) + ([] if args.lookout else ["--no-lookout"])
-            daemon[0] = runner.PrivateDaemon(args.policy, cpus, len(cpus) if restricted else None,
-                                             results.dir / "overhead.alloc.jsonl", extra, tag)
+            daemon[0] = runner.start_daemon(args.policy, cpus, len(cpus) if restricted else None,
+                                           results.dir / "overhead.alloc.jsonl", extra, tag)
             common.execute(results, units)
         finally:
             if daemon[0] is not None:
-                daemon[0].stop()
+                daemon[0].finish()
     except BenchError as e:
         print(f"scaf bench overhead: {e}", file=sys.stderr)
         return 1

@@ -12,16 +12,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scaf.lib import paths, rules
-from scaf.lib.check import CannotRun, Checker, Run
+from scaf.lib import paths, procs, rules
+from scaf.lib.check import (
+    EXIT_MALLEABLE,
+    EXIT_NOT_MALLEABLE,
+    EXIT_SCAF,
+    EXIT_USAGE,
+    CannotRun,
+    Checker,
+    Run,
+)
 from scaf.lib.launch import resolve
-
-EXIT_MALLEABLE = 0
-EXIT_NOT_MALLEABLE = 1
-EXIT_USAGE = 2
-EXIT_NONDETERMINISTIC = 3
-EXIT_NOT_EXERCISED = 4
-EXIT_SCAF = 125
 
 DESCRIPTION = """\
 Test whether PROG gives the same results when scaf changes the number of
@@ -185,20 +186,23 @@ def main(args: argparse.Namespace) -> int:
             _err(f"{what} {need} is missing; run make")
             return EXIT_SCAF
 
-    from scaf.lib.bench import runner
-
     workdir = tempfile.mkdtemp(prefix="scaf-check-", dir="/tmp")
     ck = Checker(argv, exe, workdir, ignore=args.ignore, outputs=args.output, threads=args.threads,
                  timeout=args.timeout, keep=args.keep)
     try:
-        with runner.interruptible():
-            result = _check(ck, args)
+        with procs.interruptible():
+            if not args.json:
+                threads = f"OMP_NUM_THREADS={args.threads}, " if args.threads else ""
+                print(f"scaf check: {shlex.join(ck.argv)}  ({threads}teams 1..{ck.bound()}, "
+                      f"{args.seeds} seed{'s' if args.seeds != 1 else ''}, timeout {args.timeout:g} s)", flush=True)
+            result = ck.check(args.seeds, lambda run, note: _line(args, run, note), lambda msg: _say(args, msg),
+                              _err)
     except CannotRun as e:
         _err(str(e))
         return EXIT_USAGE
     finally:
         if ck.daemon is not None:
-            ck.daemon.stop()
+            ck.daemon.finish()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     code = result["exit"]
@@ -235,189 +239,9 @@ def _line(args: argparse.Namespace, run: Run, note: str) -> None:
     print(f"{run.name:<8}  {status:>7}  {run.wall_s:6.2f} s  {teams:<10} {regions:>7}  {note}", flush=True)
 
 
-def _check(ck: Checker, args: argparse.Namespace) -> dict:
-    result: dict = {"program": ck.exe, "argv": ck.argv, "seeds": args.seeds, "threads": args.threads,
-                    "bound": ck.bound(), "runs": [], "verdict": None, "exit": None, "evidence": [],
-                    "layer": None, "disagreement": None, "warnings": ck.warnings}
-
-    def finish(verdict: str, code: int) -> dict:
-        result["verdict"] = verdict
-        result["exit"] = code
-        return result
-
-    if not args.json:
-        threads = f"OMP_NUM_THREADS={args.threads}, " if args.threads else ""
-        print(f"scaf check: {shlex.join(ck.argv)}  ({threads}teams 1..{result['bound']}, "
-              f"{args.seeds} seed{'s' if args.seeds != 1 else ''}, timeout {args.timeout:g} s)", flush=True)
-
-    # 1. Plain, twice.
-    plain = ck.execute(Run("plain 1", "plain"), ck.base_env())
-    result["runs"].append(plain.as_json())
-    _line(args, plain, "reference" if not plain.timed_out else "")
-    if plain.timed_out:
-        _say(args, f"verdict: not exercised: the plain run did not finish within {args.timeout:g} s: raise --timeout, or give it "
-                 "a smaller input")
-        return finish("not exercised", EXIT_NOT_EXERCISED)
-    for f, w, data in zip(ck.outputs, plain.written, plain.outputs, strict=True):
-        if data is None:
-            ck.warnings.append(f"{f} does not exist after the plain run: is it a file PROG writes?")
-        elif not w:
-            ck.warnings.append(f"{f} was not rewritten by the plain run: is it a file PROG writes?")
-    for w in ck.warnings:
-        _say(args, f"warning: {w}")
-    again = ck.execute(Run("plain 2", "plain"), ck.base_env())
-    again.diffs = ck.compare(plain, again, "run 1", "run 2")
-    result["runs"].append(again.as_json())
-    _line(args, again, "same" if not again.diffs else "DIFFERENT: " + ", ".join(d.summary for d in again.diffs))
-    if again.diffs:
-        result["evidence"] = [d.as_json() for d in again.diffs]
-        _say(args, "verdict: nondeterministic: two runs WITHOUT scaf already differ, so a difference under scaf "
-                 "would prove nothing:")
-        for d in again.diffs:
-            for ln in d.detail:
-                _say(args, "  " + ln)
-        _say(args, "If those lines do not matter (times, addresses, process ids), mask them with --ignore "
-                 "REGEX (repeatable), e.g. --ignore 'time'.")
-        return finish("nondeterministic", EXIT_NONDETERMINISTIC)
-
-    # 2. A private daemon.
-    from scaf.lib.bench import runner
-
-    try:
-        ck.daemon = runner.PrivateDaemon("equipartition", None, None, Path(ck.workdir, "scafd.jsonl"), [],
-                                         f"check-{os.getpid()}")
-    except (runner.BenchError, OSError) as e:
-        _err(f"cannot start a private daemon: {e}")
-        return finish("error", EXIT_SCAF)
-
-    # 3. Seeded teams; 4. auto.
-    runs: list[Run] = []
-    for s in range(1, args.seeds + 1):
-        run = ck.execute(Run(f"seed {s}", "seed", seed=s), ck.scaf_env({"SCAF_CHECK_SEED": str(s)}))
-        runs.append(run)
-        run.diffs = ck.compare(plain, run)
-        result["runs"].append(run.as_json())
-        _line(args, run, _note(run))
-    auto = ck.execute(Run("auto", "auto"), ck.scaf_env({"SCAF_MALLEABLE": "auto"}))
-    auto.diffs = ck.compare(plain, auto)
-    result["runs"].append(auto.as_json())
-    lv = auto.layer_verdict()
-    _line(args, auto, _note(auto) + (f"  (layer: {lv.get('verdict')}, by {lv.get('source')})" if lv else ""))
-    if lv:
-        result["layer"] = {k: lv.get(k) for k in ("verdict", "source", "reason")}
-    if ck.daemon is not None and not ck.daemon.alive():
-        _err(f"the private daemon died during the check: {ck.daemon.stderr().strip()[-400:]}")
-        return finish("error", EXIT_SCAF)
-
-    # Could the check exercise it?
-    seeded = [r for r in runs if r.regions > 0]
-    if not seeded:
-        _say(args, "verdict: not exercised: PROG never opened a parallel region under the layer, so scaf never changed "
-                 "a team. Is it a GNU OpenMP program (gcc, g++, gfortran)? Statically linked, or with its "
-                 "own OpenMP runtime (clang's libomp, Intel's), the layer cannot reach it; a script that "
-                 "runs the program is fine.")
-        if any(r.diffs for r in runs):
-            _say(args, "(yet a run differed: the program is not deterministic in a way the two plain runs "
-                     "did not show)")
-        return finish("not exercised", EXIT_NOT_EXERCISED)
-    teams = sorted({t for r in seeded for t in r.teams})
-    bound = result["bound"]
-    # One team size everywhere is no test: either the plain team itself, or the team that the
-    # regions set themselves (num_threads clauses are kept), which the auto run shows too.
-    if not teams or (len(teams) == 1 and (teams[0] == bound or (auto.regions > 0 and auto.teams == teams))):
-        size = teams[0] if teams else "?"
-        if bound == 1:
-            why, hint = "the team it gets without scaf", "use --threads N (N > 1) to try larger teams"
-        elif teams and teams[0] != bound:
-            why, hint = ("in every run, seeded or not: its regions choose their own team (num_threads), "
-                         "which scaf keeps"), "scaf cannot change its teams"
-        else:
-            why, hint = "the team it gets without scaf", "use more --seeds, or a larger --threads"
-        _say(args, f"verdict: not exercised: every region ran with {size} thread{'' if size == 1 else 's'}, {why}, so nothing was "
-                 f"varied; {hint}")
-        return finish("not exercised", EXIT_NOT_EXERCISED)
-
-    differing = [r for r in [*runs, auto] if r.diffs]
-    verdict_fixed = lv is not None and lv.get("verdict") == "fixed"
-    rule_says = _rule_says(lv)
-    if differing:
-        first = differing[0]
-        result["evidence"] = [d.as_json() | {"run": first.name} for d in first.diffs]
-        _say(args, f"verdict: not malleable ({len(differing)} of {len(runs) + 1} runs under scaf differ: "
-                 "its results depend on its team size)")
-        _say(args, f"  evidence, {first.name}" + (f" (teams {','.join(map(str, first.teams))}):"
-                                                 if first.teams else ":"))
-        for d in first.diffs:
-            for ln in d.detail:
-                _say(args, "    " + ln)
-        _say(args, f"  the layer's rule says: {rule_says}")
-        if lv is not None and not verdict_fixed:
-            if lv.get("source") == "rules":
-                msg = ("a rules file says it is malleable, but the check found a difference: change that rule, "
-                       "or use --save (a rule for this path, placed first) or `scaf run --fixed`")
-            else:
-                msg = ("the rule would steer it but the check found a difference: use --save or "
-                       "`scaf run --fixed`")
-            result["disagreement"] = msg
-            _say(args, f"  DISAGREEMENT: {msg}")
-        elif verdict_fixed:
-            _say(args, "  the layer agrees: it keeps this program's team fixed (steered by CPU affinity)")
-        return finish("not malleable", EXIT_NOT_MALLEABLE)
-
-    _say(args, f"verdict: malleable (every run under scaf gave the plain run's results; teams "
-             f"{','.join(map(str, teams))} tried, on this input only)")
-    _say(args, f"  the layer's rule says: {rule_says}")
-    if verdict_fixed:
-        if lv is not None and lv.get("source") == "rules":
-            msg = ("a rules file keeps it fixed, but the check found no difference: if this input is "
-                   "representative, change that rule, or use --save or `scaf run --malleable`")
-        else:
-            msg = ("the rule keeps its team fixed but the check found no difference: if this input is "
-                   "representative, --save or `scaf run --malleable` lets scaf resize its team")
-        result["disagreement"] = msg
-        _say(args, f"  DISAGREEMENT: {msg}")
-    return finish("malleable", EXIT_MALLEABLE)
-
-
-def _note(run: Run) -> str:
-    return "same" if not run.diffs else "DIFFERENT: " + ", ".join(d.summary for d in run.diffs)
-
-
-def _rule_says(lv: dict | None) -> str:
-    if lv is None:
-        return "unknown (the auto run opened no parallel region under the layer)"
-    return f"{lv.get('verdict', '?')} — {lv.get('reason', '')} (decided by: {lv.get('source', '?')})"
-
-
 def _say(args: argparse.Namespace, msg: str) -> None:
     if not args.json:
         print(msg, flush=True)
-
-
-def _program_with_regions(ck: Checker) -> tuple[str | None, str]:
-    """The executable whose regions the check saw (what a rule must name), or None and why not.
-
-    The layer matches rules against /proc/self/exe of the process that runs the
-    regions: PROG itself, unless PROG is a script or a launcher (sh -c, taskset,
-    env) that runs another program.
-    """
-    reports = [r for run in ck.runs if run.kind != "plain" for r in run.reports]
-    exes = {os.path.realpath(r["exe"]) for r in reports if isinstance(r.get("exe"), str) and r["exe"]}
-    if exes:  # the layer names it
-        if len(exes) > 1:
-            return None, f"several programs ran the parallel regions ({', '.join(sorted(exes))})"
-        return exes.pop(), ""
-    pids = {r.get("pid") for r in reports}
-    if pids and not any(run.pid in pids for run in ck.runs):
-        return None, f"the parallel regions ran in another process than {ck.argv[0]} (a script or a launcher?)"
-    try:
-        with open(ck.exe, "rb") as f:
-            script = f.read(2) == b"#!"
-    except OSError:
-        script = False
-    if script:
-        return None, f"{ck.argv[0]} is a script: the parallel regions ran in a program it started"
-    return ck.exe, ""
 
 
 def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int:
@@ -426,7 +250,7 @@ def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int
     if target is None:
         _err("--save: no rules file to write (HOME and XDG_CONFIG_HOME are unset)")
         return EXIT_SCAF
-    exe, why = _program_with_regions(ck)
+    exe, why = ck.program_with_regions()
     if exe is None:
         _err(f"--save: not saved: {why}; a rule for {ck.argv[0]} would not reach them: write a rule for "
              "that program yourself (see scaf rules --help)")

@@ -186,7 +186,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from scaf.commands.bench import user_programs
     from scaf.lib.bench import common, report
-    from scaf.lib.bench.runner import BenchError
+    from scaf.lib.bench.errors import BenchError
     from scaf.lib.bench.store import ResultsError
 
     console = Console()

@@ -8,15 +8,25 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaf.lib import paths, runtimes
+from scaf.lib import paths, procs, runtimes
+from scaf.lib.bench import runner
+from scaf.lib.bench.errors import BenchError
 from scaf.lib.launch import append_preload, strip_layer
 
 if TYPE_CHECKING:
-    from scaf.lib.bench import runner
+    from scaf.lib.daemon import PrivateDaemon
+
+EXIT_MALLEABLE = 0
+EXIT_NOT_MALLEABLE = 1
+EXIT_USAGE = 2
+EXIT_NONDETERMINISTIC = 3
+EXIT_NOT_EXERCISED = 4
+EXIT_SCAF = 125
 
 # Set by the check for each run; a value inherited from the caller would change what a run means.
 OWN_VARS = ("SCAF_CHECK_SEED", "SCAF_REPORT", "SCAF_MALLEABLE", "SCAF_DISABLE", "SCAF_SOCKET")
@@ -111,7 +121,7 @@ class Checker:
         self.threads = threads
         self.timeout = timeout
         self.keep = keep
-        self.daemon: runner.PrivateDaemon | None = None
+        self.daemon: PrivateDaemon | None = None
         self.warnings: list[str] = []
         self.runs: list[Run] = []
 
@@ -146,10 +156,176 @@ class Checker:
             return int(v)
         return len(os.sched_getaffinity(0))
 
+    def check(self, seeds: int, line: Callable[[Run, str], None], say: Callable[[str], None],
+              err: Callable[[str], None]) -> dict:
+        """Run the plain runs, the seeded runs and the auto run, and decide the verdict.
+
+        Returns the result (what --json prints): the runs, the verdict, its exit status
+        (EXIT_*), the evidence and the layer's rule. LINE is called after each run with a
+        note on it, SAY with each line of the verdict, ERR with scaf's own failures.
+        """
+        result: dict = {"program": self.exe, "argv": self.argv, "seeds": seeds, "threads": self.threads,
+                        "bound": self.bound(), "runs": [], "verdict": None, "exit": None, "evidence": [],
+                        "layer": None, "disagreement": None, "warnings": self.warnings}
+
+        def finish(verdict: str, code: int) -> dict:
+            result["verdict"] = verdict
+            result["exit"] = code
+            return result
+
+        # 1. Plain, twice.
+        plain = self.execute(Run("plain 1", "plain"), self.base_env())
+        result["runs"].append(plain.as_json())
+        line(plain, "reference" if not plain.timed_out else "")
+        if plain.timed_out:
+            say(f"verdict: not exercised: the plain run did not finish within {self.timeout:g} s: raise --timeout, or give it "
+                     "a smaller input")
+            return finish("not exercised", EXIT_NOT_EXERCISED)
+        for f, w, data in zip(self.outputs, plain.written, plain.outputs, strict=True):
+            if data is None:
+                self.warnings.append(f"{f} does not exist after the plain run: is it a file PROG writes?")
+            elif not w:
+                self.warnings.append(f"{f} was not rewritten by the plain run: is it a file PROG writes?")
+        for w in self.warnings:
+            say(f"warning: {w}")
+        again = self.execute(Run("plain 2", "plain"), self.base_env())
+        again.diffs = self.compare(plain, again, "run 1", "run 2")
+        result["runs"].append(again.as_json())
+        line(again, "same" if not again.diffs else "DIFFERENT: " + ", ".join(d.summary for d in again.diffs))
+        if again.diffs:
+            result["evidence"] = [d.as_json() for d in again.diffs]
+            say("verdict: nondeterministic: two runs WITHOUT scaf already differ, so a difference under scaf "
+                     "would prove nothing:")
+            for d in again.diffs:
+                for ln in d.detail:
+                    say("  " + ln)
+            say("If those lines do not matter (times, addresses, process ids), mask them with --ignore "
+                     "REGEX (repeatable), e.g. --ignore 'time'.")
+            return finish("nondeterministic", EXIT_NONDETERMINISTIC)
+
+        # 2. A private daemon.
+        try:
+            self.daemon = runner.start_daemon("equipartition", None, None, Path(self.workdir, "scafd.jsonl"), [],
+                                              f"check-{os.getpid()}")
+        except (BenchError, OSError) as e:
+            err(f"cannot start a private daemon: {e}")
+            return finish("error", EXIT_SCAF)
+
+        # 3. Seeded teams; 4. auto.
+        runs: list[Run] = []
+        for s in range(1, seeds + 1):
+            run = self.execute(Run(f"seed {s}", "seed", seed=s), self.scaf_env({"SCAF_CHECK_SEED": str(s)}))
+            runs.append(run)
+            run.diffs = self.compare(plain, run)
+            result["runs"].append(run.as_json())
+            line(run, _note(run))
+        auto = self.execute(Run("auto", "auto"), self.scaf_env({"SCAF_MALLEABLE": "auto"}))
+        auto.diffs = self.compare(plain, auto)
+        result["runs"].append(auto.as_json())
+        lv = auto.layer_verdict()
+        line(auto, _note(auto) + (f"  (layer: {lv.get('verdict')}, by {lv.get('source')})" if lv else ""))
+        if lv:
+            result["layer"] = {k: lv.get(k) for k in ("verdict", "source", "reason")}
+        if self.daemon is not None and not self.daemon.alive():
+            err(f"the private daemon died during the check: {self.daemon.stderr().strip()[-400:]}")
+            return finish("error", EXIT_SCAF)
+
+        # Could the check exercise it?
+        seeded = [r for r in runs if r.regions > 0]
+        if not seeded:
+            say("verdict: not exercised: PROG never opened a parallel region under the layer, so scaf never changed "
+                     "a team. Is it a GNU OpenMP program (gcc, g++, gfortran)? Statically linked, or with its "
+                     "own OpenMP runtime (clang's libomp, Intel's), the layer cannot reach it; a script that "
+                     "runs the program is fine.")
+            if any(r.diffs for r in runs):
+                say("(yet a run differed: the program is not deterministic in a way the two plain runs "
+                         "did not show)")
+            return finish("not exercised", EXIT_NOT_EXERCISED)
+        teams = sorted({t for r in seeded for t in r.teams})
+        bound = result["bound"]
+        # One team size everywhere is no test: either the plain team itself, or the team that the
+        # regions set themselves (num_threads clauses are kept), which the auto run shows too.
+        if not teams or (len(teams) == 1 and (teams[0] == bound or (auto.regions > 0 and auto.teams == teams))):
+            size = teams[0] if teams else "?"
+            if bound == 1:
+                why, hint = "the team it gets without scaf", "use --threads N (N > 1) to try larger teams"
+            elif teams and teams[0] != bound:
+                why, hint = ("in every run, seeded or not: its regions choose their own team (num_threads), "
+                             "which scaf keeps"), "scaf cannot change its teams"
+            else:
+                why, hint = "the team it gets without scaf", "use more --seeds, or a larger --threads"
+            say(f"verdict: not exercised: every region ran with {size} thread{'' if size == 1 else 's'}, {why}, so nothing was "
+                     f"varied; {hint}")
+            return finish("not exercised", EXIT_NOT_EXERCISED)
+
+        differing = [r for r in [*runs, auto] if r.diffs]
+        verdict_fixed = lv is not None and lv.get("verdict") == "fixed"
+        rule_says = _rule_says(lv)
+        if differing:
+            first = differing[0]
+            result["evidence"] = [d.as_json() | {"run": first.name} for d in first.diffs]
+            say(f"verdict: not malleable ({len(differing)} of {len(runs) + 1} runs under scaf differ: "
+                     "its results depend on its team size)")
+            say(f"  evidence, {first.name}" + (f" (teams {','.join(map(str, first.teams))}):"
+                                                     if first.teams else ":"))
+            for d in first.diffs:
+                for ln in d.detail:
+                    say("    " + ln)
+            say(f"  the layer's rule says: {rule_says}")
+            if lv is not None and not verdict_fixed:
+                if lv.get("source") == "rules":
+                    msg = ("a rules file says it is malleable, but the check found a difference: change that rule, "
+                           "or use --save (a rule for this path, placed first) or `scaf run --fixed`")
+                else:
+                    msg = ("the rule would steer it but the check found a difference: use --save or "
+                           "`scaf run --fixed`")
+                result["disagreement"] = msg
+                say(f"  DISAGREEMENT: {msg}")
+            elif verdict_fixed:
+                say("  the layer agrees: it keeps this program's team fixed (steered by CPU affinity)")
+            return finish("not malleable", EXIT_NOT_MALLEABLE)
+
+        say(f"verdict: malleable (every run under scaf gave the plain run's results; teams "
+                 f"{','.join(map(str, teams))} tried, on this input only)")
+        say(f"  the layer's rule says: {rule_says}")
+        if verdict_fixed:
+            if lv is not None and lv.get("source") == "rules":
+                msg = ("a rules file keeps it fixed, but the check found no difference: if this input is "
+                       "representative, change that rule, or use --save or `scaf run --malleable`")
+            else:
+                msg = ("the rule keeps its team fixed but the check found no difference: if this input is "
+                       "representative, --save or `scaf run --malleable` lets scaf resize its team")
+            result["disagreement"] = msg
+            say(f"  DISAGREEMENT: {msg}")
+        return finish("malleable", EXIT_MALLEABLE)
+
+    def program_with_regions(self) -> tuple[str | None, str]:
+        """The executable whose regions the check saw (what a rule must name), or None and why not.
+
+        The layer matches rules against /proc/self/exe of the process that runs the
+        regions: PROG itself, unless PROG is a script or a launcher (sh -c, taskset,
+        env) that runs another program.
+        """
+        reports = [r for run in self.runs if run.kind != "plain" for r in run.reports]
+        exes = {os.path.realpath(r["exe"]) for r in reports if isinstance(r.get("exe"), str) and r["exe"]}
+        if exes:  # the layer names it
+            if len(exes) > 1:
+                return None, f"several programs ran the parallel regions ({', '.join(sorted(exes))})"
+            return exes.pop(), ""
+        pids = {r.get("pid") for r in reports}
+        if pids and not any(run.pid in pids for run in self.runs):
+            return None, f"the parallel regions ran in another process than {self.argv[0]} (a script or a launcher?)"
+        try:
+            with open(self.exe, "rb") as f:
+                script = f.read(2) == b"#!"
+        except OSError:
+            script = False
+        if script:
+            return None, f"{self.argv[0]} is a script: the parallel regions ran in a program it started"
+        return self.exe, ""
+
     # -- running --
     def execute(self, run: Run, env: dict[str, str]) -> Run:
-        from scaf.lib.bench import runner
-
         tag = run.name.replace(" ", "-")
         out_path = os.path.join(self.workdir, f"{tag}.stdout")
         err_path = os.path.join(self.workdir, f"{tag}.stderr")
@@ -160,7 +336,7 @@ class Checker:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             t0 = time.monotonic()
             try:
-                proc = runner.spawn(self.argv, env, None, stdout=out, stderr=err)
+                proc = procs.spawn(self.argv, env, None, stdout=out, stderr=err)
             except OSError as e:  # found at the start, gone or not executable now
                 raise CannotRun(f"cannot run {self.argv[0]}: {e.strerror or e}") from e
         run.pid = proc.pid
@@ -169,7 +345,7 @@ class Checker:
         except subprocess.TimeoutExpired:
             run.timed_out = True
         run.wall_s = time.monotonic() - t0
-        runner.kill_group(proc, grace=1.0)  # a timed-out run, and anything a finished one left behind
+        procs.kill_group(proc, grace=1.0)  # a timed-out run, and anything a finished one left behind
         if not run.timed_out:
             code = proc.returncode
             run.exit = 128 - code if code < 0 else code
@@ -310,3 +486,13 @@ def _compare_bytes(a: bytes, b: bytes, f: str, ref_name: str, run_name: str) -> 
     else:
         detail = [f"{f}: {ref_name} has {len(a)} bytes, {run_name} {len(b)}; the first {n} are the same"]
     return Diff("output", f"{os.path.basename(f)} byte {off}", detail, file=f, offset=off)
+
+
+def _note(run: Run) -> str:
+    return "same" if not run.diffs else "DIFFERENT: " + ", ".join(d.summary for d in run.diffs)
+
+
+def _rule_says(lv: dict | None) -> str:
+    if lv is None:
+        return "unknown (the auto run opened no parallel region under the layer)"
+    return f"{lv.get('verdict', '?')} — {lv.get('reason', '')} (decided by: {lv.get('source', '?')})"

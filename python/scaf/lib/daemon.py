@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Self
 
-from scaf.lib import paths, proto
+from scaf.lib import paths, procs, proto
 
 # Starts argv with env, its stdout and stderr going to the given file (or DEVNULL); returns the process.
 Spawner = Callable[[list[str], dict[str, str], "IO[bytes] | int"], "subprocess.Popen[bytes]"]
@@ -125,8 +125,8 @@ class PrivateDaemon:
     """A scafd of our own: started on start() (or `with`), ready once a status request answers.
 
     The socket is SOCKET, or scafd.sock in a fresh short temporary directory
-    that cleanup() removes; with LOG (and that directory) scafd logs every
-    allocation to alloc.jsonl there (self.log). scafd's stdout and stderr go to
+    that cleanup() removes; with LOG true (and that directory) scafd logs every
+    allocation to alloc.jsonl there, with LOG a path to that file (self.log). scafd's stdout and stderr go to
     STDERR_PATH (appended), else to scafd.stderr in that directory, else
     nowhere; `stderr()` reads them back. A child daemon is started by SPAWN
     (default: Popen in the environment ENV), a DETACHED one double-forked
@@ -140,7 +140,7 @@ class PrivateDaemon:
         *,
         binary: str | Path | None = None,
         socket: str | None = None,
-        log: bool = False,
+        log: bool | str | Path = False,
         env: dict[str, str] | None = None,
         stderr_path: str | None = None,
         stderr_fd: int | None = None,
@@ -157,7 +157,10 @@ class PrivateDaemon:
             stderr_path = os.path.join(self.dir, "scafd.stderr")
         self.stderr_path = stderr_path
         self.stderr_fd = stderr_fd  # detached only: an open descriptor to append to, used instead of the path
-        self.log = os.path.join(self.dir, "alloc.jsonl") if log and self.dir is not None else None
+        if isinstance(log, str | Path):
+            self.log: str | None = str(log)
+        else:
+            self.log = os.path.join(self.dir, "alloc.jsonl") if log and self.dir is not None else None
         self.argv = [str(self.binary), "--socket", self.socket, *(["--log", self.log] if self.log else []), *args]
         self.env = dict(os.environ) if env is None else env
         self.timeout = timeout
@@ -265,6 +268,29 @@ class PrivateDaemon:
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()
             self.proc.wait()
+
+    def _kill_group(self) -> None:
+        """End the process group a child daemon leads, whether or not it still runs, and reap it."""
+        if self.proc is not None:
+            procs.kill_group(self.proc)
+
+    def discard(self) -> None:
+        """Throw away a daemon that failed to start: its group ended, its directory removed."""
+        self._kill_group()
+        self.cleanup()
+
+    def finish(self, timeout: float = 5.0) -> dict:
+        """Stop the daemon and remove its directory; returns its argv, exit status, whether it
+        still ran at the end, and the tail of its messages (what a bench record keeps)."""
+        was_alive = self.alive()
+        if was_alive:
+            self.stop(timeout=timeout)
+        self._kill_group()
+        info = {"argv": self.argv, "returncode": self.returncode(), "alive_at_end": was_alive,
+                "stderr_tail": self.stderr()[-600:]}
+        # The folder is ours alone (mkdtemp): socket, lock file, messages all go with it.
+        self.cleanup()
+        return info
 
     def cleanup(self) -> None:
         """Kill the daemon if it still runs, and remove the directory we made (socket, lock, messages)."""

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scaf.lib import paths
+from scaf.lib import alloclog, paths, procs
 from scaf.lib.daemon import DaemonExited, DaemonTimeout, PrivateDaemon
 
 # Every process the demo starts carries this variable (value: the demo's
@@ -107,8 +104,8 @@ class Demo:
             out = os.path.join(self.dir, f"{label}-{i}-{name}.out")
             with open(out, "wb") as f:
                 # Own session: Ctrl-C reaches only us, and we can kill the whole group.
-                p = subprocess.Popen([str(paths.workload(name)), "--size", size], stdin=subprocess.DEVNULL,
-                                     stdout=f, stderr=f, env=self.env(scaf, serial), start_new_session=True)
+                p = procs.spawn([str(paths.workload(name)), "--size", size], self.env(scaf, serial), None,
+                                stdout=f, stderr=f)
             self.procs.append(p)
             if recorder:
                 recorder.add(p.pid, name)
@@ -133,10 +130,7 @@ class Demo:
     def close(self) -> None:
         """Leave nothing running: kill our workloads' groups, stop the daemon, remove the directory."""
         for p in self.procs:
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            procs.kill_group(p, grace=0.0)
         if self.daemon is not None:
             self.daemon.stop()
         if not self.keep:
@@ -151,18 +145,16 @@ def last_line_fields(text: str) -> dict[str, str]:
 
 
 def allocations(log: str, pids: dict[int, str]) -> dict[int, list[int]]:
-    """Threads each of PIDS was allocated over the daemon's log (empty list: never a client)."""
+    """Threads each of PIDS was allocated over the daemon's log (empty list: never a client).
+
+    Raises DemoFailed when a line of the log is malformed."""
     seen: dict[int, list[int]] = {pid: [] for pid in pids}
     try:
-        with open(log, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                for c in entry.get("clients") or []:
-                    if c.get("pid") in seen and isinstance(c.get("threads"), int):
-                        seen[c["pid"]].append(c["threads"])
-    except OSError:
-        pass
+        records = alloclog.read(log, missing_ok=True)
+    except alloclog.BadAllocLog as e:
+        raise DemoFailed(str(e)) from None
+    for entry in records:
+        for c in entry["clients"]:
+            if c.get("pid") in seen and isinstance(c.get("threads"), int):
+                seen[c["pid"]].append(c["threads"])
     return seen

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scaf.lib import alloclog
 
 
 class PlotInputError(Exception):
@@ -154,30 +155,16 @@ def trace_figure(trace: str | Path | TraceData, title: str | None = None, name: 
     return fig
 
 
-def read_alloc_log(path: str | Path) -> tuple[list[dict], int]:
-    """Status records (each with a numeric "time") from a daemon --log, and how many lines were bad."""
+def read_alloc_log(path: str | Path) -> list[dict]:
+    """Status records from a daemon --log in time order; PlotInputError for a malformed line or no record."""
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise PlotInputError(f"cannot read {path}: {e.strerror or e}") from e
-    records: list[dict] = []
-    bad = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            if isinstance(rec, dict) and isinstance(rec.get("time"), int | float) \
-                    and isinstance(rec.get("clients", []), list):
-                records.append(rec)
-                continue
-        except json.JSONDecodeError:
-            pass
-        bad += 1  # a torn last line when the daemon was killed, say
+        records = alloclog.read(path)
+    except alloclog.BadAllocLog as e:
+        raise PlotInputError(str(e)) from e
     if not records:
         raise PlotInputError(f"{path}: no status lines with a \"time\" field (is it a scafd --log?)")
     records.sort(key=lambda r: r["time"])
-    return records, bad
+    return records
 
 
 def plot_alloc_log(log_path: str | Path, png_path: str | Path, title: str | None = None) -> str | None:
@@ -199,7 +186,7 @@ def alloc_figure(log_path: str | Path, title: str | None = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records, _bad = read_alloc_log(log_path)
+    records = read_alloc_log(log_path)
     t0 = records[0]["time"]
     times = [r["time"] - t0 for r in records]
     series: dict[tuple[int, int], list[float]] = {}

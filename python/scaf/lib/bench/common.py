@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaf.lib import paths
+from scaf.lib import paths, procs
 from scaf.lib.bench import machine, runner, store
-from scaf.lib.bench.runner import BenchError
+from scaf.lib.bench.errors import BenchError
 
 if TYPE_CHECKING:
     from scaf.lib.bench.userprog import UserProgram
@@ -127,7 +127,7 @@ def execute(results: store.Results, units: list[Unit], quiet: bool = False) -> i
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     ran = 0
-    with runner.interruptible(), Progress(*columns, console=console, disable=quiet) as progress:
+    with procs.interruptible(), Progress(*columns, console=console, disable=quiet) as progress:
         task = progress.add_task("bench", total=len(todo))
         for unit in todo:
             progress.update(task, description=unit.label)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scaf.lib import paths
 from scaf.lib.bench import common, runner
 from scaf.lib.bench.common import Unit
+from scaf.lib.daemon import PrivateDaemon
 
 # name -> (uses the layer, talks to the private daemon, extra environment)
 VARIANTS: dict[str, tuple[bool, bool, dict[str, str]]] = {
@@ -22,7 +23,7 @@ NOWHERE = "/nonexistent/scaf-bench/none.sock"
 
 def overhead_unit(variant: str, spec: tuple[bool, bool, dict[str, str]], rnd: int, workload: str,
                   size: str, cpus: list[int], tag: str, timeout: float,
-                  daemon: list[runner.PrivateDaemon | None]) -> Unit:
+                  daemon: list[PrivateDaemon | None]) -> Unit:
     layer, with_daemon, extra = spec
 
     def run() -> dict:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from scaf.lib.bench import common, configs, energy, runner
 from scaf.lib.bench.common import Unit
-from scaf.lib.bench.runner import BenchError
+from scaf.lib.bench.errors import BenchError
 
 if TYPE_CHECKING:
     from scaf.lib.bench.userprog import UserProgram
@@ -31,8 +31,8 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
                 logs.mkdir(exist_ok=True)
                 log = logs / f"{a}+{b}.{config}.r{repeat}.alloc.jsonl"
                 log.unlink(missing_ok=True)  # scafd appends; a retried run starts afresh
-                daemon = runner.PrivateDaemon(policy, cpus, len(cpus) if restricted else None,
-                                              log, [*daemon_args, *configs.CONFIGS[config].daemon_args], tag)
+                daemon = runner.start_daemon(policy, cpus, len(cpus) if restricted else None,
+                                            log, [*daemon_args, *configs.CONFIGS[config].daemon_args], tag)
                 record["alloc_log"] = str(log.relative_to(out))
             progs = []
             for slot, name in enumerate((a, b)):
@@ -51,7 +51,7 @@ def pair_unit(a: str, b: str, config: str, repeat: int, size: str, stagger: floa
             record.setdefault("programs", [])
         finally:
             if daemon is not None:
-                record["daemon"] = daemon.stop()
+                record["daemon"] = daemon.finish()
         if daemon is not None and log is not None and record["programs"]:
             if not record["daemon"]["alive_at_end"]:
                 record["error"] = (f"private scafd died during the run (status "

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaf.lib import daemon, paths
+from scaf.lib import alloclog, daemon, paths, procs
+from scaf.lib.bench.errors import BenchError
 
 if TYPE_CHECKING:
     from scaf.lib.bench.userprog import UserProgram
@@ -30,131 +27,12 @@ STRIPPED_ENV = (
 # Every process the bench starts carries this variable, so that leftovers can be found.
 TAG_VAR = "SCAF_BENCH_TAG"
 
-_live: dict[int, subprocess.Popen[bytes]] = {}
-_live_lock = threading.Lock()
-_spawn_lock = threading.Lock()
-
-
-class BenchError(Exception):
-    """A setup problem the user must fix (missing binary, bad option); the message says what."""
-
 
 def base_env(tag: str) -> dict[str, str]:
     """The environment for benchmark programs: ours, minus variables a configuration controls."""
     env = {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV}
     env[TAG_VAR] = tag
     return env
-
-
-def spawn(argv: list[str], env: dict[str, str], cpus: list[int] | None,
-          stdout: int | object = subprocess.DEVNULL, stderr: int | object = subprocess.DEVNULL,
-          cwd: str | None = None) -> subprocess.Popen[bytes]:
-    """Start argv in its own session (its own process group), pinned to cpus if given.
-
-    Affinity is inherited from the thread that forks: the spawning thread pins
-    itself around the fork instead of using preexec_fn, which is unsafe while
-    waiter threads run.
-    """
-    with _spawn_lock, _deferred_interrupts():
-        old = os.sched_getaffinity(0) if cpus else None
-        try:
-            if cpus:
-                os.sched_setaffinity(0, cpus)
-            proc = subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr,  # type: ignore[arg-type]
-                                    stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
-        finally:
-            if old is not None:
-                os.sched_setaffinity(0, old)
-        with _live_lock:
-            _live[proc.pid] = proc
-    return proc
-
-
-def forget(proc: subprocess.Popen[bytes]) -> None:
-    with _live_lock:
-        _live.pop(proc.pid, None)
-
-
-def kill_group(proc: subprocess.Popen[bytes], grace: float = 1.0) -> None:
-    """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the leader."""
-    if proc.poll() is None:
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    # Descendants that outlive the leader stay in its group: finish them too.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    forget(proc)
-
-
-def kill_all() -> None:
-    """Ends every process group the bench started that is still known (on any exit path)."""
-    with _live_lock:
-        procs = list(_live.values())
-    for p in procs:
-        kill_group(p, grace=0.5)
-
-
-atexit.register(kill_all)
-
-
-_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_critical = 0
-_pending = False
-
-
-@contextmanager
-def _deferred_interrupts() -> Iterator[None]:
-    """Holds Ctrl-C/SIGTERM/SIGHUP back while a child is forked and registered.
-
-    An interrupt inside Popen (between fork and the exec check) would leave a
-    running child that nobody knows about; under interruptible() the handler
-    only notes it here, and it is raised once the child is in the live table.
-    """
-    global _critical, _pending
-    _critical += 1
-    try:
-        yield
-    finally:
-        _critical -= 1
-        if _critical == 0 and _pending:
-            _pending = False
-            raise KeyboardInterrupt
-
-
-@contextmanager
-def interruptible() -> Iterator[None]:
-    """Turns SIGINT, SIGTERM and SIGHUP into KeyboardInterrupt (deferred out of spawns), and
-    kills every process the bench started on the way out, whatever the way out is."""
-    global _pending
-
-    def handler(signum: int, frame: object) -> None:
-        global _pending
-        if _critical:
-            _pending = True
-            return
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    _pending = False
-    old = {s: signal.signal(s, handler) for s in _INTERRUPTS}
-    try:
-        yield
-    finally:
-        kill_all()
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def parse_result(stdout: str) -> tuple[dict[str, str], str | None]:
@@ -250,14 +128,14 @@ def run_together(programs: list[Program], offsets: list[float], timeout: float) 
 def _run_with_files(programs: list[Program], offsets: list[float], timeout: float,
                     outs: list, errs: list, cwds: list[str]) -> list[dict]:
     records: list[dict] = [{} for _ in programs]
-    procs: list[subprocess.Popen[bytes] | None] = [None] * len(programs)
+    started: list[subprocess.Popen[bytes] | None] = [None] * len(programs)
     ends: list[float | None] = [None] * len(programs)
     waiters: list[threading.Thread] = []
 
     cpu_s: list[float | None] = [None] * len(programs)
 
     def waiter(i: int) -> None:
-        p = procs[i]
+        p = started[i]
         assert p is not None
         try:
             # wait4 rather than p.wait(): the same reaping, plus the CPU time of the program's
@@ -278,7 +156,7 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
                 time.sleep(delay)
             starts[i] = time.monotonic()
             try:
-                procs[i] = spawn(prog.argv, prog.env, prog.cpus, outs[i], errs[i], cwds[i])
+                started[i] = procs.spawn(prog.argv, prog.env, prog.cpus, outs[i], errs[i], cwds[i])
             except OSError as e:
                 records[i] = {"error": f"cannot start {prog.argv[0]}: {e.strerror or e}"}
                 continue
@@ -290,21 +168,21 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
             # Short joins keep the main thread responsive to Ctrl-C.
             while th.is_alive() and time.monotonic() < deadline:
                 th.join(0.2)
-        for i, p in enumerate(procs):
+        for i, p in enumerate(started):
             if p is not None and p.poll() is None:
-                kill_group(p)
+                procs.kill_group(p)
                 records[i] = {"error": f"timed out after {timeout:g} s and was killed"}
     finally:
-        for p in procs:
+        for p in started:
             if p is not None:
-                kill_group(p, grace=0.2)
+                procs.kill_group(p, grace=0.2)
     result = []
     for i, prog in enumerate(programs):
         outs[i].seek(0)
         errs[i].seek(0)
         stdout = outs[i].read().decode(errors="replace")
         stderr = errs[i].read()
-        p = procs[i]
+        p = started[i]
         end = ends[i] if ends[i] is not None else time.monotonic()
         rec: dict = {
             "workload": prog.workload,
@@ -335,78 +213,42 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
     return result
 
 
-class PrivateDaemon:
+def start_daemon(policy: str, cpu_set: list[int] | None, cpus: int | None, log: Path,
+                 extra: list[str], tag: str) -> daemon.PrivateDaemon:
     """A scafd of our own on a temporary socket for one run, started like the bench's programs
-    (own process group, the bench's CPU set and tag); always stopped by stop()."""
+    (own process group, the bench's CPU set and tag), logging to LOG; stop it with finish().
 
-    def __init__(self, policy: str, cpu_set: list[int] | None, cpus: int | None, log: Path,
-                 extra: list[str], tag: str):
-        binary = paths.scafd()
-        if not binary.exists():
-            raise BenchError(f"{binary} is not built (run `make`)")
-        args = ["--policy", policy, "--log", str(log)]
-        if cpus:
-            args += ["--cpus", str(cpus)]
-        args += extra
-        self.log = log
-        self.daemon = daemon.PrivateDaemon(
-            args, binary=binary, env=base_env(tag), prefix="scaf-b-",
-            spawn=lambda argv, env, out: spawn(argv, env, cpu_set, stdout=out, stderr=out))
-        self.socket = self.daemon.socket
-        self.argv = self.daemon.argv
-        try:
-            self.daemon.start()
-        except daemon.DaemonExited as e:
-            self._discard()
-            raise BenchError(f"scafd exited with status {e.returncode}: {e.stderr.strip()}") from None
-        except daemon.DaemonTimeout as e:
-            self._discard()
-            raise BenchError(f"scafd did not answer on {self.socket} within 10 s: {e.stderr.strip()}") from None
-        except BaseException:
-            # Interrupted while starting: nobody else knows this daemon yet.
-            self._discard()
-            raise
-
-    def _discard(self) -> None:
-        if self.daemon.proc is not None:
-            kill_group(self.daemon.proc)
-        self.daemon.cleanup()
-
-    def stderr(self) -> str:
-        return self.daemon.stderr()
-
-    def alive(self) -> bool:
-        return self.daemon.alive()
-
-    def stop(self) -> dict:
-        """Stops the daemon; returns its exit status and the tail of its messages."""
-        was_alive = self.alive()
-        if was_alive:
-            self.daemon.stop(timeout=5)
-        assert self.daemon.proc is not None
-        kill_group(self.daemon.proc)
-        info = {"argv": self.argv, "returncode": self.daemon.returncode(),
-                "alive_at_end": was_alive, "stderr_tail": self.stderr()[-600:]}
-        # The folder is ours alone (mkdtemp): socket, lock file, messages all go with it.
-        self.daemon.cleanup()
-        return info
-
-
-def clients_in_log(log: Path) -> set[int]:
-    """Pids that appeared as clients in a daemon --log (so they really ran under scaf)."""
-    import json
-
-    pids: set[int] = set()
+    Raises BenchError when scafd is not built, exits at start or does not answer."""
+    binary = paths.scafd()
+    if not binary.exists():
+        raise BenchError(f"{binary} is not built (run `make`)")
+    args = ["--policy", policy]
+    if cpus:
+        args += ["--cpus", str(cpus)]
+    args += extra
+    d = daemon.PrivateDaemon(
+        args, binary=binary, log=log, env=base_env(tag), prefix="scaf-b-",
+        spawn=lambda argv, env, out: procs.spawn(argv, env, cpu_set, stdout=out, stderr=out))
     try:
-        text = log.read_text()
-    except OSError:
-        return pids
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        for c in rec.get("clients", []) if isinstance(rec, dict) else []:
-            if isinstance(c, dict) and isinstance(c.get("pid"), int):
-                pids.add(c["pid"])
-    return pids
+        d.start()
+    except daemon.DaemonExited as e:
+        d.discard()
+        raise BenchError(f"scafd exited with status {e.returncode}: {e.stderr.strip()}") from None
+    except daemon.DaemonTimeout as e:
+        d.discard()
+        raise BenchError(f"scafd did not answer on {d.socket} within 10 s: {e.stderr.strip()}") from None
+    except BaseException:
+        # Interrupted while starting: nobody else knows this daemon yet.
+        d.discard()
+        raise
+    return d
+
+
+def clients_in_log(log: Path | str) -> set[int]:
+    """Pids that appeared as clients in a daemon --log (so they really ran under scaf).
+
+    Raises BenchError naming the line when the log has a malformed one."""
+    try:
+        return alloclog.client_pids(alloclog.read(log, missing_ok=True))
+    except alloclog.BadAllocLog as e:
+        raise BenchError(str(e)) from None

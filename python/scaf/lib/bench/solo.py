@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scaf.lib.bench.runner import BenchError
+from scaf.lib.bench.errors import BenchError
 
 
 def default_threads(n: int) -> list[int]:

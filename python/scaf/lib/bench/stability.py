@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scaf.lib import alloclog
+from scaf.lib.bench.errors import BenchError
 
 
 @dataclass
@@ -30,20 +32,11 @@ class Stability:
 
 
 def read_log(path: Path) -> list[dict]:
-    """The log's records in order; lines that are not JSON objects with a time are skipped."""
-    out: list[dict] = []
+    """The log's records in order (none while the daemon has not written it); BenchError naming a malformed line."""
     try:
-        text = path.read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("time"), (int, float)) and isinstance(rec.get("clients"), list):
-            out.append(rec)
-    return out
+        return alloclog.read(path, missing_ok=True)
+    except alloclog.BadAllocLog as e:
+        raise BenchError(str(e)) from None
 
 
 def _threads(rec: dict) -> dict[int, tuple[str, int]]:
@@ -99,22 +92,22 @@ def measure(workloads: list[str], policy: str, cpus: int, size: str, settle: flo
     program's result line. The programs are killed at the end: only the allocation is measured."""
     import time
 
-    from scaf.lib import paths
+    from scaf.lib import paths, procs
     from scaf.lib.bench import common, runner
 
     log.unlink(missing_ok=True)
-    daemon = runner.PrivateDaemon(policy, None, cpus, log, ["--no-lookout", *(daemon_args or [])], tag)
-    procs = []
+    daemon = runner.start_daemon(policy, None, cpus, log, ["--no-lookout", *(daemon_args or [])], tag)
+    children = []
     try:
         for name in workloads:
             env = runner.base_env(tag)
             env.update({"LD_PRELOAD": str(paths.layer()), "SCAF_SOCKET": daemon.socket,
                         "OMP_NUM_THREADS": str(cpus)})
-            procs.append(runner.spawn(common.workload_argv(name, size), env, None))
-        pids = {p.pid for p in procs}
+            children.append(procs.spawn(common.workload_argv(name, size), env, None))
+        pids = {p.pid for p in children}
         deadline = time.monotonic() + 60
         start = None
-        while time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        while time.monotonic() < deadline and all(p.poll() is None for p in children):
             recs = read_log(log)
             both = [r for r in recs if pids <= {c.get("pid") for c in r["clients"] if isinstance(c, dict)}]
             if both:
@@ -122,23 +115,23 @@ def measure(workloads: list[str], policy: str, cpus: int, size: str, settle: flo
                 break
             time.sleep(0.2)
         if start is None:
-            raise runner.BenchError("the programs did not all become clients within 60 s")
+            raise BenchError("the programs did not all become clients within 60 s")
         t_open = time.monotonic() + settle
         t_end = t_open + seconds
         samples: dict[str, list[tuple[int, float]]] = {}
-        while time.monotonic() < t_end and all(p.poll() is None for p in procs):
+        while time.monotonic() < t_end and all(p.poll() is None for p in children):
             if time.monotonic() >= t_open:
-                for c in daemon.daemon.status()["clients"]:
+                for c in daemon.status()["clients"]:
                     if c.get("pid") in pids and c.get("efficiency") is not None and c.get("estimate") == "measured":
                         samples.setdefault(c["name"], []).append((int(c.get("eff_threads", 0)), float(c["efficiency"])))
             time.sleep(0.25)
-        ended_early = any(p.poll() is not None for p in procs)
+        ended_early = any(p.poll() is not None for p in children)
         # The daemon logs changes only: a status read now closes the window at the daemon's clock.
-        now = daemon.daemon.status()["time"]
+        now = daemon.status()["time"]
     finally:
-        for p in procs:
-            runner.kill_group(p)
-        daemon.stop()
+        for p in children:
+            procs.kill_group(p)
+        daemon.finish()
     recs = read_log(log)
     st = stability(recs, start, now)
     out = st.as_dict()

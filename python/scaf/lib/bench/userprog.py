@@ -10,7 +10,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scaf.lib.bench.runner import BenchError
+from scaf.lib.bench.errors import BenchError
 
 # Names become file names (logs/NAME+NAME...) and pair labels (NAME+NAME).
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
