@@ -36,18 +36,10 @@ def _typed(where: str, v: Any, kinds: tuple[type, ...], nullable: bool) -> str |
 def parse_line(line: str | bytes) -> dict:
     """One log line as a dict; BadAllocLog saying what is wrong with it (without the line's place)."""
     body = line.encode() if isinstance(line, str) else line
-    d = statusschema.depth(body)
-    if d > statusschema.MAX_DEPTH:
-        raise BadAllocLog(f"nested {d} levels deep (a status has at most {statusschema.MAX_DEPTH})")
     try:
-        rec = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise BadAllocLog(f"not JSON ({e})") from None
-    if not isinstance(rec, dict):
-        raise BadAllocLog(f"a JSON {type(rec).__name__}, expected an object")
-    for k in ("time", "clients"):
-        if k not in rec:
-            raise BadAllocLog(f'no "{k}" field')
+        rec = statusschema.json_object(body, ("time", "clients"))
+    except statusschema.BadStatus as e:
+        raise BadAllocLog(str(e)) from None
     checks = [_typed("time", rec["time"], NUMBER, False)]
     checks += [_typed(k, rec[k], kinds, k in statusschema.TOP_NULLABLE)
                for k, kinds in statusschema.TOP.items() if k in rec]

@@ -71,8 +71,11 @@ def _typed(where: str, v: Any, kinds: tuple[type, ...], nullable: bool) -> None:
         raise BadStatus(f"{where} is {shown}, expected {' or '.join(k.__name__ for k in kinds)}")
 
 
-def parse(body: bytes) -> dict:
-    """The status as a dict, or BadStatus saying what is wrong with it."""
+def json_object(body: bytes, required: tuple[str, ...] | list[str]) -> dict:
+    """BODY as a JSON object that has the REQUIRED keys, or BadStatus saying what is wrong with it.
+
+    The nesting is measured before parsing, so a hostile document cannot make json recurse deeply.
+    """
     d = depth(body)
     if d > MAX_DEPTH:
         raise BadStatus(f"nested {d} levels deep (a status has at most {MAX_DEPTH})")
@@ -82,9 +85,15 @@ def parse(body: bytes) -> dict:
         raise BadStatus(f"not JSON ({e})") from None
     if not isinstance(st, dict):
         raise BadStatus(f"a JSON {type(st).__name__}, expected an object")
-    for k in TOP_REQUIRED:
+    for k in required:
         if k not in st:
             raise BadStatus(f'no "{k}" field')
+    return st
+
+
+def parse(body: bytes) -> dict:
+    """The status as a dict, or BadStatus saying what is wrong with it."""
+    st = json_object(body, TOP_REQUIRED)
     for k, kinds in TOP.items():
         if k in st:
             _typed(k, st[k], kinds, k in TOP_NULLABLE)
