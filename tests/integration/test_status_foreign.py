@@ -89,6 +89,22 @@ def test_unmodified_openmp_program_is_named_with_reason(scafd_factory: Callable[
         time.sleep(0.5)
 
 
+def test_a_onetbb_program_that_asks_a_tcm_is_named_as_one_scaf_run_would_steer(
+        scafd_factory: Callable[..., Daemon], started: list[subprocess.Popen]) -> None:
+    """pip's oneTBB (2021.11 or later: it asks a TCM for its workers) run plain: scaf run would steer it."""
+    tbb_for = paths.build_dir() / "tbb" / "tbb_for"
+    if not tbb_for.exists():
+        pytest.skip(f"{tbb_for} is not built (make tbb-progs)")
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2")
+    plain = subprocess.Popen([str(tbb_for), "--n", "2000000", "--rounds", "1000000"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=dict(os.environ))
+    started.append(plain)
+    st = d.wait_for(lambda st: foreign_of(st, plain.pid) is not None, timeout=60, what="the oneTBB program listed")
+    p = foreign_of(st, plain.pid)
+    assert p is not None and p["name"] == "tbb_for"
+    assert p["reason"] == "not started under scaf run (uses libtbb)", p
+
+
 def test_no_lookout_no_list(scafd_factory: Callable[..., Daemon], started: list[subprocess.Popen]) -> None:
     """--no-lookout: no /proc walk at all; the field is there and empty."""
     d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")

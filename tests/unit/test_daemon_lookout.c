@@ -1,10 +1,14 @@
 /* test_daemon_lookout.c — /proc/stat and /proc/PID/stat parsing from fixture text, and the foreign-load math. */
 #include "../../src/daemon/collect/foreign.h"
 #include "../../src/daemon/collect/lookout.h"
+#include "scaf/clock.h"
+#include "scaf/procfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -134,6 +138,61 @@ static void maps_mask(void)
 }
 
 /* The reason for each combination of facts: each row the facts and the sentence. */
+/* The mapped oneTBB's path, and what the library says of itself (a file with both strings, then none). */
+static void tbb_lib(void)
+{
+    static const struct {
+        const char *maps;
+        const char *want;
+    } ROWS[] = {
+        {"", NULL},
+        {"7f0-7f1 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n", NULL},
+        {"7f0-7f1 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libtbb.so.12.8\n", "/usr/lib/x86_64-linux-gnu/libtbb.so.12.8"},
+        {"7f0-7f1 r-xp 0 08:01 1 /v/lib/libgomp.so.1\n7f2-7f3 r--p 0 08:01 1 /v/my dir/libtbb.so.12", "/v/my dir/libtbb.so.12"},
+        {"7f0-7f1 r-xp 0 08:01 1 /v/lib/libtbbmalloc.so.2\n", NULL},
+    };
+    char path[64], tmp[] = "/tmp/scaf-test-tbb-XXXXXX";
+    struct scaf_tbb_lib lib;
+    int fd;
+
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
+        int rc = scaf_foreign_tbb_path(ROWS[i].maps, path, sizeof path);
+        CHECK(ROWS[i].want ? rc == 0 && strcmp(path, ROWS[i].want) == 0 : rc == -1, "tbb path row %zu: %d %s", i,
+              rc, rc == 0 ? path : "");
+    }
+    CHECK(scaf_foreign_tbb_path("1-2 r-xp 0 0:0 1 /a/very/long/folder/name/libtbb.so.12\n", path, 16) == -1,
+          "a path longer than the buffer");
+    CHECK(scaf_foreign_maps_mask("7f0-7f1 r-xp 0 08:01 1 /b/lib/libscaf_tcm.so\n") == SCAF_RT_LAYER_TCM, "provider bit");
+
+    /* The strings far apart, the version across a 64 KiB chunk's boundary. */
+    fd = mkstemp(tmp);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    {
+        static char body[200000];
+        static const char V[] = "oneTBB: VERSION\t\t2023.2.0\n";
+        memset(body, 'x', sizeof body);
+        memcpy(body + 65536 - 10, V, sizeof V - 1);
+        memcpy(body + 150000, "tcmConnect", 10);
+        CHECK(write(fd, body, sizeof body) == (ssize_t)sizeof body, "write");
+    }
+    close(fd);
+    CHECK(scaf_foreign_tbb_lib(tmp, &lib) == 0 && lib.tcm == 1 && strcmp(lib.version, "2023.2.0") == 0,
+          "tcm %d version %s", lib.tcm, lib.version);
+    fd = open(tmp, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, "oneTBB: VERSION\t\t2021.8\n", 25) == 25, "rewrite");
+    close(fd);
+    CHECK(scaf_foreign_tbb_lib(tmp, &lib) == 0 && lib.tcm == 0 && strcmp(lib.version, "2021.8") == 0,
+          "old: tcm %d version %s", lib.tcm, lib.version);
+    unlink(tmp);
+    CHECK(scaf_foreign_tbb_lib(tmp, &lib) == -1 && errno == ENOENT, "a missing file");
+    /* Debian's own oneTBB, where it is installed: 2021.8, no TCM. */
+    if (scaf_foreign_tbb_lib("/usr/lib/x86_64-linux-gnu/libtbb.so.12", &lib) == 0)
+        CHECK(lib.tcm == 0 && strncmp(lib.version, "2021.", 5) == 0, "Debian's libtbb: tcm %d version %s", lib.tcm,
+              lib.version);
+}
+
 static void reasons(void)
 {
     static const char OURS[] = "/run/user/0/scaf/scafd.sock";
@@ -145,7 +204,24 @@ static void reasons(void)
         {{.maps_known = true}, "not started under scaf run (no parallel runtime)"},
         {{.maps_known = true, .mask = SCAF_RT_GOMP}, "not started under scaf run (uses libgomp)"},
         {{.maps_known = true, .mask = SCAF_RT_OPENBLAS}, "not started under scaf run (uses openblas)"},
-        {{.maps_known = true, .mask = SCAF_RT_TBB | SCAF_RT_GOMP}, "parallel runtime libtbb that scaf cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_TBB | SCAF_RT_GOMP, .tbb_tcm = -1},
+         "parallel runtime libtbb, unreadable by the daemon, that scaf cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_TBB | SCAF_RT_GOMP, .tbb_tcm = 0, .tbb_version = "2021.8"},
+         "oneTBB 2021.8 asks no TCM (older than 2021.11): scaf cannot steer it"},
+        {{.maps_known = true, .mask = SCAF_RT_TBB, .tbb_tcm = 0, .tbb_version = ""},
+         "oneTBB (version unknown) asks no TCM (older than 2021.11): scaf cannot steer it"},
+        {{.maps_known = true, .mask = SCAF_RT_TBB, .tbb_tcm = 1, .tbb_version = "2023.2.0"},
+         "not started under scaf run (uses libtbb)"},
+        {{.maps_known = true, .mask = SCAF_RT_TBB | SCAF_RT_GOMP, .tbb_tcm = 1},
+         "not started under scaf run (uses libtbb)"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_LAYER_TCM | SCAF_RT_GOMP | SCAF_RT_TBB,
+          .tbb_tcm = 1, .env_known = true},
+         "layer loaded, not a client: no daemon when it tried, refused, or no region yet"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP | SCAF_RT_TBB, .tbb_tcm = 1},
+         "layer inert: oneTBB without scaf's TCM provider (start it with scaf run)"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP | SCAF_RT_TBB, .tbb_tcm = 0,
+          .tbb_version = "2021.8"},
+         "layer inert: oneTBB 2021.8 asks no TCM (older than 2021.11): scaf cannot steer it"},
         {{.maps_known = true, .mask = SCAF_RT_BLIS}, "parallel runtime blis that scaf cannot steer"},
         {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_GOMP, .env_known = true, .disabled = true},
          "layer inert: SCAF_DISABLE=1"},
@@ -162,8 +238,10 @@ static void reasons(void)
          "layer inert: parallel runtime libomp that this layer cannot steer"},
         {{.maps_known = true, .mask = SCAF_RT_LAYER_OMP | SCAF_RT_LLVM_OMP, .env_known = true},
          "layer loaded, not a client: no daemon when it tried, refused, or no region yet"},
-        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_OPENBLAS | SCAF_RT_TBB},
-         "layer inert: parallel runtime libtbb that this layer cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_OPENBLAS | SCAF_RT_TBB, .tbb_tcm = -1},
+         "layer inert: parallel runtime libtbb, unreadable by the daemon, that scaf cannot steer"},
+        {{.maps_known = true, .mask = SCAF_RT_LAYER_GOMP | SCAF_RT_LLVM_OMP | SCAF_RT_TBB, .tbb_tcm = 1},
+         "layer inert: oneTBB without scaf's TCM provider (start it with scaf run)"},
     };
     char out[112], tiny[8];
 
@@ -274,15 +352,86 @@ static void foreign_live(void)
     CHECK(scaf_foreign_top(&f, top, SCAF_FOREIGN_SHOW) == 0, "off after free");
 }
 
+static uint64_t ticks_of(pid_t pid)
+{
+    char buf[1024];
+    struct scaf_pidstat ps;
+
+    if (scaf_procfs_read_pid(pid, "stat", buf, sizeof buf) <= 0 || scaf_pidstat_parse(buf, &ps) != 0)
+        return 0;
+    return ps.utime + ps.stime;
+}
+
+/*
+ * A client that leaves: what it burned since its last sample counts as the clients' in the next
+ * sample. Read from /proc while the process is a zombie; estimated from its last interval's rate
+ * once it is gone.
+ */
+static void client_leave(void)
+{
+    struct scaf_lookout lk;
+    struct scaf_lookout_client lc;
+    struct scaf_capacity cap;
+    pid_t child = fork();
+    uint64_t start;
+
+    if (child == 0) {
+        for (volatile unsigned long i = 0;; i++)
+            ;
+    }
+    CHECK(child > 0, "fork");
+    if (child <= 0)
+        return;
+    scaf_lookout_init(&lk, true, 2);
+    scaf_lookout_client_start(&lc, child);
+    start = ticks_of(child);
+    /* However busy the machine, wait until the child has burned 5 ticks since its baseline. */
+    for (int i = 0; i < 1000 && ticks_of(child) < start + 5; i++)
+        usleep(10000);
+    kill(child, SIGKILL);
+    for (int i = 0; i < 1000 && scaf_procfs_exiting(child) == 0; i++)
+        usleep(1000);
+    scaf_lookout_client_leave(&lk, &lc, child); /* a zombie: its stat is still there */
+    CHECK(lk.departed_ticks >= 5, "a departed zombie's ticks since its last sample: %llu",
+          (unsigned long long)lk.departed_ticks);
+    waitpid(child, NULL, 0);
+
+    /* Gone: half an interval at 100 ticks an interval is about 50. */
+    lk.departed_ticks = 0;
+    lc.have_ticks = true;
+    lc.last_delta = 100;
+    lc.last_ns = scaf_clock_ns(CLOCK_MONOTONIC) - 500000000ull;
+    scaf_lookout_client_leave(&lk, &lc, child);
+    CHECK(lk.departed_ticks >= 50 && lk.departed_ticks <= 100, "estimated: %llu", (unsigned long long)lk.departed_ticks);
+    lc.last_ns = scaf_clock_ns(CLOCK_MONOTONIC) - 5000000000ull;
+    lk.departed_ticks = 0;
+    scaf_lookout_client_leave(&lk, &lc, child);
+    CHECK(lk.departed_ticks == 100, "one interval at most: %llu", (unsigned long long)lk.departed_ticks);
+
+    /* The next sample takes it and starts again from nothing. */
+    memset(&cap, 0, sizeof cap);
+    cap.cpus = 2;
+    scaf_lookout_sample(&lk, &cap, 0, false);
+    CHECK(lk.departed_ticks == 0, "taken by the sample");
+
+    /* --no-lookout: nothing is kept. */
+    scaf_lookout_init(&lk, false, 2);
+    scaf_lookout_client_leave(&lk, &lc, child);
+    CHECK(lk.departed_ticks == 0, "off: nothing kept");
+    scaf_lookout_free(&lk);
+}
+
 int main(void)
 {
     procstat();
     pidstat();
     foreign();
     maps_mask();
+    tbb_lib();
     reasons();
     commands();
     foreign_stat();
     foreign_live();
+    client_leave();
     return check_exit("test_daemon_lookout");
 }

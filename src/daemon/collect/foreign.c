@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,7 @@ static const struct rt_pattern RT_PATTERNS[] = {
     {"libiomp5", SCAF_RT_INTEL_OMP},    {"libtbb.so", SCAF_RT_TBB},        {"libtbb-", SCAF_RT_TBB},
     {"libtbb12", SCAF_RT_TBB},          {"libopenblas", SCAF_RT_OPENBLAS}, {"libscipy_openblas", SCAF_RT_OPENBLAS},
     {"libmkl_", SCAF_RT_MKL},           {"libblis", SCAF_RT_BLIS},         {"libscaf_gomp", SCAF_RT_LAYER_GOMP},
-    {"libscaf_omp", SCAF_RT_LAYER_OMP},
+    {"libscaf_omp", SCAF_RT_LAYER_OMP}, {"libscaf_tcm", SCAF_RT_LAYER_TCM},
 };
 
 /* Runtime names in the order scaf_foreign_runtime_name reports them: the ones scaf cannot steer first. */
@@ -44,7 +46,7 @@ static const struct {
 };
 
 #define RT_NEVER (SCAF_RT_TBB | SCAF_RT_BLIS)
-#define RT_LAYERS (SCAF_RT_LAYER_GOMP | SCAF_RT_LAYER_OMP)
+#define RT_LAYERS (SCAF_RT_LAYER_GOMP | SCAF_RT_LAYER_OMP | SCAF_RT_LAYER_TCM)
 
 unsigned scaf_foreign_maps_mask(const char *maps)
 {
@@ -74,6 +76,81 @@ unsigned scaf_foreign_maps_mask(const char *maps)
     return mask;
 }
 
+int scaf_foreign_tbb_path(const char *maps, char *out, size_t len)
+{
+    static const char NAME[] = "/libtbb.so";
+    const char *p = maps ? strstr(maps, NAME) : NULL;
+    const char *start, *end;
+
+    if (!p)
+        return -1;
+    /* The path is the line's last field: it starts at its first '/' and runs to the line's end. */
+    start = p;
+    while (start > maps && start[-1] != '\n')
+        start--;
+    start = strchr(start, '/');
+    end = strchr(p, '\n');
+    if (!end)
+        end = p + strlen(p);
+    if (!start || start > p || (size_t)(end - start) >= len)
+        return -1;
+    memcpy(out, start, (size_t)(end - start));
+    out[end - start] = '\0';
+    return 0;
+}
+
+int scaf_foreign_tbb_lib(const char *path, struct scaf_tbb_lib *out)
+{
+    static const char TCM[] = "tcmConnect", VER[] = "oneTBB: VERSION\t";
+    enum { CHUNK = 65536, KEEP = 64 };
+    char *buf = NULL;
+    size_t have = 0;
+    ssize_t n;
+    int fd = -1, rc = -1;
+
+    out->tcm = 0;
+    out->version[0] = '\0';
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        goto cleanup;
+    buf = malloc(CHUNK + KEEP + 1);
+    if (!buf)
+        goto cleanup;
+    /* Chunk by chunk, the last KEEP bytes carried over, so that no string is cut at a boundary. */
+    while ((n = read(fd, buf + have, CHUNK)) > 0) {
+        const char *v;
+
+        have += (size_t)n;
+        buf[have] = '\0';
+        if (!out->tcm && memmem(buf, have, TCM, sizeof TCM - 1))
+            out->tcm = 1;
+        if (!out->version[0] && (v = memmem(buf, have, VER, sizeof VER - 1)) != NULL) {
+            size_t i = 0;
+
+            v += sizeof VER - 1;
+            while (v < buf + have && *v == '\t')
+                v++;
+            while (v < buf + have && i + 1 < sizeof out->version && ((*v >= '0' && *v <= '9') || *v == '.'))
+                out->version[i++] = *v++;
+            out->version[i] = '\0';
+        }
+        if (out->tcm && out->version[0])
+            break;
+        if (have > KEEP) {
+            memmove(buf, buf + have - KEEP, KEEP);
+            have = KEEP;
+        }
+    }
+    if (n < 0)
+        goto cleanup;
+    rc = 0;
+cleanup:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 const char *scaf_foreign_runtime_name(unsigned mask)
 {
     for (size_t i = 0; i < sizeof RT_NAMES / sizeof *RT_NAMES; i++)
@@ -82,10 +159,13 @@ const char *scaf_foreign_runtime_name(unsigned mask)
     return NULL;
 }
 
-/* The runtimes a mapped layer steers: each layer its OpenMP runtime, both the BLAS pools. */
+/* The runtimes a mapped layer steers: each layer its OpenMP runtime, both the BLAS pools; the TCM provider oneTBB. */
 static unsigned covered_by(unsigned mask)
 {
     unsigned c = 0;
+
+    if (mask & SCAF_RT_LAYER_TCM)
+        c |= SCAF_RT_TBB;
 
     if (mask & SCAF_RT_LAYER_GOMP)
         c |= SCAF_RT_GOMP | SCAF_RT_OPENBLAS | SCAF_RT_MKL;
@@ -94,12 +174,26 @@ static unsigned covered_by(unsigned mask)
     return c;
 }
 
+/* Why a oneTBB cannot be steered: too old to ask a TCM (its version), or of a version not known. */
+static void tbb_never(const struct scaf_foreign_facts *f, const char *prefix, char *out, size_t len)
+{
+    if (f->tbb_tcm == 0)
+        snprintf(out, len, "%soneTBB %s asks no TCM (older than 2021.11): scaf cannot steer it", prefix,
+                 f->tbb_version && f->tbb_version[0] ? f->tbb_version : "(version unknown)");
+    else
+        snprintf(out, len, "%sparallel runtime libtbb, unreadable by the daemon, that scaf cannot steer", prefix);
+}
+
 void scaf_foreign_reason(const struct scaf_foreign_facts *f, char *out, size_t len)
 {
     unsigned rt = f->mask & ~RT_LAYERS;
+    unsigned never = rt & RT_NEVER;
 
     if (len == 0)
         return;
+    /* A oneTBB that asks a TCM is steered by scaf run (the provider), like an OpenMP runtime. */
+    if ((rt & SCAF_RT_TBB) && f->tbb_tcm == 1)
+        never &= ~SCAF_RT_TBB;
     if (!f->maps_known) {
         snprintf(out, len, "not a client (its /proc details are not readable by the daemon)");
         return;
@@ -111,6 +205,10 @@ void scaf_foreign_reason(const struct scaf_foreign_facts *f, char *out, size_t l
             snprintf(out, len, "layer inert: SCAF_DISABLE=1");
         else if (f->env_known && f->socket && f->our_socket && strcmp(f->socket, f->our_socket) != 0)
             snprintf(out, len, "layer inert: SCAF_SOCKET names another daemon (%s)", f->socket);
+        else if ((uncovered & SCAF_RT_TBB) && !(never & SCAF_RT_TBB))
+            snprintf(out, len, "layer inert: oneTBB without scaf's TCM provider (start it with scaf run)");
+        else if (uncovered & never & SCAF_RT_TBB)
+            tbb_never(f, "layer inert: ", out, len);
         else if (uncovered)
             snprintf(out, len, "layer inert: parallel runtime %s that this layer cannot steer",
                      scaf_foreign_runtime_name(uncovered));
@@ -118,8 +216,10 @@ void scaf_foreign_reason(const struct scaf_foreign_facts *f, char *out, size_t l
             snprintf(out, len, "layer loaded, not a client: no daemon when it tried, refused, or no region yet");
         return;
     }
-    if (rt & RT_NEVER)
-        snprintf(out, len, "parallel runtime %s that scaf cannot steer", scaf_foreign_runtime_name(rt & RT_NEVER));
+    if (never & SCAF_RT_TBB)
+        tbb_never(f, "", out, len);
+    else if (never)
+        snprintf(out, len, "parallel runtime %s that scaf cannot steer", scaf_foreign_runtime_name(never));
     else if (rt)
         snprintf(out, len, "not started under scaf run (uses %s)", scaf_foreign_runtime_name(rt));
     else
@@ -260,7 +360,9 @@ static const char *env_get(const char *env, size_t n, const char *key)
 /* Name, owner and reason of one process: a few small /proc reads; any may fail (gone, another user's). */
 static void detail(struct scaf_foreign *f, struct scaf_foreign_proc *p, double now)
 {
-    struct scaf_foreign_facts facts = {.our_socket = f->our_socket};
+    struct scaf_foreign_facts facts = {.tbb_tcm = -1, .our_socket = f->our_socket};
+    struct scaf_tbb_lib tbb;
+    char tbb_path[PATH_MAX];
     char small[4096], sock[108];
     char path[64];
     ssize_t n;
@@ -282,6 +384,11 @@ static void detail(struct scaf_foreign *f, struct scaf_foreign_proc *p, double n
     if (scaf_procfs_read_grow(path, &f->buf, &f->buf_cap) >= 0) {
         facts.maps_known = true;
         facts.mask = scaf_foreign_maps_mask(f->buf);
+        if ((facts.mask & SCAF_RT_TBB) && scaf_foreign_tbb_path(f->buf, tbb_path, sizeof tbb_path) == 0 &&
+            scaf_foreign_tbb_lib(tbb_path, &tbb) == 0) {
+            facts.tbb_tcm = tbb.tcm;
+            facts.tbb_version = tbb.version;
+        }
     }
     if (facts.mask & RT_LAYERS) {
         snprintf(path, sizeof path, "/proc/%d/environ", (int)p->pid);

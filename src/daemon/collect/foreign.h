@@ -18,10 +18,29 @@ enum {
     SCAF_RT_BLIS = 1u << 6,      /* BLIS */
     SCAF_RT_LAYER_GOMP = 1u << 7, /* libscaf_gomp.so: the layer for libgomp */
     SCAF_RT_LAYER_OMP = 1u << 8,  /* libscaf_omp.so: the layer for LLVM/Intel OpenMP */
+    SCAF_RT_LAYER_TCM = 1u << 9,  /* libscaf_tcm.so: scaf's TCM provider, which steers oneTBB */
 };
 
 /* The runtime and layer bits of /proc/PID/maps text (each mapped path's basename is matched). */
 unsigned scaf_foreign_maps_mask(const char *maps);
+
+/*
+ * The path of the oneTBB library (libtbb.so...) mapped in /proc/PID/maps text, into out (len bytes).
+ * Returns 0, or -1 when none is mapped or its path does not fit.
+ */
+int scaf_foreign_tbb_path(const char *maps, char *out, size_t len);
+
+/* What a oneTBB library says of itself. */
+struct scaf_tbb_lib {
+    int tcm;          /* 1: it asks a TCM for its workers (it names tcmConnect); 0: it does not */
+    char version[16]; /* "2021.8", from its "oneTBB: VERSION" line; "" when it has none */
+};
+
+/*
+ * Reads the library at `path` (never loads or runs it) for the two strings above. Returns 0, or -1
+ * with errno when it cannot be read (a path under a home the daemon's sandbox hides, a removed file).
+ */
+int scaf_foreign_tbb_lib(const char *path, struct scaf_tbb_lib *out);
 
 /* A short name for the first runtime bit in `mask` that is not a layer ("libgomp", "libomp", ...), or NULL. */
 const char *scaf_foreign_runtime_name(unsigned mask);
@@ -29,6 +48,8 @@ const char *scaf_foreign_runtime_name(unsigned mask);
 /* What /proc tells about one process, for the reason. */
 struct scaf_foreign_facts {
     unsigned mask;          /* scaf_foreign_maps_mask; 0 when maps could not be read */
+    int tbb_tcm;            /* its oneTBB asks a TCM: 1 yes, 0 no, -1 unknown (or no oneTBB) */
+    const char *tbb_version; /* that oneTBB's version, "" or NULL when unknown */
     bool maps_known;        /* maps was readable */
     bool env_known;         /* /proc/PID/environ was readable (same user, or root) */
     bool disabled;          /* SCAF_DISABLE=1 in its environment */
@@ -38,8 +59,8 @@ struct scaf_foreign_facts {
 
 /*
  * Why a process that takes CPU is not a client, in one short sentence
- * (at most `len` - 1 bytes): "not started under scaf run", "parallel runtime
- * libtbb that scaf cannot steer", "layer inert: SCAF_DISABLE=1", ...
+ * (at most `len` - 1 bytes): "not started under scaf run", "oneTBB older than
+ * 2021.11 ...: scaf cannot steer it", "layer inert: SCAF_DISABLE=1", ...
  */
 void scaf_foreign_reason(const struct scaf_foreign_facts *f, char *out, size_t len);
 

@@ -1,6 +1,7 @@
 /* lookout.c — once a second: contexts kept busy by processes that are not clients become unavailable. */
 #include "lookout.h"
 #include "../say.h"
+#include "scaf/clock.h"
 #include "scaf/procfs.h"
 
 #include <errno.h>
@@ -11,6 +12,8 @@
 
 /* Weight of the newest sample in the moving average: a busy loop shows up within 2-3 s. */
 #define LOOKOUT_ALPHA 0.5
+/* The lookout's sampling interval (loop.c's lookout timer). */
+#define LOOKOUT_INTERVAL_NS 1000000000ull
 
 int scaf_procstat_sum(const char *text, const int *cpu_list, size_t len, struct scaf_cpustat *out)
 {
@@ -119,13 +122,35 @@ uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, p
 
     lc->ticks = ticks;
     lc->have_ticks = true;
+    lc->last_delta = delta;
+    lc->last_ns = scaf_clock_ns(CLOCK_MONOTONIC);
     lc->exp_pid = exp;
     lc->exp_ticks = exp_ticks;
     return delta;
 }
 
+void scaf_lookout_client_leave(struct scaf_lookout *lk, const struct scaf_lookout_client *lc, pid_t pid)
+{
+    struct scaf_pidstat ps;
+    uint64_t burned = 0;
+
+    if (!lk->on || !lc->have_ticks)
+        return;
+    if (read_pidstat(pid, &ps) == 0 && ps.utime + ps.stime + ps.cutime + ps.cstime >= lc->ticks) {
+        burned = ps.utime + ps.stime + ps.cutime + ps.cstime - lc->ticks;
+    } else {
+        uint64_t since = scaf_clock_ns(CLOCK_MONOTONIC) - lc->last_ns;
+        /* The lookout samples once a second: a longer gap is still one interval at most. */
+        burned = since >= LOOKOUT_INTERVAL_NS ? lc->last_delta
+                                               : (uint64_t)((double)lc->last_delta * (double)since / LOOKOUT_INTERVAL_NS);
+    }
+    lk->departed_ticks += burned;
+}
+
 void scaf_lookout_client_start(struct scaf_lookout_client *lc, pid_t pid)
 {
+    lc->last_delta = 0;
+    lc->last_ns = 0;
     lc->have_ticks = false;
     lc->exp_pid = 0;
     lc->exp_ticks = 0;
@@ -166,7 +191,7 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
         self_ticks = self.utime + self.stime;
     if (lk->have_stat && st.busy >= lk->last_stat.busy && st.total > lk->last_stat.total) {
         uint64_t dself = self_ticks >= lk->last_self_ticks ? self_ticks - lk->last_self_ticks : 0;
-        double f = scaf_lookout_foreign(st.busy - lk->last_stat.busy, dclients + dself,
+        double f = scaf_lookout_foreign(st.busy - lk->last_stat.busy, dclients + dself + lk->departed_ticks,
                                         st.total - lk->last_stat.total, st.ncpu);
         lk->foreign = LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * lk->foreign;
     }
@@ -174,6 +199,7 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
     lk->last_self_ticks = self_ticks;
     lk->have_stat = true;
 out:
+    lk->departed_ticks = 0;
     available = (int32_t)cap->cpus - (int32_t)lround(lk->foreign);
     lk->available = available < 1 ? 1 : (uint32_t)available;
 }

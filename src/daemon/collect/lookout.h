@@ -38,6 +38,8 @@ struct scaf_lookout_client {
     pid_t exp_pid;   /* experiment child seen at the last sample */
     uint64_t exp_ticks;
     uint32_t nlwp;   /* threads of the client at the last sample */
+    uint64_t last_delta; /* ticks it burned in the interval before the last sample */
+    uint64_t last_ns;    /* CLOCK_MONOTONIC of the last sample */
 };
 
 struct scaf_lookout {
@@ -47,6 +49,7 @@ struct scaf_lookout {
     bool have_stat;
     struct scaf_cpustat last_stat;
     uint64_t last_self_ticks;
+    uint64_t departed_ticks; /* burned since the last sample by clients that have left since */
     char *stat_buf; /* /proc/stat, kept between samples */
     size_t stat_cap;
 };
@@ -58,6 +61,14 @@ void scaf_lookout_client_start(struct scaf_lookout_client *lc, pid_t pid);
 /* Ticks the client burned since its last sample, its experiment child included (`experiment_pid`
  * is client-written: it counts only if /proc shows it is the client's child). Updates nlwp. */
 uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, pid_t experiment_pid);
+/*
+ * A client leaves: what it burned since its last sample is added to what the next sample counts as
+ * the clients', not as foreign load. Read from /proc/PID/stat while the process is still there (on
+ * its way out, or a zombie); once reaped, estimated at the rate of its last interval. Without this
+ * a program that ends would leave its last second's CPU as phantom foreign load, and the programs
+ * that stay would be held below the CPUs it freed for a sample or two.
+ */
+void scaf_lookout_client_leave(struct scaf_lookout *lk, const struct scaf_lookout_client *lc, pid_t pid);
 /* One sample: what the clients burned (`dclients`, summed from the above) against /proc/stat. */
 void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, bool verbose);
 

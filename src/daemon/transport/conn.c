@@ -176,6 +176,7 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
             memmove(&d->clients[k], &d->clients[k + 1], (d->nclients - k - 1) * sizeof d->clients[0]);
             d->nclients--;
         }
+        scaf_lookout_client_leave(&d->lookout, &c->client.lookout, c->client.pid);
         scaf_page_unmap(c->client.page);
         c->client.page = NULL;
         c->client.applied = false;
