@@ -415,6 +415,7 @@ static void client_leave(void)
     CHECK(lk.departed_ticks == 0, "taken by the sample");
 
     /* --no-lookout: nothing is kept. */
+    scaf_lookout_free(&lk);
     scaf_lookout_init(&lk, false, 2);
     scaf_lookout_client_leave(&lk, &lc, child);
     CHECK(lk.departed_ticks == 0, "off: nothing kept");
