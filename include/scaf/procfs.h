@@ -33,11 +33,13 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
 ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap);
 
 /*
- * Whether process `pid` is on its way out: a zombie, or its exit under way (PF_EXITING in the flags of
- * /proc/PID/stat: it has taken a fatal signal or called exit, and the kernel is tearing it down; its
- * descriptors close at the end of that, which for a large address space takes a noticeable time).
+ * Whether process `pid` is on its way out: a zombie; its exit under way (PF_EXITING in the flags of
+ * /proc/PID/stat: the kernel is tearing it down, and its descriptors close at the end of that, which
+ * for a large address space takes a noticeable time); or signalled and not yet run (a pending
+ * SIGKILL, or a pending signal whose default action ends it and that it neither blocks, ignores nor
+ * catches, as /proc/PID/status shows them for its main thread).
  * Returns 1 when so, 0 when it runs on or is already gone (reaped: its descriptors are closed), or
- * -1 with errno when /proc/PID/stat cannot be read for another reason or does not parse (EPROTO).
+ * -1 with errno when /proc/PID cannot be read for another reason or does not parse (EPROTO).
  */
 int scaf_procfs_exiting(pid_t pid);
 

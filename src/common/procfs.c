@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +65,33 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
     return n;
 }
 
+/* One "Name:\thex" line of /proc/PID/status as a signal mask; 0 when absent. */
+static uint64_t sigmask_field(const char *status, const char *name)
+{
+    const char *p = strstr(status, name);
+
+    return p ? strtoull(p + strlen(name), NULL, 16) : 0;
+}
+
+/* Signals whose default action ends the process (signal(7): Term and Core). */
+static uint64_t fatal_by_default(void)
+{
+    static const int SIGS[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP,   SIGABRT, SIGBUS,  SIGFPE,
+                               SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE, SIGALRM,   SIGTERM, SIGXCPU, SIGXFSZ,
+                               SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSYS, SIGSTKFLT};
+    uint64_t m = 0;
+
+    for (size_t i = 0; i < sizeof SIGS / sizeof SIGS[0]; i++)
+        m |= 1ull << (SIGS[i] - 1);
+    return m;
+}
+
 int scaf_procfs_exiting(pid_t pid)
 {
     enum { PF_EXITING = 0x4 }; /* include/linux/sched.h */
-    char buf[1024], *p, *end;
+    char buf[2048], *p, *end;
     unsigned long long flags;
+    uint64_t pending, fatal;
 
     if (pid <= 0) {
         errno = EINVAL;
@@ -98,7 +121,18 @@ int scaf_procfs_exiting(pid_t pid)
         errno = EPROTO;
         return -1;
     }
-    return (flags & PF_EXITING) != 0;
+    if (flags & PF_EXITING)
+        return 1;
+    /* Signalled and not yet run: a pending SIGKILL, or a signal it neither blocks, ignores nor catches
+     * whose default is to end it. It exits as soon as it is scheduled. */
+    if (scaf_procfs_read_pid(pid, "status", buf, sizeof buf) < 0)
+        return errno == ENOENT || errno == ESRCH ? 0 : -1;
+    pending = sigmask_field(buf, "\nSigPnd:\t") | sigmask_field(buf, "\nShdPnd:\t");
+    if (pending & (1ull << (SIGKILL - 1)))
+        return 1;
+    fatal = fatal_by_default() & ~sigmask_field(buf, "\nSigBlk:\t") & ~sigmask_field(buf, "\nSigIgn:\t") &
+            ~sigmask_field(buf, "\nSigCgt:\t");
+    return (pending & fatal) != 0;
 }
 
 ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap)

@@ -317,17 +317,16 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
 }
 
 /*
- * Programs ended together (a job cancelled, a process group killed) close their sockets apart: the
- * signals go out one kill() after another, and a process's descriptors close only once the kernel
- * has torn down its memory, which for a large one takes a tenth of a second or more. After a batch in
- * which a client left, the loop goes on dispatching events, without a turn, while a client is still
- * on its way out (scaf_procfs_exiting) or until SETTLE_MS pass without another departure; SETTLE_MAX_MS
- * at most. They then leave in one turn, and the programs that stay get the CPUs in one step instead
- * of one departure at a time.
+ * Programs ended together (a job cancelled, a process group killed) close their sockets apart: a
+ * process's descriptors close only once the kernel has torn down its memory, which for a large one
+ * takes a tenth of a second or more, and one signalled a moment later has not even started. After a
+ * batch in which a client left, the loop goes on dispatching events without a turn while another
+ * client is on its way out (scaf_procfs_exiting: exiting, a zombie, or a fatal signal pending), for
+ * SETTLE_MAX_MS at most: they leave in one turn, and the programs that stay get the CPUs in one step
+ * instead of one departure at a time. A client that leaves while the others run on costs nothing.
  */
-#define SETTLE_MS 50
 #define SETTLE_MAX_MS 1000
-#define SETTLE_POLL_MS 10
+#define SETTLE_POLL_MS 5
 
 static bool clients_exiting(const struct scafd *d)
 {
@@ -339,26 +338,17 @@ static bool clients_exiting(const struct scafd *d)
 
 static void settle(struct scafd *d, struct epoll_event *evs, int nevs, uint64_t before)
 {
-    double start = scaf_clock_s(CLOCK_MONOTONIC), last = start;
+    double start = scaf_clock_s(CLOCK_MONOTONIC);
 
     if (d->departures == before)
         return;
-    while (!d->stop) {
-        double now = scaf_clock_s(CLOCK_MONOTONIC);
-        int n;
+    while (!d->stop && scaf_clock_s(CLOCK_MONOTONIC) - start < SETTLE_MAX_MS / 1000.0 && clients_exiting(d)) {
+        int n = epoll_wait(d->epfd, evs, nevs, SETTLE_POLL_MS);
 
-        if (now - start >= SETTLE_MAX_MS / 1000.0)
-            break;
-        if (now - last >= SETTLE_MS / 1000.0 && !clients_exiting(d))
-            break;
-        before = d->departures;
-        n = epoll_wait(d->epfd, evs, nevs, SETTLE_POLL_MS);
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n && !d->stop; i++)
             dispatch(d, &evs[i]);
-        if (d->departures != before)
-            last = scaf_clock_s(CLOCK_MONOTONIC);
     }
 }
 

@@ -24,6 +24,7 @@ from support import wire
 name = sys.argv[4].encode()
 if name:
     ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME: what /proc/PID/comm shows
+ballast = bytearray(int(sys.argv[5]) << 20)  # touched: its teardown at exit takes a while
 sock, page, cid = wire.register(sys.argv[2], int(sys.argv[3]))
 print("ready", cid, flush=True)
 sys.stdin.read()
@@ -33,10 +34,11 @@ sys.stdin.read()
 class ClientProc:
     """A separate process that is a scafd client for as long as it lives."""
 
-    def __init__(self, sock: str, max_threads: int = 8, name: bytes = b""):
+    def __init__(self, sock: str, max_threads: int = 8, name: bytes = b"", ballast_mb: int = 0,
+                 process_group: int | None = None):
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CLIENT_PY, str(ROOT), sock, str(max_threads), name.decode()],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-c", CLIENT_PY, str(ROOT), sock, str(max_threads), name.decode(), str(ballast_mb)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=process_group,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().decode()
@@ -254,19 +256,18 @@ def test_sigkilled_client_share_goes_to_the_others(scafd: Daemon, procs: list[Cl
 
 
 def test_clients_that_end_together_leave_in_one_turn(scafd: Daemon, procs: list[ClientProc]) -> None:
-    """Two programs killed a few milliseconds apart (a job cancelled, a process group killed) leave the
-    daemon in one referee turn: no log line shows one of them gone and the other still holding a share."""
+    """Two programs of one process group killed at once (a job cancelled, a pipeline stopped) leave the
+    daemon in one referee turn: no log line shows one of them gone and the other still holding a share.
+    One of them holds 512 MiB, so that the kernel closes its socket well after the other's."""
     s, p, _ = wire.register(scafd.socket, 8)
-    pair = [ClientProc(scafd.socket), ClientProc(scafd.socket)]
-    procs.extend(pair)
-    pids = {c.pid for c in pair}
+    small = ClientProc(scafd.socket, process_group=0)
+    procs.append(small)
+    big = ClientProc(scafd.socket, ballast_mb=512, process_group=small.pid)
+    procs.append(big)
+    pids = {small.pid, big.pid}
     scafd.wait_for(lambda st: {c["pid"] for c in st["clients"]} == pids | {os.getpid()}, what="three clients")
-    # One after the other, as Slurm's linuxproc and a shell's kill loop do: separate syscalls, so that
-    # the two sockets close in separate event batches unless the daemon waits for the second.
-    os.kill(pair[0].pid, signal.SIGKILL)
-    time.sleep(0.005)
-    os.kill(pair[1].pid, signal.SIGKILL)
-    for c in pair:
+    os.killpg(small.pid, signal.SIGKILL)
+    for c in (small, big):
         c.proc.wait()
     st = scafd.wait_for(lambda st: len(st["clients"]) == 1, what="both killed clients gone")
     assert st["clients"][0]["threads"] == 4 and p.threads == 4

@@ -59,6 +59,11 @@ static void test_read_pid(void)
     CHECK(scaf_procfs_read_pid(0, name, stat, sizeof stat) == -1 && errno == ENAMETOOLONG, "long name");
 }
 
+static void on_term(int sig)
+{
+    (void)sig;
+}
+
 static void test_exiting(void)
 {
     int status;
@@ -79,6 +84,28 @@ static void test_exiting(void)
     CHECK(waitpid(child, &status, 0) == child, "reaped");
     CHECK(scaf_procfs_exiting(child) == 0, "a reaped child is gone, not exiting");
     CHECK(scaf_procfs_exiting(0) == -1 && errno == EINVAL, "pid 0 is EINVAL");
+
+    /* Signalled and not yet run (stopped, so that it cannot run): a fatal signal pending is on its way
+     * out; one it catches is not. */
+    for (int caught = 0; caught < 2; caught++) {
+        int st;
+        pid_t c = fork();
+
+        if (c == 0) {
+            if (caught)
+                signal(SIGTERM, on_term);
+            raise(SIGSTOP);
+            pause();
+            _exit(0);
+        }
+        CHECK(c > 0 && waitpid(c, &st, WUNTRACED) == c && WIFSTOPPED(st), "child stopped");
+        CHECK(scaf_procfs_exiting(c) == 0, "a stopped child runs on");
+        kill(c, SIGTERM);
+        CHECK(scaf_procfs_exiting(c) == !caught, "SIGTERM pending, %s: %d", caught ? "caught" : "default",
+              scaf_procfs_exiting(c));
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+    }
 }
 
 static void test_read_grow(void)
