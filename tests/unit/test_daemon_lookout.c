@@ -367,6 +367,25 @@ static uint64_t ticks_of(pid_t pid)
  * sample. Read from /proc while the process is a zombie; estimated from its last interval's rate
  * once it is gone.
  */
+/* Only foreign load seen in two samples in a row takes a context. */
+static void available(void)
+{
+    static const struct {
+        uint32_t cpus;
+        double now, before;
+        uint32_t want;
+    } ROWS[] = {
+        {2, 0.0, 0.0, 2},  {2, 0.5, 0.0, 2},  /* one busy second: nothing taken */
+        {2, 0.75, 0.5, 1}, {2, 0.25, 0.5, 2}, /* a busy loop's second sample; then it stopped */
+        {2, 0.6, 0.62, 1}, {4, 2.0, 1.6, 2},  {4, 1.4, 3.9, 3}, {1, 1.0, 1.0, 1}, {2, 3.0, 3.0, 1},
+    };
+
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++)
+        CHECK(scaf_lookout_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before) == ROWS[i].want,
+              "available row %zu: %u, want %u", i, scaf_lookout_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before),
+              ROWS[i].want);
+}
+
 static void client_leave(void)
 {
     struct scaf_lookout lk;
@@ -434,5 +453,6 @@ int main(void)
     foreign_stat();
     foreign_live();
     client_leave();
+    available();
     return check_exit("test_daemon_lookout");
 }

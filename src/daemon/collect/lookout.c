@@ -177,7 +177,6 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
     struct scaf_cpustat st;
     struct scaf_pidstat self;
     uint64_t self_ticks = 0;
-    int32_t available;
 
     if (!lk->on)
         goto out;
@@ -193,6 +192,7 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
         uint64_t dself = self_ticks >= lk->last_self_ticks ? self_ticks - lk->last_self_ticks : 0;
         double f = scaf_lookout_foreign(st.busy - lk->last_stat.busy, dclients + dself + lk->departed_ticks,
                                         st.total - lk->last_stat.total, st.ncpu);
+        lk->foreign_prev = lk->foreign;
         lk->foreign = LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * lk->foreign;
     }
     lk->last_stat = st;
@@ -200,6 +200,14 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
     lk->have_stat = true;
 out:
     lk->departed_ticks = 0;
-    available = (int32_t)cap->cpus - (int32_t)lround(lk->foreign);
-    lk->available = available < 1 ? 1 : (uint32_t)available;
+    lk->available = scaf_lookout_available(cap->cpus, lk->foreign, lk->foreign_prev);
+}
+
+uint32_t scaf_lookout_available(uint32_t cpus, double foreign, double foreign_prev)
+{
+    /* A context goes only to foreign load seen in two samples in a row: one busy second (a command
+     * starting a program, `scaf run`'s own start-up, a bench harness between runs) takes nothing. */
+    int64_t available = (int64_t)cpus - (int64_t)lround(fmin(foreign, foreign_prev));
+
+    return available < 1 ? 1 : (uint32_t)available;
 }

@@ -45,6 +45,7 @@ struct scaf_lookout_client {
 struct scaf_lookout {
     bool on;            /* false with --no-lookout: available stays cpus */
     double foreign;     /* smoothed busy contexts of non-clients */
+    double foreign_prev; /* the same one sample earlier: `available` takes the smaller of the two */
     uint32_t available; /* cpus - round(foreign), >= 1 */
     bool have_stat;
     struct scaf_cpustat last_stat;
@@ -69,6 +70,8 @@ uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, p
  * that stay would be held below the CPUs it freed for a sample or two.
  */
 void scaf_lookout_client_leave(struct scaf_lookout *lk, const struct scaf_lookout_client *lc, pid_t pid);
+/* The contexts left to clients: cpus less the smaller of the foreign load now and one sample earlier, rounded; >= 1. */
+uint32_t scaf_lookout_available(uint32_t cpus, double foreign, double foreign_prev);
 /* One sample: what the clients burned (`dclients`, summed from the above) against /proc/stat. */
 void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, bool verbose);
 
