@@ -146,6 +146,12 @@ def _dynamic(path: str) -> tuple[list[str], list[str], list[str], set[str]]:
             sec = elf.get_section_by_name(name)
             if sec is None or not hasattr(sec, "iter_symbols"):
                 continue
+            # Walking every symbol through pyelftools costs about a second for libstdc++ and libtbb,
+            # at each `scaf run`: look in the section's string table first, and walk only a table
+            # that names a marker at all (as a string's tail: linkers merge a name into a longer one).
+            strtab = elf.get_section(sec["sh_link"]).data()
+            if not any(marker.encode() + b"\0" in strtab for marker in STATIC_MARKERS):
+                continue
             for sym in sec.iter_symbols():
                 if sym.name in STATIC_MARKERS and sym["st_shndx"] != "SHN_UNDEF":
                     defined.add(sym.name)
