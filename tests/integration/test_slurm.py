@@ -116,7 +116,7 @@ def status_of(sock: str) -> dict | None:
         return None
 
 
-def wait_status(sock: str, pred: Callable[[dict], bool], timeout: float, what: str, c: slurm.Slurm) -> dict:
+def wait_status(sock: str, pred: Callable[[dict], bool], timeout: float, what: str, logs: Callable[[], str]) -> dict:
     deadline = time.monotonic() + timeout
     st: dict | None = None
     while time.monotonic() < deadline:
@@ -124,7 +124,7 @@ def wait_status(sock: str, pred: Callable[[dict], bool], timeout: float, what: s
         if st is not None and pred(st):
             return st
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}: last status {st}\n{c.logs()}")
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}: last status {st}\n{logs()}")
 
 
 def wait_gone(pid: int, timeout: float) -> bool:
@@ -174,7 +174,7 @@ def test_a_job_runs_two_programs_as_clients_of_its_own_daemon(cluster: slurm.Slu
     sock = job_socket(top, jobid)
     with reaped([]) as daemons:
         st = wait_status(sock, lambda s: {c["name"] for c in s["clients"]} == {"ep", "cg"}, 120,
-                         "ep and cg both clients of the job's daemon", cluster)
+                         "ep and cg both clients of the job's daemon", cluster.logs)
         daemons.append(st["daemon_pid"])
         assert st["job"] == jobid, st
         rec = cluster.job(jobid)
@@ -256,7 +256,7 @@ def test_scancel_ends_the_programs_and_the_jobs_daemon(cluster: slurm.Slurm, top
     jobid = cluster.sbatch(script, "--cpus-per-task=2", env=job_env(top))
     sock = job_socket(top, jobid)
     with reaped([]) as daemons:
-        st = wait_status(sock, lambda s: len(s["clients"]) == 2, 120, "both programs clients", cluster)
+        st = wait_status(sock, lambda s: len(s["clients"]) == 2, 120, "both programs clients", cluster.logs)
         daemons.append(st["daemon_pid"])
         clients = [c["pid"] for c in st["clients"]]
         # The daemon's view while the job is cancelled, as densely as it answers: its two clients
@@ -347,15 +347,7 @@ class NodeDaemon:
         return wire.status(self.socket, timeout=10)
 
     def wait_for(self, pred: Callable[[dict], bool], timeout: float, what: str) -> dict:
-        deadline = time.monotonic() + timeout
-        st: dict | None = None
-        while time.monotonic() < deadline:
-            st = status_of(self.socket)
-            if st is not None and pred(st):
-                return st
-            time.sleep(0.1)
-        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}: last status {st}\n"
-                             f"{self.log.read_text()[-3000:]}")
+        return wait_status(self.socket, pred, timeout, what, lambda: self.log.read_text()[-3000:])
 
 
 @pytest.fixture
