@@ -96,6 +96,9 @@ enum scaf_control {
 
 #define SCAF_CLIENT_NONMALLEABLE 0x1u /* team size fixed: control through cpuset */
 #define SCAF_CLIENT_LONG_REGION 0x2u  /* a region has run past SCAF_LONG_REGION_S */
+/* The program is ending through exit(): its socket will close because it finished, not because it
+ * was killed. Set by the layer's destructor; a daemon that does not know it ignores it. */
+#define SCAF_CLIENT_EXITING 0x4u
 
 /*
  * Gang turns for fixed teams that together oversubscribe the machine: a

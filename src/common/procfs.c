@@ -86,41 +86,88 @@ static uint64_t fatal_by_default(void)
     return m;
 }
 
+/* The fields of /proc/PID/stat after the state letter that scaf reads, in their order (proc(5)). */
+enum { STAT_PPID, STAT_PGRP, STAT_SESSION, STAT_TTY, STAT_TPGID, STAT_FLAGS, STAT_NFIELDS };
+
+/*
+ * /proc/PID/stat split after its command: *state is the state letter and fields[i] points at the
+ * field STAT_* i, ended by a space. comm may hold anything, even ") ", so the split is at the last
+ * ')'. Returns 0, or -1 with errno (EPROTO: does not parse).
+ */
+
+static int stat_fields(pid_t pid, char *buf, size_t len, char *state, const char *fields[STAT_NFIELDS])
+{
+    char *p;
+
+    if (scaf_procfs_read_pid(pid, "stat", buf, len) < 0)
+        return -1;
+    p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || !p[2]) {
+        errno = EPROTO;
+        return -1;
+    }
+    *state = p[2];
+    p += 3;
+    for (int field = 0; field < STAT_NFIELDS; field++) {
+        if (*p != ' ') {
+            errno = EPROTO;
+            return -1;
+        }
+        fields[field] = ++p;
+        p += strcspn(p, " ");
+    }
+    return 0;
+}
+
+/* One decimal field of stat_fields(); -1 with EPROTO when it is not one. */
+static long long stat_number(const char *field)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(field, &end, 10);
+    if (errno || end == field || (*end != ' ' && *end != '\0')) {
+        errno = EPROTO;
+        return -1;
+    }
+    return v;
+}
+
+pid_t scaf_procfs_session(pid_t pid)
+{
+    char buf[2048], state;
+    const char *f[STAT_NFIELDS];
+    long long sid;
+
+    if (pid <= 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (stat_fields(pid, buf, sizeof buf, &state, f) < 0 || (sid = stat_number(f[STAT_SESSION])) < 0)
+        return -1;
+    return (pid_t)sid;
+}
+
 int scaf_procfs_exiting(pid_t pid)
 {
     enum { PF_EXITING = 0x4 }; /* include/linux/sched.h */
-    char buf[2048], *p, *end;
-    unsigned long long flags;
+    char buf[2048], state;
+    const char *f[STAT_NFIELDS];
+    long long flags;
     uint64_t pending, fatal;
 
     if (pid <= 0) {
         errno = EINVAL;
         return -1;
     }
-    if (scaf_procfs_read_pid(pid, "stat", buf, sizeof buf) < 0)
+    if (stat_fields(pid, buf, sizeof buf, &state, f) < 0)
         return errno == ENOENT || errno == ESRCH ? 0 : -1;
-    /* "pid (comm) S ppid pgrp session tty_nr tpgid flags ...": comm may hold anything, even ") ". */
-    p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || !p[2]) {
-        errno = EPROTO;
-        return -1;
-    }
-    if (p[2] == 'Z' || p[2] == 'X')
+    if (state == 'Z' || state == 'X')
         return 1;
-    p += 3;
-    for (int field = 0; field < 5; field++) { /* ppid pgrp session tty_nr tpgid */
-        p = strchr(p + 1, ' ');
-        if (!p) {
-            errno = EPROTO;
-            return -1;
-        }
-    }
-    errno = 0;
-    flags = strtoull(p + 1, &end, 10);
-    if (errno || end == p + 1) {
-        errno = EPROTO;
+    /* flags is unsigned in the kernel; its top bits are never set for a process. */
+    if ((flags = stat_number(f[STAT_FLAGS])) < 0)
         return -1;
-    }
     if (flags & PF_EXITING)
         return 1;
     /* Signalled and not yet run: a pending SIGKILL, or a signal it neither blocks, ignores nor catches

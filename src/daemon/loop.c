@@ -320,13 +320,21 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
  * Programs ended together (a job cancelled, a process group killed) close their sockets apart: a
  * process's descriptors close only once the kernel has torn down its memory, which for a large one
  * takes a tenth of a second or more, and one signalled a moment later has not even started. After a
- * batch in which a client left, the loop goes on dispatching events without a turn while another
- * client is on its way out (scaf_procfs_exiting: exiting, a zombie, or a fatal signal pending), for
- * SETTLE_MAX_MS at most: they leave in one turn, and the programs that stay get the CPUs in one step
- * instead of one departure at a time. A client that leaves while the others run on costs nothing.
+ * batch in which a client left, the loop goes on dispatching events without a turn, for SETTLE_MAX_MS
+ * at most, while
+ *  - another client is on its way out (scaf_procfs_exiting: exiting, a zombie, or a fatal signal
+ *    pending), or
+ *  - a client was killed (conn.c's was_killed: it ended without the layer's farewell) less than
+ *    KIN_GRACE_MS ago and another client of its session is still here. A job scheduler ends a job
+ *    one kill() at a time (Slurm's proctrack walks the job's processes), and on a busy machine the
+ *    first program can be gone before the second is signalled.
+ * They leave in one turn, and the programs that stay get the CPUs in one step instead of one
+ * departure at a time. A client that closes its socket or exits while the others run on costs
+ * nothing; one killed alone delays the next turn by KIN_GRACE_MS when programs of its session stay.
  */
 #define SETTLE_MAX_MS 1000
 #define SETTLE_POLL_MS 5
+#define KIN_GRACE_MS 500
 
 static bool clients_exiting(const struct scafd *d)
 {
@@ -336,20 +344,33 @@ static bool clients_exiting(const struct scafd *d)
     return false;
 }
 
+static bool kin_awaited(const struct scafd *d, double now)
+{
+    if (d->killed_sid <= 0 || now - d->killed_at >= KIN_GRACE_MS / 1000.0)
+        return false;
+    for (uint32_t i = 0; i < d->nclients; i++)
+        if (d->clients[i]->sid == d->killed_sid)
+            return true;
+    return false;
+}
+
 static void settle(struct scafd *d, struct epoll_event *evs, int nevs, uint64_t before)
 {
-    double start = scaf_clock_s(CLOCK_MONOTONIC);
+    double start = scaf_clock_s(CLOCK_MONOTONIC), now = start;
 
     if (d->departures == before)
         return;
-    while (!d->stop && scaf_clock_s(CLOCK_MONOTONIC) - start < SETTLE_MAX_MS / 1000.0 && clients_exiting(d)) {
+    while (!d->stop && now - start < SETTLE_MAX_MS / 1000.0 && (clients_exiting(d) || kin_awaited(d, now))) {
         int n = epoll_wait(d->epfd, evs, nevs, SETTLE_POLL_MS);
 
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n && !d->stop; i++)
             dispatch(d, &evs[i]);
+        now = scaf_clock_s(CLOCK_MONOTONIC);
     }
+    if (d->opt.verbose > 1 && now > start)
+        scaf_say("departures settled in %.0f ms", (now - start) * 1e3);
 }
 
 void scaf_loop_signals(sigset_t *mask)

@@ -10,9 +10,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
-from conftest import ROOT, Daemon
+from conftest import ROOT, Daemon, layer_env
 from scaf.lib import paths
 from support import wire
 
@@ -35,10 +36,11 @@ class ClientProc:
     """A separate process that is a scafd client for as long as it lives."""
 
     def __init__(self, sock: str, max_threads: int = 8, name: bytes = b"", ballast_mb: int = 0,
-                 process_group: int | None = None):
+                 process_group: int | None = None, new_session: bool = False):
         self.proc = subprocess.Popen(
             [sys.executable, "-c", CLIENT_PY, str(ROOT), sock, str(max_threads), name.decode(), str(ballast_mb)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=process_group,
+            start_new_session=new_session,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().decode()
@@ -275,6 +277,58 @@ def test_clients_that_end_together_leave_in_one_turn(scafd: Daemon, procs: list[
     last_both = max(i for i, x in enumerate(seen) if x == pids)
     assert seen[last_both + 1:] == [set()], f"the two left in separate turns: {seen}"
     s.close()
+
+
+def test_programs_of_a_session_killed_one_at_a_time_leave_in_one_turn(
+        scafd_factory: Callable[..., Daemon], procs: list[ClientProc]) -> None:
+    """A job scheduler ends a job one kill() at a time (Slurm walks the job's processes), and on a busy
+    machine the first program can be gone before the second is even signalled. A program of another
+    session stays: the two killed ones still leave in one turn, and it gets their CPUs in one step."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    other = ClientProc(d.socket, new_session=True)
+    procs.append(other)
+    first = ClientProc(d.socket)
+    procs.append(first)
+    second = ClientProc(d.socket)
+    procs.append(second)
+    pids = {first.pid, second.pid}
+    d.wait_for(lambda st: {c["pid"] for c in st["clients"]} == pids | {other.pid}, what="three clients")
+    os.kill(first.pid, signal.SIGKILL)
+    first.proc.wait()
+    time.sleep(0.05)  # the scheduler's kill loop, preempted between two kill()s
+    os.kill(second.pid, signal.SIGKILL)
+    second.proc.wait()
+    st = d.wait_for(lambda st: len(st["clients"]) == 1, what="both killed clients gone")
+    assert st["clients"][0]["pid"] == other.pid and st["clients"][0]["threads"] == 4
+    seen = [{c["pid"] for c in ln["clients"]} & pids for ln in log_lines(d)]
+    last_both = max(i for i, x in enumerate(seen) if x == pids)
+    assert seen[last_both + 1:] == [set()], f"the two left in separate turns: {seen}"
+
+
+def test_a_program_that_exits_is_not_waited_for_but_a_killed_one_is(
+        scafd_factory: Callable[..., Daemon], procs: list[ClientProc], tmp_path: Path) -> None:
+    """The layer marks its page when the program ends through exit(): the daemon then hands its share
+    back at once, while a program of the same session runs on. A killed program's departure is held
+    for the rest of its session ("departures settled" at -vv), here in vain: its sibling runs on."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "-vv")
+    sibling = ClientProc(d.socket)
+    procs.append(sibling)
+    env = layer_env(d.socket)
+    done = subprocess.run([str(paths.workload("ep")), "--size", "S"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert any(c["pid"] != sibling.pid for ln in log_lines(d) for c in ln["clients"]), "ep never was a client"
+    d.wait_for(lambda st: [c["pid"] for c in st["clients"]] == [sibling.pid], what="ep gone")
+    assert "departures settled" not in d.stderr(), d.stderr()
+    spin = subprocess.Popen([str(paths.workload("spin")), "--size", "A"], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        d.wait_for(lambda st: spin.pid in {c["pid"] for c in st["clients"]}, what="spin a client")
+    finally:
+        spin.kill()
+        spin.wait()
+    d.wait_for(lambda st: [c["pid"] for c in st["clients"]] == [sibling.pid], what="spin gone")
+    assert "departures settled" in d.stderr(), d.stderr()
 
 
 def test_full_table_refused(scafd_factory: Callable[..., Daemon]) -> None:

@@ -19,9 +19,9 @@ PROGRAM = (
     + " sizeof(struct scaf_msg_welcome), sizeof(struct scaf_msg_refuse));\n"
     + '    printf("cpuset_words %d\\npage_size %u\\nstatus_max %u\\n", SCAF_CPUSET_WORDS, SCAF_PAGE_SIZE,'
     + " SCAF_STATUS_MAX);\n"
-    + '    printf("page_magic %u\\ncontrol_cpuset %d\\nnonmalleable %u\\nlong_region %u\\nhello_nm %u\\n",'
+    + '    printf("page_magic %u\\ncontrol_cpuset %d\\nnonmalleable %u\\nlong_region %u\\nexiting %u\\nhello_nm %u\\n",'
     + " SCAF_PAGE_MAGIC, SCAF_CONTROL_CPUSET, SCAF_CLIENT_NONMALLEABLE, SCAF_CLIENT_LONG_REGION,"
-    + " SCAF_HELLO_F_NONMALLEABLE);\n    return 0;\n}\n"
+    + " SCAF_CLIENT_EXITING, SCAF_HELLO_F_NONMALLEABLE);\n    return 0;\n}\n"
 )
 
 
@@ -45,4 +45,5 @@ def test_page_layout_matches_c(tmp_path: Path) -> None:
     assert int(out["control_cpuset"]) == wire.CONTROL_CPUSET
     assert int(out["nonmalleable"]) == wire.CLIENT_NONMALLEABLE
     assert int(out["long_region"]) == wire.CLIENT_LONG_REGION
+    assert int(out["exiting"]) == wire.CLIENT_EXITING
     assert int(out["hello_nm"]) == wire.HELLO_F_NONMALLEABLE

@@ -281,9 +281,11 @@ def test_scancel_ends_the_programs_and_the_jobs_daemon(cluster: slurm.Slurm, top
             assert wait_gone(pid, 30), f"client {pid} outlived the cancelled job"
         watcher.join(30)
         stop.set()
-        assert views and all(v in (set(clients), set()) for v in views), f"the clients left in separate turns: {views}"
+        log_path = top / "tmp" / f"scaf-job{jobid}" / "scafd.log"
+        assert views and all(v in (set(clients), set()) for v in views), \
+            f"the clients left in separate turns: {len(views)} answers, {views[:3]} ... {views[-3:]}\n{log_path.read_text()}"
         assert wait_gone(st["daemon_pid"], 30), f"the job's daemon {st['daemon_pid']} outlived the cancelled job"
-    log = (top / "tmp" / f"scaf-job{jobid}" / "scafd.log").read_text()
+    log = log_path.read_text()
     assert "(--exit-with) has ended" in log and "no client is left: exiting" in log, log
 
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,36 @@ static void test_exiting(void)
               scaf_procfs_exiting(c));
         kill(c, SIGKILL);
         waitpid(c, &st, 0);
+    }
+
+    /* Sessions, as getsid(2) tells them: a child's, and one that starts its own. A comm holding ") " and
+     * spaces does not shift the fields. */
+    {
+        int p[2], st;
+        pid_t c;
+        char go;
+
+        CHECK(scaf_procfs_session(getpid()) == getsid(0), "own session %d", (int)scaf_procfs_session(getpid()));
+        CHECK(pipe(p) == 0, "pipe");
+        c = fork();
+        if (c == 0) {
+            prctl(PR_SET_NAME, "a) b 1 2 3", 0, 0, 0);
+            setsid();
+            close(p[0]);
+            if (write(p[1], "x", 1) != 1)
+                _exit(1);
+            pause();
+            _exit(0);
+        }
+        close(p[1]);
+        CHECK(c > 0 && read(p[0], &go, 1) == 1, "child in its own session");
+        close(p[0]);
+        CHECK(scaf_procfs_session(c) == c && getsid(c) == c, "a session leader's session: %d",
+              (int)scaf_procfs_session(c));
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        CHECK(scaf_procfs_session(c) == -1 && errno == ENOENT, "a reaped child has no session");
+        CHECK(scaf_procfs_session(0) == -1 && errno == EINVAL, "pid 0 is EINVAL");
     }
 }
 

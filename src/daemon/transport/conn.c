@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -143,6 +145,21 @@ static void set_events(struct scafd *d, struct scafd_conn *c, uint32_t events)
     epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/*
+ * Whether a departing client was killed: it did not end through exit() (the layer's farewell flag is
+ * not on its page) and its process is gone or on its way out, so the socket did not close because
+ * the program closed it. A client that merely closed its socket runs on.
+ */
+static bool was_killed(const struct scaf_client *cl)
+{
+    int exiting;
+
+    if (atomic_load_explicit(&cl->page->client_flags, memory_order_relaxed) & SCAF_CLIENT_EXITING)
+        return false;
+    exiting = scaf_procfs_exiting(cl->pid);
+    return exiting == 1 || (exiting == 0 && kill(cl->pid, 0) < 0 && errno == ESRCH);
+}
+
 /* Closes a connection. A client's departure only marks the membership changed: the end-of-batch
  * step gives its share back, in this same loop turn. */
 static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
@@ -177,6 +194,10 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
             d->nclients--;
         }
         scaf_lookout_client_leave(&d->lookout, &c->client.lookout, c->client.pid);
+        if (c->client.sid > 0 && was_killed(&c->client)) {
+            d->killed_sid = c->client.sid;
+            d->killed_at = scaf_clock_s(CLOCK_MONOTONIC);
+        }
         scaf_page_unmap(c->client.page);
         c->client.page = NULL;
         c->client.applied = false;
@@ -370,6 +391,9 @@ static void hello(struct scafd *d, struct scafd_conn *c)
         return;
     }
     client_name(cl, m.name);
+    cl->sid = scaf_procfs_session(cl->pid);
+    if (cl->sid < 0)
+        cl->sid = 0;
     cl->max_threads = m.max_threads;
     cl->hello_fixed = (m.flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
     cl->id = ++d->next_id;

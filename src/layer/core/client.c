@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "helper.h"
 #include "malleable.h"
+#include "page.h"
 #include "pool.h"
 #include "say.h"
 #include "settings.h"
@@ -44,6 +45,24 @@ static void atfork_child(void)
         return;
     scaf_helper_forget();
     scaf_conn_forget();
+}
+
+/*
+ * A program that ends through exit() (or by returning from main) says so on its page before its
+ * socket closes. A client whose socket closes without it was killed, and a job scheduler kills a
+ * job's programs one kill() at a time: the daemon then holds its turn a moment for the other
+ * programs of the same session, so that they leave in one turn (scafd's loop.c). An experiment child
+ * never touches the page it inherited.
+ */
+__attribute__((destructor)) static void farewell(void)
+{
+    struct scaf_page *pg;
+
+    if (scaf_estimate_in_child())
+        return;
+    pg = scaf_page_get();
+    if (pg)
+        scaf_page_flag(pg, SCAF_CLIENT_EXITING, 1);
 }
 
 /*
