@@ -176,6 +176,10 @@ int scaf_wire_decode_answer(const void *msg, size_t len, struct scaf_wire_answer
         out->daemon_version = r.daemon_version;
         memcpy(out->text, r.text, sizeof out->text);
         out->text[sizeof out->text - 1] = '\0';
+        /* The layer prints it on the program's stderr: no escape sequence of the daemon's reaches a terminal. */
+        for (char *c = out->text; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
         return 0;
     }
     struct scaf_msg_welcome w;
@@ -184,6 +188,10 @@ int scaf_wire_decode_answer(const void *msg, size_t len, struct scaf_wire_answer
     if (w.page_size != SCAF_PAGE_SIZE) {
         refusal(why, SCAF_REFUSE_MALFORMED, "WELCOME announces a page of %u bytes, expected %u", w.page_size,
                 SCAF_PAGE_SIZE);
+        return -1;
+    }
+    if (w.reserved != 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "WELCOME reserved field is %u, must be 0", w.reserved);
         return -1;
     }
     out->client_id = w.client_id;

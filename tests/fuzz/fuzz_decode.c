@@ -214,18 +214,21 @@ static void fuzz_answer(const uint8_t *data, size_t size)
     memset(&why, 0xa5, sizeof why);
     if (scaf_wire_decode_answer(&in, len, &ans, &why) != 0) {
         check(why.reason == SCAF_REFUSE_MALFORMED && memchr(why.text, 0, sizeof why.text) != NULL);
-        check(in.h.type == SCAF_MSG_WELCOME && in.welcome.page_size != SCAF_PAGE_SIZE);
+        check(in.h.type == SCAF_MSG_WELCOME && (in.welcome.page_size != SCAF_PAGE_SIZE || in.welcome.reserved != 0));
         return;
     }
     check(ans.type == in.h.type);
     if (ans.type == SCAF_MSG_WELCOME) {
-        check(in.h.version == SCAF_PROTO_VERSION && in.h.reserved == 0 && len == sizeof in.welcome);
+        check(in.h.version == SCAF_PROTO_VERSION && in.h.reserved == 0 && in.welcome.reserved == 0 &&
+              len == sizeof in.welcome);
         check(ans.client_id == in.welcome.client_id && ans.cpus == in.welcome.cpus);
     } else {
         check(ans.type == SCAF_MSG_REFUSE && len == sizeof in.refuse);
         check(ans.reason == in.refuse.reason && ans.daemon_version == in.refuse.daemon_version);
         /* The layer prints the text: it is terminated within its buffer. */
         check(memchr(ans.text, 0, sizeof ans.text) != NULL);
+        for (const char *c = ans.text; *c; c++)
+            check((unsigned char)*c >= 0x20 && *c != 0x7f);
     }
     answer_round_trip(&ans);
     /* Decoding never reads past what it was given: a shorter buffer is refused, not over-read. */

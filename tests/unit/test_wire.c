@@ -141,27 +141,29 @@ static void answers(void)
         const char *name;
         struct scaf_msg_header h;
         uint32_t page_size; /* WELCOME */
+        uint32_t reserved;  /* WELCOME */
         size_t len;         /* bytes handed to the decoder */
         uint32_t want_len;  /* scaf_wire_check_answer */
         int want_rc;        /* scaf_wire_decode_answer */
         const char *want_text;
     } cases[] = {
-        {"WELCOME", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, WL, 0, ""},
-        {"REFUSE", hdr(M, V, SCAF_MSG_REFUSE, RL, 0), 0, RL, RL, 0, ""},
+        {"WELCOME", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 0, WL, WL, 0, ""},
+        {"REFUSE", hdr(M, V, SCAF_MSG_REFUSE, RL, 0), 0, 0, RL, RL, 0, ""},
         /* Mixed versions: a daemon of protocol 4 (or 6) refuses us in its own version, and we read why. */
-        {"REFUSE of protocol 4", hdr(M, 4, SCAF_MSG_REFUSE, RL, 0), 0, RL, RL, 0, ""},
-        {"REFUSE of protocol 6, reserved set", hdr(M, 6, SCAF_MSG_REFUSE, RL, 9), 0, RL, RL, 0, ""},
-        {"bad magic", hdr(0x12345678, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, 0, -1, "bad magic"},
-        {"WELCOME of protocol 4", hdr(M, 4, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, 0, -1, "version 4"},
-        {"WELCOME of protocol 6", hdr(M, V + 1, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL, 0, -1, "unexpected"},
-        {"WELCOME too long", hdr(M, V, SCAF_MSG_WELCOME, WL + 4, 0), SCAF_PAGE_SIZE, WL, 0, -1, "length 36"},
-        {"WELCOME reserved header", hdr(M, V, SCAF_MSG_WELCOME, WL, 1), SCAF_PAGE_SIZE, WL, 0, -1, "unexpected"},
-        {"REFUSE of the wrong length", hdr(M, V, SCAF_MSG_REFUSE, RL - 1, 0), 0, RL, 0, -1, "type 3, length 143"},
-        {"a daemon's STATUS_REPLY", hdr(M, V, SCAF_MSG_STATUS_REPLY, 16, 0), 0, 16, 0, -1, "type 5"},
-        {"a client's HELLO echoed", hdr(M, V, SCAF_MSG_HELLO, 56, 0), 0, 56, 0, -1, "type 1"},
-        {"WELCOME of another page size", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), 8192, WL, WL, -1, "8192 bytes"},
-        {"WELCOME cut short", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, WL - 1, WL, -1, "31 bytes"},
-        {"no header", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 15, WL, -1, "no header"},
+        {"REFUSE of protocol 4", hdr(M, 4, SCAF_MSG_REFUSE, RL, 0), 0, 0, RL, RL, 0, ""},
+        {"REFUSE of protocol 6, reserved set", hdr(M, 6, SCAF_MSG_REFUSE, RL, 9), 0, 0, RL, RL, 0, ""},
+        {"bad magic", hdr(0x12345678, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 0, WL, 0, -1, "bad magic"},
+        {"WELCOME of protocol 4", hdr(M, 4, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 0, WL, 0, -1, "version 4"},
+        {"WELCOME of protocol 6", hdr(M, V + 1, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 0, WL, 0, -1, "unexpected"},
+        {"WELCOME too long", hdr(M, V, SCAF_MSG_WELCOME, WL + 4, 0), SCAF_PAGE_SIZE, 0, WL, 0, -1, "length 36"},
+        {"WELCOME reserved header", hdr(M, V, SCAF_MSG_WELCOME, WL, 1), SCAF_PAGE_SIZE, 0, WL, 0, -1, "unexpected"},
+        {"REFUSE of the wrong length", hdr(M, V, SCAF_MSG_REFUSE, RL - 1, 0), 0, 0, RL, 0, -1, "type 3, length 143"},
+        {"a daemon's STATUS_REPLY", hdr(M, V, SCAF_MSG_STATUS_REPLY, 16, 0), 0, 0, 16, 0, -1, "type 5"},
+        {"a client's HELLO echoed", hdr(M, V, SCAF_MSG_HELLO, 56, 0), 0, 0, 56, 0, -1, "type 1"},
+        {"WELCOME of another page size", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), 8192, 0, WL, WL, -1, "8192 bytes"},
+        {"WELCOME cut short", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 0, WL - 1, WL, -1, "31 bytes"},
+        {"no header", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 0, 15, WL, -1, "no header"},
+        {"WELCOME with reserved set", hdr(M, V, SCAF_MSG_WELCOME, WL, 0), SCAF_PAGE_SIZE, 3, WL, WL, -1, "reserved"},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct answer_bytes a;
@@ -176,6 +178,7 @@ static void answers(void)
             a.u.w.client_id = 9;
             a.u.w.cpus = 12;
             a.u.w.page_size = cases[t].page_size;
+            a.u.w.reserved = cases[t].reserved;
         } else if (cases[t].h.type == SCAF_MSG_REFUSE) {
             a.u.r.reason = SCAF_REFUSE_VERSION;
             a.u.r.daemon_version = cases[t].h.version;
@@ -219,6 +222,10 @@ static void answer_round_trip(void)
               strcmp(got.text, "client table full") == 0,
           "REFUSE round trip: '%s'", err.text);
     CHECK(r.text[SCAF_REFUSE_TEXT - 1] == 0 && r.h.reserved == 0, "REFUSE padding zeroed");
+    /* A daemon's text reaches the program's stderr with no control byte left in it. */
+    memcpy(r.text, "\x1b[2Jgone\r\nnow\x7f", sizeof "\x1b[2Jgone\r\nnow\x7f");
+    CHECK(scaf_wire_decode_answer(&r, sizeof r, &got, &err) == 0 && strcmp(got.text, "?[2Jgone??now?") == 0,
+          "REFUSE text made printable: '%s'", got.text);
 
     memset(&w, 0xa5, sizeof w);
     scaf_wire_encode_welcome(&w, 7, 64);
