@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
@@ -25,9 +26,20 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+_short_dirs: list[str] = []
+
+
 def short_tmpdir() -> str:
-    """A directory short enough for sun_path (pytest's tmp_path can exceed 108 bytes)."""
-    return daemon.short_tmpdir("scaf-t-")
+    """A directory short enough for sun_path (pytest's tmp_path can exceed 108 bytes); removed when the
+    session ends (module fixtures keep programs running in them until then)."""
+    d = daemon.short_tmpdir("scaf-t-")
+    _short_dirs.append(d)
+    return d
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for d in _short_dirs:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 class Daemon(daemon.PrivateDaemon):
