@@ -20,7 +20,6 @@ allocation the program was given, also those between two polls.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Self
 
 import psutil
-from scaf.lib import paths
+from scaf.lib import alloclog, paths
 
 POLL_S = 0.15
 COMPETITOR = ("ep", "--size", "S")
@@ -323,16 +322,8 @@ def read_log(log: str, polled: dict[int, dict], competitor_name: str = COMPETITO
     lived between two polls; recognised by not being the competitor, as only the program and
     the competitor use this private daemon; marked "from_log")."""
     out = {pid: dict(rec, allocations=[]) for pid, rec in polled.items()}
-    try:
-        lines = Path(log).read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            st = json.loads(line)
-        except ValueError:
-            continue
-        for c in st.get("clients", []):
+    for st in alloclog.read(log, missing_ok=True):
+        for c in st["clients"]:
             pid = c.get("pid")
             if pid not in out:
                 if c.get("name") == competitor_name or pid in polled:
