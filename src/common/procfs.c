@@ -94,7 +94,6 @@ enum { STAT_PPID, STAT_PGRP, STAT_SESSION, STAT_TTY, STAT_TPGID, STAT_FLAGS, STA
  * field STAT_* i, ended by a space. comm may hold anything, even ") ", so the split is at the last
  * ')'. Returns 0, or -1 with errno (EPROTO: does not parse).
  */
-
 static int stat_fields(pid_t pid, char *buf, size_t len, char *state, const char *fields[STAT_NFIELDS])
 {
     char *p;

@@ -362,11 +362,6 @@ static uint64_t ticks_of(pid_t pid)
     return ps.utime + ps.stime;
 }
 
-/*
- * A client that leaves: what it burned since its last sample counts as the clients' in the next
- * sample. Read from /proc while the process is a zombie; estimated from its last interval's rate
- * once it is gone.
- */
 /* Only foreign load seen in two samples in a row takes a context. */
 static void available(void)
 {
@@ -386,6 +381,11 @@ static void available(void)
               ROWS[i].want);
 }
 
+/*
+ * A client that leaves: what it burned since its last sample counts as the clients' in the next
+ * sample. Read from /proc while the process is a zombie; estimated from its last interval's rate
+ * once it is gone.
+ */
 static void client_leave(void)
 {
     struct scaf_lookout lk;
