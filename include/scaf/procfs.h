@@ -43,7 +43,9 @@ ssize_t scaf_procfs_read_grow(const char *path, char **buf, size_t *cap);
  */
 int scaf_procfs_exiting(pid_t pid);
 
-/* The session id of process `pid` (/proc/PID/stat), or -1 with errno (ENOENT: no such process; EPROTO). */
+/* The session id of process `pid` (/proc/PID/stat): 0 when the session's leader is outside the
+ * caller's PID namespace (a container's processes, often). -1 with errno (ENOENT: no such process;
+ * EPROTO). */
 pid_t scaf_procfs_session(pid_t pid);
 
 /* One mapping of /proc/self/maps: its range and its four permission letters ("rw-p"). */

@@ -18,7 +18,7 @@ struct scaf_client {
     pid_t pid;     /* SO_PEERCRED: the kernel's word, never the client's */
     uid_t uid;     /* SO_PEERCRED too: whose program it is (status), and whose quota and share it counts
                     * against (--shared) */
-    pid_t sid;     /* its session (/proc/PID/stat at HELLO), 0 when unknown: who is killed with it */
+    pid_t sid;     /* its session (/proc/PID/stat at HELLO), -1 when unknown: who is killed with it */
     char name[SCAF_NAME_MAX];   /* /proc/PID/comm, printable */
     uint32_t max_threads;       /* from HELLO */
     bool hello_fixed;           /* HELLO said the team is fixed */

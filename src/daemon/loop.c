@@ -346,7 +346,7 @@ static bool clients_exiting(const struct scafd *d)
 
 static bool kin_awaited(const struct scafd *d, double now)
 {
-    if (d->killed_sid <= 0 || now - d->killed_at >= KIN_GRACE_MS / 1000.0)
+    if (d->killed_sid < 0 || now - d->killed_at >= KIN_GRACE_MS / 1000.0)
         return false;
     for (uint32_t i = 0; i < d->nclients; i++)
         if (d->clients[i]->sid == d->killed_sid)

@@ -419,6 +419,7 @@ int main(int argc, char **argv)
     char quota[700] = "";
 
     d.sigfd = d.epfd = d.spare_fd = -1;
+    d.killed_sid = -1;
     d.listener.fd = d.listener.lockfd = -1;
     d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = d.owner_fd = -1;
     switch (parse_args(&d, argc, argv)) {

@@ -85,7 +85,7 @@ struct scafd {
     bool referee_due;     /* the referee timer fired, or SIGUSR1 changed the policy */
     bool members_changed; /* a client arrived or left */
     uint64_t departures;  /* clients that have left since start: the loop settles after a batch that adds one */
-    pid_t killed_sid;     /* the session of the latest client that was killed (0: none), and when */
+    pid_t killed_sid;     /* the session of the latest client that was killed (-1: none), and when */
     double killed_at;     /* (CLOCK_MONOTONIC s): the loop waits a moment for the rest of its session */
     bool log_due;         /* a client came or went since the last --log line */
     bool welcomes_due;    /* a registered client waits for its WELCOME */

@@ -194,7 +194,7 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
             d->nclients--;
         }
         scaf_lookout_client_leave(&d->lookout, &c->client.lookout, c->client.pid);
-        if (c->client.sid > 0 && was_killed(&c->client)) {
+        if (c->client.sid >= 0 && was_killed(&c->client)) {
             d->killed_sid = c->client.sid;
             d->killed_at = scaf_clock_s(CLOCK_MONOTONIC);
         }
@@ -391,9 +391,10 @@ static void hello(struct scafd *d, struct scafd_conn *c)
         return;
     }
     client_name(cl, m.name);
+    /* 0 is a real answer: the session's leader is outside this PID namespace, as for everything
+     * started by `docker exec` or a CI runner. Such clients cannot be told apart by session, so they
+     * count as one: a kill among them holds the others' turn (KIN_GRACE_MS) rather than split a job. */
     cl->sid = scaf_procfs_session(cl->pid);
-    if (cl->sid < 0)
-        cl->sid = 0;
     cl->max_threads = m.max_threads;
     cl->hello_fixed = (m.flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
     cl->id = ++d->next_id;
