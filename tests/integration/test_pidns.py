@@ -6,12 +6,13 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Daemon, layer_env, parse_result, short_tmpdir
+from conftest import ROOT, Daemon, layer_env, parse_result, short_tmpdir
 from scaf.lib import paths
 from support import wire
 
@@ -100,3 +101,19 @@ def test_daemon_that_cannot_see_the_client_refuses_it_clearly(client_in_own_name
         daemon.wait(timeout=10)
     assert "refused connection: client is in a PID namespace" in Path(f"{tdir}/scafd.log").read_text()
     assert not os.path.exists(sock)
+
+
+def test_killed_sessions_with_their_leader_outside_the_namespace(tmp_path: Path) -> None:
+    """Daemon and programs in one namespace whose session leader is outside it (docker exec, a CI
+    runner): /proc says session 0 for all of them. The daemon's tests of killed sessions
+    (test_daemon_alloc.py) run again in such a namespace: a killed job's programs still leave in one
+    turn, and a program that exits is still not waited for."""
+    probe = subprocess.run([*UNSHARE, "cat", "/proc/self/stat"], capture_output=True, text=True, timeout=30,
+                           check=False)
+    assert probe.returncode == 0 and probe.stdout.rsplit(")", 1)[1].split()[3] == "0", probe
+    run = subprocess.run(
+        [*UNSHARE, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"--basetemp={tmp_path / 'inner'}", str(Path(__file__).with_name("test_daemon_alloc.py")), "-k",
+         "killed_one_at_a_time or exits_is_not_waited"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout[-6000:] + run.stderr[-2000:]
