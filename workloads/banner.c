@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long n = WL_PICK(args.size, 1L << 16, 1L << 20, 1L << 21);
-    const int iterations = WL_PICK(args.size, 24, 800, 1600);
+    const int iterations = (int)wl_scaled(&args, WL_PICK(args.size, 24, 800, 1600), 1, 1);
     const long nblocks = (n + BLOCK - 1) / BLOCK;
 
     /* The banner: level 0, before any region, printed and otherwise unused. */

@@ -178,7 +178,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const int n = WL_PICK(args.size, 20000, 200000, 400000);
-    const int solves = WL_PICK(args.size, 3, 18, 36);
+    const int solves = (int)wl_scaled(&args, WL_PICK(args.size, 3, 18, 36), 1, 1);
     const int per_row = 6; /* about 13 nonzeros per row after symmetrizing */
     const int iters = 40;
     const double tol = 1e-9;

@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const int instances = WL_PICK(args.size, 16, 400, 1600);
+    const int instances = (int)wl_scaled(&args, WL_PICK(args.size, 16, 400, 1600), 1, 1);
     /* About 10 ms per instance at one thread: threads x time stays well above
      * the few milliseconds under which scaf times a region in place instead
      * of forking a serial experiment. */

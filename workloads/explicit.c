@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The shape of scikit-learn's HistGradientBoosting as Cython compiles it:
  * the program reads n = omp_get_max_threads() once, then opens every region
@@ -35,6 +36,7 @@ static const struct wl_spec spec = {
     .name = "explicit",
     .description = "many short barrier-heavy regions, each with num_threads(n) for an n read once "
                    "before them (Cython's prange): boosting rounds on integer gradients",
+    .takes_until = 1,
 };
 
 struct best {
@@ -187,136 +189,151 @@ int main(int argc, char **argv)
     }
 
     int ok = 1;
-    long failed = 0, fused_rounds = 0;
-    uint64_t h = 0;
+    long failed = 0, fused_rounds = 0, jobs = 0;
+    uint64_t h = 0, first = 0;
     double elapsed = 0.0;
-    for (int r = 0; r < rounds; r++) {
-        const int fused = r % FUSE_EVERY == FUSE_EVERY - 1;
-        fused_rounds += fused;
-        double t0 = wl_clock_now();
-        if (fused) {
-            /* (A) Gradients, then block sums of them, in one region. The
-             * blocks do not map to the same threads as the rows, hence the
-             * barrier between the loops. */
-#pragma omp parallel num_threads(nt)
-            {
-                wl_team_note();
-#pragma omp for schedule(static) nowait
-                for (long i = 0; i < m; i++)
+    /* --until: the whole boosting job again from its start, until the file exists; every job must
+     * give the first one's checksum (the one printed, as without --until). */
+    do {
+        memset(pred, 0, (size_t)m * sizeof *pred);
+        memset(expect, 0, (size_t)m * sizeof *expect);
+        h = 0;
+        fused_rounds = 0;
+        for (int r = 0; r < rounds; r++) {
+            const int fused = r % FUSE_EVERY == FUSE_EVERY - 1;
+            fused_rounds += fused;
+            double t0 = wl_clock_now();
+            if (fused) {
+                /* (A) Gradients, then block sums of them, in one region. The
+                 * blocks do not map to the same threads as the rows, hence the
+                 * barrier between the loops. */
+    #pragma omp parallel num_threads(nt)
+                {
+                    wl_team_note();
+    #pragma omp for schedule(static) nowait
+                    for (long i = 0; i < m; i++)
+                        g[i] = grad(y[i], pred[i], r, i);
+    #pragma omp barrier
+    #pragma omp for schedule(static) nowait
+                    for (long blk = 0; blk < nblocks; blk++)
+                        gblk[blk] = block_sum(g, blk, m);
+                }
+            } else {
+    #pragma omp parallel for num_threads(nt) schedule(static)
+                for (long i = 0; i < m; i++) {
+                    if (i == 0)
+                        wl_team_note();
                     g[i] = grad(y[i], pred[i], r, i);
-#pragma omp barrier
-#pragma omp for schedule(static) nowait
-                for (long blk = 0; blk < nblocks; blk++)
+                }
+    #pragma omp parallel for num_threads(nt) schedule(static)
+                for (long blk = 0; blk < nblocks; blk++) {
+                    if (blk == 0)
+                        wl_team_note();
                     gblk[blk] = block_sum(g, blk, m);
+                }
             }
-        } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
+            int64_t gtot = 0;
+            for (long blk = 0; blk < nblocks; blk++)
+                gtot += gblk[blk];
+            /* (B) A histogram per feature, then each feature's best split. */
+            if (fused) {
+                /* Two worksharing loops of one region (two prange loops in one
+                 * `with nogil, parallel()` block in Cython). */
+    #pragma omp parallel num_threads(nt)
+                {
+                    wl_team_note();
+    #pragma omp for schedule(static)
+                    for (int f = 0; f < NFEAT; f++)
+                        histogram(x + f * m, g, m, hg + f * NBINS, hn + f * NBINS);
+    #pragma omp for schedule(static) nowait
+                    for (int f = 0; f < NFEAT; f++)
+                        best[f] = best_split(hg + f * NBINS, hn + f * NBINS, gtot, m);
+                }
+            } else {
+    #pragma omp parallel for num_threads(nt) schedule(static)
+                for (int f = 0; f < NFEAT; f++) {
+                    if (f == 0)
+                        wl_team_note();
+                    histogram(x + f * m, g, m, hg + f * NBINS, hn + f * NBINS);
+                }
+    #pragma omp parallel for num_threads(nt) schedule(static)
+                for (int f = 0; f < NFEAT; f++) {
+                    if (f == 0)
+                        wl_team_note();
+                    best[f] = best_split(hg + f * NBINS, hn + f * NBINS, gtot, m);
+                }
+            }
+            const struct stump st = choose(best, hg, hn, gtot, m);
+            elapsed += wl_clock_now() - t0;
+
+            /* Cheap checks every round (integer invariants), a serial
+             * recomputation of the round every CHECK_EVERY rounds and at the
+             * last; neither is timed. */
+            int64_t gsum = 0;
+            for (long i = 0; i < m; i++)
+                gsum += g[i];
+            long bad = gsum != gtot;
+            for (int f = 0; f < NFEAT; f++) {
+                int64_t sg = 0, sn = 0;
+                for (int b = 0; b < NBINS; b++) {
+                    sg += hg[f * NBINS + b];
+                    sn += hn[f * NBINS + b];
+                }
+                bad += sg != gtot || sn != m;
+            }
+            if (r % CHECK_EVERY == 0 || r == rounds - 1)
+                bad += check_round(r, m, x, y, pred, g, gtot, hg, hn, best);
+            if (bad) {
+                ok = 0;
+                if (failed++ < 5)
+                    fprintf(stderr,
+                            "explicit: round %d: %ld checks failed (gradients, their sum, histograms, "
+                            "splits)\n",
+                            r, bad);
+            }
+
+            t0 = wl_clock_now();
+            /* (C) The stump's update of every prediction. */
+    #pragma omp parallel for num_threads(nt) schedule(static)
             for (long i = 0; i < m; i++) {
                 if (i == 0)
                     wl_team_note();
-                g[i] = grad(y[i], pred[i], r, i);
+                pred[i] += update(&st, x[st.feat * m + i]);
             }
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (long blk = 0; blk < nblocks; blk++) {
-                if (blk == 0)
-                    wl_team_note();
-                gblk[blk] = block_sum(g, blk, m);
-            }
-        }
-        int64_t gtot = 0;
-        for (long blk = 0; blk < nblocks; blk++)
-            gtot += gblk[blk];
-        /* (B) A histogram per feature, then each feature's best split. */
-        if (fused) {
-            /* Two worksharing loops of one region (two prange loops in one
-             * `with nogil, parallel()` block in Cython). */
-#pragma omp parallel num_threads(nt)
-            {
-                wl_team_note();
-#pragma omp for schedule(static)
-                for (int f = 0; f < NFEAT; f++)
-                    histogram(x + f * m, g, m, hg + f * NBINS, hn + f * NBINS);
-#pragma omp for schedule(static) nowait
-                for (int f = 0; f < NFEAT; f++)
-                    best[f] = best_split(hg + f * NBINS, hn + f * NBINS, gtot, m);
-            }
-        } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int f = 0; f < NFEAT; f++) {
-                if (f == 0)
-                    wl_team_note();
-                histogram(x + f * m, g, m, hg + f * NBINS, hn + f * NBINS);
-            }
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int f = 0; f < NFEAT; f++) {
-                if (f == 0)
-                    wl_team_note();
-                best[f] = best_split(hg + f * NBINS, hn + f * NBINS, gtot, m);
-            }
-        }
-        const struct stump st = choose(best, hg, hn, gtot, m);
-        elapsed += wl_clock_now() - t0;
+            elapsed += wl_clock_now() - t0;
 
-        /* Cheap checks every round (integer invariants), a serial
-         * recomputation of the round every CHECK_EVERY rounds and at the
-         * last; neither is timed. */
-        int64_t gsum = 0;
-        for (long i = 0; i < m; i++)
-            gsum += g[i];
-        long bad = gsum != gtot;
-        for (int f = 0; f < NFEAT; f++) {
-            int64_t sg = 0, sn = 0;
-            for (int b = 0; b < NBINS; b++) {
-                sg += hg[f * NBINS + b];
-                sn += hn[f * NBINS + b];
-            }
-            bad += sg != gtot || sn != m;
+            stumps[r] = st;
+            h = wl_hash_u64(h, (uint64_t)gtot);
+            h = wl_hash_u64(h, (uint64_t)st.feat << 8 | (uint64_t)st.bin);
+            h = wl_hash_u64(h, (uint64_t)st.left);
+            h = wl_hash_u64(h, (uint64_t)st.right);
         }
-        if (r % CHECK_EVERY == 0 || r == rounds - 1)
-            bad += check_round(r, m, x, y, pred, g, gtot, hg, hn, best);
-        if (bad) {
+        if (failed)
+            fprintf(stderr, "explicit: %ld of %d rounds wrong\n", failed, rounds);
+
+        /* Every row's whole trajectory, serially from the stumps chosen: an
+         * update skipped or applied twice in (C) shows here. */
+        for (int r = 0; r < rounds; r++)
+            for (long i = 0; i < m; i++)
+                expect[i] += update(&stumps[r], x[stumps[r].feat * m + i]);
+        long bad_rows = 0;
+        for (long i = 0; i < m; i++)
+            bad_rows += expect[i] != pred[i];
+        if (bad_rows) {
+            fprintf(stderr, "explicit: %ld of %ld rows differ from their serial trajectory\n", bad_rows, m);
             ok = 0;
-            if (failed++ < 5)
-                fprintf(stderr,
-                        "explicit: round %d: %ld checks failed (gradients, their sum, histograms, "
-                        "splits)\n",
-                        r, bad);
         }
-
-        t0 = wl_clock_now();
-        /* (C) The stump's update of every prediction. */
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (long i = 0; i < m; i++) {
-            if (i == 0)
-                wl_team_note();
-            pred[i] += update(&st, x[st.feat * m + i]);
+        h = wl_hash_u64s(h, (const uint64_t *)pred, (size_t)m);
+        if (jobs == 0)
+            first = h;
+        else if (h != first) {
+            fprintf(stderr, "explicit: job %ld gave checksum %016llx, the first %016llx\n", jobs,
+                    (unsigned long long)h, (unsigned long long)first);
+            ok = 0;
         }
-        elapsed += wl_clock_now() - t0;
+    } while (wl_round_runs(args.until, ++jobs, 1));
 
-        stumps[r] = st;
-        h = wl_hash_u64(h, (uint64_t)gtot);
-        h = wl_hash_u64(h, (uint64_t)st.feat << 8 | (uint64_t)st.bin);
-        h = wl_hash_u64(h, (uint64_t)st.left);
-        h = wl_hash_u64(h, (uint64_t)st.right);
-    }
-    if (failed)
-        fprintf(stderr, "explicit: %ld of %d rounds wrong\n", failed, rounds);
-
-    /* Every row's whole trajectory, serially from the stumps chosen: an
-     * update skipped or applied twice in (C) shows here. */
-    for (int r = 0; r < rounds; r++)
-        for (long i = 0; i < m; i++)
-            expect[i] += update(&stumps[r], x[stumps[r].feat * m + i]);
-    long bad_rows = 0;
-    for (long i = 0; i < m; i++)
-        bad_rows += expect[i] != pred[i];
-    if (bad_rows) {
-        fprintf(stderr, "explicit: %ld of %ld rows differ from their serial trajectory\n", bad_rows, m);
-        ok = 0;
-    }
-    h = wl_hash_u64s(h, (const uint64_t *)pred, (size_t)m);
-
-    wl_checksum_print(h);
+    wl_checksum_print(first);
     /* Five regions a round, three in a fused round. No rate here: every line
      * but the result line is the same in every run (scaf check compares them). */
     printf("rows=%ld rounds=%d regions=%ld\n", m, rounds, 5L * rounds - 2 * fused_rounds);

@@ -18,6 +18,7 @@ static const struct wl_spec spec = {
     .name = "fixed",
     .description = "non-malleable counting sort with per-thread buckets sized by "
                    "omp_get_max_threads() before its regions (like NPB IS)",
+    .takes_until = 1,
 };
 
 #define KEY_BITS 18 /* four 16-bit uniforms add up to less than 2^18 */
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long n = WL_PICK(args.size, 1L << 20, 1L << 24, 1L << 24);
-    const int iterations = WL_PICK(args.size, 10, 80, 320);
+    const int iterations = (int)wl_scaled(&args, WL_PICK(args.size, 10, 80, 320), 1, 1);
     const int nt = omp_get_max_threads();
     omp_set_num_threads(nt);
 
@@ -72,12 +73,15 @@ int main(int argc, char **argv)
     int ok = 1, overflow = 0;
     uint64_t h = 0;
     double elapsed = 0.0;
-    for (int it = 0; it < iterations; it++) {
-        /* Like IS, each iteration perturbs two keys so no pass repeats another. */
-        const long a = it, z = n - 1 - it;
+    long it;
+    for (it = 0; wl_round_runs(args.until, it, iterations); it++) {
+        /* Like IS, each iteration perturbs two keys so no pass repeats another (--until's extra
+         * iterations wrap around, keeping keys in range). */
+        const long a = it % (n / 2), z = n - 1 - a;
+        const unsigned kv = (unsigned)(it % MAX_KEY);
         in_hash -= tag[key[a]] + tag[key[z]];
-        key[a] = (unsigned)it;
-        key[z] = MAX_KEY - 1 - (unsigned)it;
+        key[a] = kv;
+        key[z] = MAX_KEY - 1 - kv;
         in_hash += tag[key[a]] + tag[key[z]];
 
         double t0 = wl_clock_now();
@@ -158,7 +162,7 @@ int main(int argc, char **argv)
             disorder += i > 0 && sorted[i - 1] > sorted[i];
         }
         if (disorder || out_hash != in_hash || overflow) {
-            fprintf(stderr, "fixed: iteration %d: %ld keys out of order%s%s\n", it, disorder,
+            fprintf(stderr, "fixed: iteration %ld: %ld keys out of order%s%s\n", it, disorder,
                     out_hash != in_hash ? ", keys lost or duplicated" : "",
                     overflow ? ", a team was larger than omp_get_max_threads()" : "");
             ok = 0;
@@ -168,7 +172,7 @@ int main(int argc, char **argv)
     }
 
     wl_checksum_print(h);
-    printf("keys=%ld iterations=%d buckets_for=%d\n", n, iterations, nt);
+    printf("keys=%ld iterations=%ld buckets_for=%d\n", n, it, nt);
     free(key);
     free(sorted);
     free(count);

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const uint64_t regions = WL_PICK(args.size, 1000u, 100000u, 400000u);
+    const uint64_t regions = (uint64_t)wl_scaled(&args, WL_PICK(args.size, 1000, 100000, 400000), 1, 1);
     uint64_t *res = calloc(regions * TASKS, sizeof *res);
     if (!res) {
         fprintf(stderr, "irregular: out of memory\n");

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long n = WL_PICK(args.size, 1L << 18, 1L << 19, 1L << 20);
-    const int regions = WL_PICK(args.size, 50, 3400, 6800);
+    const int regions = (int)wl_scaled(&args, WL_PICK(args.size, 50, 3400, 6800), 1, 1);
     /* The count read outside any region, and the slots it sizes for good. */
     const int nt = omp_get_max_threads();
     uint64_t *part = calloc((size_t)nt, sizeof *part);

@@ -26,6 +26,8 @@ static const struct wl_spec spec = {
     .name = "phases",
     .description = "changes phase: critical-section bound first (like crit), then embarrassingly "
                    "parallel (independent hash chains)",
+    .takes_until = 1,
+    .takes_switch = 1,
 };
 
 static uint64_t chain(uint64_t item, int len)
@@ -50,8 +52,8 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const long rounds = WL_PICK(args.size, 4, 250, 1200); /* A: a first phase of 10 s and more, even on an idle machine */
-    const long regions2 = WL_PICK(args.size, 2, 100, 1000);
+    const long rounds = wl_scaled(&args, WL_PICK(args.size, 4, 250, 1200), 1, 1); /* A: a first phase of 10 s and more, even on an idle machine */
+    const long regions2 = wl_scaled(&args, WL_PICK(args.size, 2, 100, 1000), 1, 1);
     const long n = PER_ROUND * rounds;
     const uint64_t nblocks = (uint64_t)regions2 * BLOCKS;
     uint64_t *v = calloc((size_t)n, sizeof *v);
@@ -66,9 +68,12 @@ int main(int argc, char **argv)
     long updates = 0;
 
     double t0 = wl_clock_now();
-    for (long r = 0; r < rounds; r++) {
+    long r;
+    /* Rounds past `rounds` (--switch) store the items of round r % rounds again and add them again. */
+    for (r = 0; wl_round_runs(args.phase_until, r, rounds); r++) {
+        const long base = (r % rounds) * PER_ROUND;
 #pragma omp parallel for schedule(static, 64)
-        for (long i = r * PER_ROUND; i < (r + 1) * PER_ROUND; i++) {
+        for (long i = base; i < base + PER_ROUND; i++) {
             const uint64_t x = chain((uint64_t)i, CHAIN);
             v[i] = x;
             if ((i & 255) == 0)
@@ -83,9 +88,12 @@ int main(int argc, char **argv)
     }
     printf("phase=scalable t_s=%.3f\n", wl_clock_now() - t0);
     fflush(stdout);
-    for (long r = 0; r < regions2; r++) {
+    long r2;
+    /* Regions past `regions2` (--until) compute their region's blocks again: the same values. */
+    for (r2 = 0; wl_round_runs(args.until, r2, regions2); r2++) {
+        const uint64_t base = (uint64_t)(r2 % regions2) * BLOCKS;
 #pragma omp parallel for schedule(dynamic, 1)
-        for (uint64_t b = (uint64_t)r * BLOCKS; b < (uint64_t)(r + 1) * BLOCKS; b++) {
+        for (uint64_t b = base; b < base + BLOCKS; b++) {
             bs[b] = block_sum(b);
             if ((b & 7) == 0)
                 wl_team_note();
@@ -96,10 +104,11 @@ int main(int argc, char **argv)
     /* Phase 1 as crit checks it: acc[j] = (j+1) * sum(v), every item stored and counted once,
      * a sample recomputed serially. Phase 2: no block left at 0 (a skipped one), and a sample
      * of blocks recomputed serially must match exactly. */
+    const long laps = r / rounds, extra = r % rounds; /* each item added laps or laps + 1 times */
     uint64_t sum = 0, total = 0; /* total: the blocks' sum, printed beside the checksum */
     long missing = 0, wrong = 0, bad = 0, bad_blocks = 0;
     for (long i = 0; i < n; i++) {
-        sum += v[i];
+        sum += v[i] * (uint64_t)(laps + (i < extra * PER_ROUND));
         missing += v[i] == 0;
     }
     for (long i = 7; i < n; i += 61)
@@ -112,15 +121,15 @@ int main(int argc, char **argv)
     }
     for (uint64_t b = 3; b < nblocks; b += 29)
         bad_blocks += bs[b] != block_sum(b);
-    const int ok = missing == 0 && wrong == 0 && bad == 0 && bad_blocks == 0 && updates == n;
+    const int ok = missing == 0 && wrong == 0 && bad == 0 && bad_blocks == 0 && updates == r * PER_ROUND;
     if (!ok)
         fprintf(stderr,
                 "phases: %ld items or blocks missing, %ld sampled items wrong, %ld accumulator entries "
                 "wrong, %ld sampled blocks wrong, %ld updates for %ld items\n",
-                missing, wrong, bad, bad_blocks, updates, n);
+                missing, wrong, bad, bad_blocks, updates, r * PER_ROUND);
 
     wl_checksum_print(wl_hash_u64s(wl_hash_u64s(0, acc, ACC), bs, (size_t)nblocks));
-    printf("items=%ld rounds=%ld blocks=%llu total=%016llx\n", n, rounds, (unsigned long long)nblocks,
+    printf("items=%ld rounds=%ld blocks=%llu total=%016llx\n", n, r, (unsigned long long)nblocks,
            (unsigned long long)total);
     free(v);
     free(bs);

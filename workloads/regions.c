@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const uint64_t K = WL_PICK(args.size, 1000u, 400000u, 1600000u);
+    const uint64_t K = (uint64_t)wl_scaled(&args, WL_PICK(args.size, 1000, 400000, 1600000), 1, 1);
     for (int i = 0; i < M; i++)
         a[i] = wl_mix64((uint64_t)i);
 

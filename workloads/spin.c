@@ -78,6 +78,7 @@ static const struct wl_spec spec = {
     .name = "spin",
     .description = "wavefront pipeline with busy-wait neighbour synchronization (like NPB LU); "
                    "collapses when threads outnumber cores",
+    .takes_until = 1,
 };
 
 /* The Gauss-Seidel update, shared by the sweep and its check so both round identically. */
@@ -180,7 +181,7 @@ int main(int argc, char **argv)
         return rc;
     struct grid g;
     g.rows = g.cols = WL_PICK(args.size, 1024, 2048, 4096);
-    const int sweeps = WL_PICK(args.size, 8, 300, 300);
+    const int sweeps = (int)wl_scaled(&args, WL_PICK(args.size, 8, 300, 300), 1, 1);
     g.stride = (size_t)g.cols + 2;
     g.a = malloc((size_t)(g.rows + 2) * g.stride * sizeof(double));
     g.old = malloc((size_t)(g.rows + 2) * g.stride * sizeof(double));
@@ -192,12 +193,13 @@ int main(int argc, char **argv)
 
     long bad = 0;
     double t0 = wl_clock_now();
-    for (int s = 0; s < sweeps; s++)
+    long s;
+    for (s = 0; wl_round_runs(args.until, s, sweeps); s++)
         bad += sweep(&g);
     double elapsed = wl_clock_now() - t0;
 
     wl_checksum_print(wl_hash_doubles(0, g.a, (size_t)(g.rows + 2) * g.stride));
-    printf("sweeps=%d bad_cells=%ld\n", sweeps, bad);
+    printf("sweeps=%ld bad_cells=%ld\n", s, bad);
     const int ok = bad == 0 && !atomic_load(&stalled);
     free(g.a);
     free(g.old);

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long n = WL_PICK(args.size, 1L << 16, 1L << 20, 1L << 21);
-    const int iterations = WL_PICK(args.size, 60, 1400, 2800);
+    const int iterations = (int)wl_scaled(&args, WL_PICK(args.size, 60, 1400, 2800), 1, 1);
     /* The count read outside any region, and the cut it fixes for good. */
     const int nt = omp_get_max_threads();
     long *cut = malloc(((size_t)nt + 1) * sizeof *cut);

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const int n = WL_PICK(args.size, 64, 128, 200);
-    const int regions = WL_PICK(args.size, 10, 120, 120);
+    const int regions = (int)wl_scaled(&args, WL_PICK(args.size, 10, 120, 120), 1, 1);
     const size_t cells = (size_t)(n + 2) * (n + 2) * (n + 2);
     double *u = calloc(cells, sizeof *u), *w = calloc(cells, sizeof *w);
     double *sn[2][3];

@@ -18,6 +18,7 @@ static const struct wl_spec spec = {
     .name = "stream",
     .description = "memory-bound streaming triads over three large arrays (like STREAM); "
                    "bandwidth saturates after a few threads",
+    .takes_until = 1,
 };
 
 static const double S = 0.5;
@@ -37,6 +38,14 @@ static double init(long i, int which)
     return 1.0 + wl_unit(wl_mix64((uint64_t)i * 3 + (uint64_t)which));
 }
 
+static void fill(double *v[3], long n)
+{
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            v[k][i] = init(i, k);
+}
+
 int main(int argc, char **argv)
 {
     struct wl_args args;
@@ -44,7 +53,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long n = WL_PICK(args.size, 1L << 20, 1L << 23, 1L << 24);
-    const int passes = WL_PICK(args.size, 30, 450, 900);
+    const int passes = (int)wl_scaled(&args, WL_PICK(args.size, 30, 450, 900), 1, 1);
     double *v[3];
     for (int k = 0; k < 3; k++)
         v[k] = malloc((size_t)n * sizeof(double));
@@ -53,16 +62,22 @@ int main(int argc, char **argv)
         return wl_result_print(spec.name, 0.0, 0);
     }
     /* Parallel first touch, as STREAM does, so pages land near their users. */
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++)
-            v[k][i] = init(i, k);
+    fill(v, n);
 
     /* m[x][k]: coefficient of initial array k in array x. */
     double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     double t0 = wl_clock_now();
-    for (int p = 0; p < passes; p++) {
-        const int x = p % 3, y = (p + 1) % 3, z = (p + 2) % 3;
+    long p;
+    for (p = 0; wl_round_runs(args.until, p, passes); p++) {
+        /* --until: the values grow with every pass, so each further `passes` passes start again from
+         * the initial arrays, and the check covers those since the last start. */
+        if (p > 0 && p % passes == 0) {
+            fill(v, n);
+            for (int x = 0; x < 3; x++)
+                for (int k = 0; k < 3; k++)
+                    m[x][k] = x == k;
+        }
+        const int x = (int)(p % 3), y = (int)((p + 1) % 3), z = (int)((p + 2) % 3);
         triad(v[x], v[y], v[z], n);
         for (int k = 0; k < 3; k++)
             m[x][k] = m[y][k] + S * m[z][k];
@@ -89,7 +104,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         h = wl_hash_doubles(h, v[k], (size_t)n);
     wl_checksum_print(h);
-    printf("elements=%ld passes=%d bytes_per_pass=%ld max_rel_error=%.3e\n", n, passes,
+    printf("elements=%ld passes=%ld bytes_per_pass=%ld max_rel_error=%.3e\n", n, p,
            n * 3 * (long)sizeof(double), worst);
     for (int k = 0; k < 3; k++)
         free(v[k]);

@@ -39,6 +39,7 @@ static const struct wl_spec spec = {
     .name = "tpscratch",
     .description = "malleable: threadprivate scratch written in full, then read, for every line of "
                    "a grid sweep; nothing in it outlives the region",
+    .takes_until = 1,
 };
 
 static inline uint64_t rotl(uint64_t v, int r)
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
     int rc;
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
-    const int iterations = WL_PICK(args.size, 15, 600, 2400);
+    const int iterations = (int)wl_scaled(&args, WL_PICK(args.size, 15, 600, 2400), 1, 1);
 
     uint64_t *a = malloc((size_t)(N * N) * sizeof *a);
     uint64_t *b = malloc((size_t)(N * N) * sizeof *b);
@@ -95,83 +96,94 @@ int main(int argc, char **argv)
         fprintf(stderr, "tpscratch: out of memory\n");
         return wl_result_print(spec.name, 0.0, 0);
     }
-    for (long i = 0; i < N * N; i++)
-        a[i] = wl_mix64((uint64_t)i ^ 0x7c5ULL);
-
     int ok = 1;
-    long failed = 0;
-    uint64_t h = 0;
+    long failed = 0, jobs = 0;
+    uint64_t h = 0, first = 0;
     double elapsed = 0.0;
     uint64_t mine[SCRATCH], line[SCRATCH]; /* the check's own scratch and result */
-    for (int it = 0; it < iterations; it++) {
-        long bad_rows = 0, bad_cols = 0, bad_digs = 0;
-        double t0 = wl_clock_now();
-        /* (1) Rows of a into b, dealt round-robin over the team counted here. */
-#pragma omp parallel
-        {
-            const long tid = omp_get_thread_num(), nth = omp_get_num_threads();
-            wl_team_note();
-            for (long j = tid; j < N; j += nth)
-                sweep(a + j * N, 1, b + j * N, 1, N, row_salt(it, j), scratch);
-        }
-        elapsed += wl_clock_now() - t0;
-        for (long j = (SAMPLE - it % SAMPLE) % SAMPLE; j < N; j += SAMPLE) {
-            sweep(a + j * N, 1, line, 1, N, row_salt(it, j), mine);
-            for (long k = 0; k < N; k++)
-                if (line[k] != b[j * N + k]) {
-                    bad_rows++;
-                    break;
-                }
-        }
-
-        t0 = wl_clock_now();
-        /* (2) Columns of b back into a, in contiguous ranges cut by the team
-         * counted here. */
-#pragma omp parallel
-        {
-            const long tid = omp_get_thread_num(), nth = omp_get_num_threads();
-            wl_team_note();
-            for (long k = N * tid / nth; k < N * (tid + 1) / nth; k++)
-                sweep(b + k, N, a + k, N, N, col_salt(it, k), scratch);
-        }
-        elapsed += wl_clock_now() - t0;
-        for (long k = (SAMPLE - it % SAMPLE) % SAMPLE; k < N; k += SAMPLE) {
-            sweep(b + k, N, line, 1, N, col_salt(it, k), mine);
-            for (long j = 0; j < N; j++)
-                if (line[j] != a[j * N + k]) {
-                    bad_cols++;
-                    break;
-                }
-        }
-
-        t0 = wl_clock_now();
-        /* (3) A digest of every row, as one combined parallel loop
-         * (GOMP_parallel_loop_nonmonotonic_dynamic with gcc). */
-#pragma omp parallel for schedule(dynamic, 8)
-        for (long j = 0; j < N; j++) {
-            if (j == 0)
+    /* --until: the whole job again from the same grid until the file exists; every job must give the
+     * first one's checksum (the one printed, as without --until). */
+    do {
+        for (long i = 0; i < N * N; i++)
+            a[i] = wl_mix64((uint64_t)i ^ 0x7c5ULL);
+        h = 0;
+        for (int it = 0; it < iterations; it++) {
+            long bad_rows = 0, bad_cols = 0, bad_digs = 0;
+            double t0 = wl_clock_now();
+            /* (1) Rows of a into b, dealt round-robin over the team counted here. */
+    #pragma omp parallel
+            {
+                const long tid = omp_get_thread_num(), nth = omp_get_num_threads();
                 wl_team_note();
-            dig[j] = digest(a + j * N, N, scratch);
-        }
-        elapsed += wl_clock_now() - t0;
-        for (long j = (SAMPLE - it % SAMPLE) % SAMPLE; j < N; j += SAMPLE)
-            bad_digs += dig[j] != digest(a + j * N, N, mine);
+                for (long j = tid; j < N; j += nth)
+                    sweep(a + j * N, 1, b + j * N, 1, N, row_salt(it, j), scratch);
+            }
+            elapsed += wl_clock_now() - t0;
+            for (long j = (SAMPLE - it % SAMPLE) % SAMPLE; j < N; j += SAMPLE) {
+                sweep(a + j * N, 1, line, 1, N, row_salt(it, j), mine);
+                for (long k = 0; k < N; k++)
+                    if (line[k] != b[j * N + k]) {
+                        bad_rows++;
+                        break;
+                    }
+            }
 
-        if (bad_rows || bad_cols || bad_digs) {
+            t0 = wl_clock_now();
+            /* (2) Columns of b back into a, in contiguous ranges cut by the team
+             * counted here. */
+    #pragma omp parallel
+            {
+                const long tid = omp_get_thread_num(), nth = omp_get_num_threads();
+                wl_team_note();
+                for (long k = N * tid / nth; k < N * (tid + 1) / nth; k++)
+                    sweep(b + k, N, a + k, N, N, col_salt(it, k), scratch);
+            }
+            elapsed += wl_clock_now() - t0;
+            for (long k = (SAMPLE - it % SAMPLE) % SAMPLE; k < N; k += SAMPLE) {
+                sweep(b + k, N, line, 1, N, col_salt(it, k), mine);
+                for (long j = 0; j < N; j++)
+                    if (line[j] != a[j * N + k]) {
+                        bad_cols++;
+                        break;
+                    }
+            }
+
+            t0 = wl_clock_now();
+            /* (3) A digest of every row, as one combined parallel loop
+             * (GOMP_parallel_loop_nonmonotonic_dynamic with gcc). */
+    #pragma omp parallel for schedule(dynamic, 8)
+            for (long j = 0; j < N; j++) {
+                if (j == 0)
+                    wl_team_note();
+                dig[j] = digest(a + j * N, N, scratch);
+            }
+            elapsed += wl_clock_now() - t0;
+            for (long j = (SAMPLE - it % SAMPLE) % SAMPLE; j < N; j += SAMPLE)
+                bad_digs += dig[j] != digest(a + j * N, N, mine);
+
+            if (bad_rows || bad_cols || bad_digs) {
+                ok = 0;
+                if (failed++ < 5)
+                    fprintf(stderr,
+                            "tpscratch: iteration %d: %ld rows, %ld columns and %ld digests of the "
+                            "sample of 1 in %d wrong\n",
+                            it, bad_rows, bad_cols, bad_digs, SAMPLE);
+            }
+            h = wl_hash_u64s(h, dig, (size_t)N);
+        }
+        h = wl_hash_u64s(h, a, (size_t)(N * N));
+        if (jobs == 0)
+            first = h;
+        else if (h != first) {
+            fprintf(stderr, "tpscratch: job %ld gave checksum %016llx, the first %016llx\n", jobs,
+                    (unsigned long long)h, (unsigned long long)first);
             ok = 0;
-            if (failed++ < 5)
-                fprintf(stderr,
-                        "tpscratch: iteration %d: %ld rows, %ld columns and %ld digests of the "
-                        "sample of 1 in %d wrong\n",
-                        it, bad_rows, bad_cols, bad_digs, SAMPLE);
         }
-        h = wl_hash_u64s(h, dig, (size_t)N);
-    }
+    } while (wl_round_runs(args.until, ++jobs, 1));
     if (failed)
-        fprintf(stderr, "tpscratch: %ld of %d iterations wrong\n", failed, iterations);
-    h = wl_hash_u64s(h, a, (size_t)(N * N));
+        fprintf(stderr, "tpscratch: %ld of %ld iterations wrong\n", failed, jobs * iterations);
 
-    wl_checksum_print(h);
+    wl_checksum_print(first);
     printf("grid=%ldx%ld iterations=%d regions=%d scratch_bytes=%zu\n", N, N, iterations,
            3 * iterations, sizeof scratch);
     free(a);

@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const long n = WL_PICK(args.size, 1024, 4096, 4096); /* a multiple of TILE */
-    const int passes = WL_PICK(args.size, 20, 60, 240);  /* even */
+    const int passes = (int)wl_scaled(&args, WL_PICK(args.size, 20, 60, 240), 2, 2); /* even */
     uint64_t *a = malloc((size_t)(n * n) * sizeof *a), *b = malloc((size_t)(n * n) * sizeof *b);
     if (!a || !b) {
         fprintf(stderr, "transpose: out of memory\n");
