@@ -131,6 +131,22 @@ static const struct {
     {"TLS site fixed already", {.ev = EV(.verdict = FIX), .mode = WATCH, .site = SEEN | TLS | WAIT, .tls = 1,
                                 .tls_check = SCAF_TLS_SCRATCH},
      {.verdict = FIX, .why = SCAF_WHY_NONE, .site = SEEN | TLS | CLEAR}},
+    /* tpcarry: two sites in code with thread-local data; the first one's check ends before the second's.
+     * The program is settled only when no site is held: one that ends meanwhile is undecided. */
+    {"TLS scratch, another site still held", {.ev = EV(.verdict = UND), .mode = WATCH, .site = SEEN | TLS | WAIT,
+                                              .tls = 1, .tls_check = SCAF_TLS_SCRATCH, .held_elsewhere = 1},
+     {.verdict = UND, .why = SCAF_WHY_TLS_HELD, .site = SEEN | TLS | CLEAR}},
+    {"TLS scratch, the last site held", {.ev = EV(.verdict = UND), .mode = WATCH, .site = SEEN | TLS | WAIT,
+                                         .tls = 1, .tls_check = SCAF_TLS_SCRATCH, .held_elsewhere = 0},
+     {.verdict = MALL, .why = SCAF_WHY_CLEAN, .site = SEEN | TLS | CLEAR}},
+    {"first look clean while a TLS site is held", {.ev = EV(.verdict = UND, .queried = 1), .mode = WATCH,
+                                                   .held_elsewhere = 2},
+     {.verdict = UND, .why = SCAF_WHY_TLS_HELD, .site = SEEN}},
+    {"TLS carried while another site is held", {.ev = EV(.verdict = UND), .mode = WATCH, .site = SEEN | TLS | WAIT,
+                                                .tls = 1, .tls_check = SCAF_TLS_CARRIED, .held_elsewhere = 1},
+     {.verdict = FIX, .why = SCAF_WHY_TLS_CARRIED, .site = SEEN | TLS | WAIT}},
+    {"second TLS site's first instance", {.ev = EV(.verdict = UND), .mode = WATCH, .tls = 1, .held_elsewhere = 1},
+     {.verdict = UND, .why = SCAF_WHY_TLS_WAIT, .site = SEEN | TLS | WAIT, .due = 1}},
 };
 
 static const struct {

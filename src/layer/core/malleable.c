@@ -81,6 +81,7 @@ static struct {
     _Atomic unsigned bound;
     _Atomic unsigned seen_min;   /* smallest team read by omp_get_num_threads() alone, 0 = none */
     _Atomic unsigned tls_team;   /* team of the latest region in code with thread-local storage, 0 = none */
+    _Atomic unsigned tls_held;   /* sites held for their TLS check now (SCAF_SITE_TLS_WAIT set) */
     _Atomic unsigned fixed_team;
     _Atomic uint32_t verdict, source;
     char reason[SCAF_REASON_MAX];
@@ -330,6 +331,15 @@ void scaf_malleable_prepare(void)
 /* ---- reasons: the rule verdict.c applied, with the names of the code it saw ---- */
 
 /* The reason text for a judgement about region `fn` (SCAF_WHY_*). */
+/* "1 site" / "3 sites": how many sites the thread-local check holds now. */
+static const char *held_text(char *out, size_t len)
+{
+    unsigned n = atomic_load(&M.tls_held);
+
+    say_into(out, len, "%u site%s", n, n == 1 ? "" : "s");
+    return out;
+}
+
 static void reason_for(int why, void *fn, unsigned team, char *out, size_t len)
 {
     char what[96], who[160], other[96];
@@ -369,8 +379,13 @@ static void reason_for(int why, void *fn, unsigned team, char *out, size_t len)
                  "checked", what);
         return;
     case SCAF_WHY_TLS_WAIT:
-        say_into(out, len, "region %s runs in code with thread-local (threadprivate) data: checking whether "
-                 "it outlives the region", what);
+        say_into(out, len, "%s held for the thread-local check: region %s runs in code with thread-local "
+                 "(threadprivate) data, checking whether it outlives the region", held_text(other, sizeof other),
+                 what);
+        return;
+    case SCAF_WHY_TLS_HELD:
+        say_into(out, len, "%s still held for the thread-local check (region %s was settled)",
+                 held_text(other, sizeof other), what);
         return;
     case SCAF_WHY_CLEAN:
         if (atomic_load(&M.query_caller))
@@ -594,6 +609,7 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     struct scaf_judgement j;
     struct scaf_site *s = m->site;
     char reason[SCAF_REASON_MAX];
+    unsigned held;
 
     if (M.report_path) {
         if (team >= 1 && team <= SCAF_MAX_CPUS)
@@ -620,13 +636,20 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         scaf_tlscheck_poll();
         ji.tls_check = (int)atomic_load(&s->tls_result);
     }
+    held = atomic_load(&M.tls_held);
+    ji.held_elsewhere = held - ((ji.site & SCAF_SITE_TLS_WAIT) && held ? 1u : 0u);
     scaf_verdict_judge(&ji, &j);
     if (j.lower_cap)
         lower_cap(team);
     if (ji.ev.forced)
         return;
-    if (s && j.site != ji.site)
-        atomic_store_explicit(&s->verdict, j.site, memory_order_relaxed);
+    /* Only the thread whose update lands counts the site in or out of the held ones. */
+    if (s && j.site != ji.site && atomic_compare_exchange_strong(&s->verdict, &ji.site, j.site)) {
+        if ((j.site & SCAF_SITE_TLS_WAIT) && !(ji.site & SCAF_SITE_TLS_WAIT))
+            atomic_fetch_add(&M.tls_held, 1);
+        else if (!(j.site & SCAF_SITE_TLS_WAIT) && (ji.site & SCAF_SITE_TLS_WAIT))
+            atomic_fetch_sub(&M.tls_held, 1);
+    }
     if (j.tid_any && !ji.ev.tid_any) {
         void *expected = NULL;
         atomic_compare_exchange_strong(&M.tid_fn, &expected, (void *)m->fn);

@@ -95,9 +95,11 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
         else
             out->tid_only = true;
     }
-    /* A site seen clean (or cleared by its check) settles a program that was only watching. */
+    /* A site seen clean (or cleared by its check) settles a program that was only watching, unless
+     * another site is still held for its check: a program that ends then is undecided, not malleable. */
     if ((first || cleared) && !(site & SCAF_SITE_TLS_WAIT) && out->verdict == SCAF_VERDICT_UNDECIDED)
-        change(out, SCAF_VERDICT_MALLEABLE, SCAF_WHY_CLEAN);
+        change(out, in->held_elsewhere ? SCAF_VERDICT_UNDECIDED : SCAF_VERDICT_MALLEABLE,
+               in->held_elsewhere ? SCAF_WHY_TLS_HELD : SCAF_WHY_CLEAN);
 }
 
 uint32_t scaf_verdict_count_known(const struct scaf_evidence *ev, bool set, int *why)

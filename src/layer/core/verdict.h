@@ -76,6 +76,7 @@ struct scaf_judge_in {
     bool tls;      /* the site's object has thread-local storage */
     bool tid, nth; /* its outermost threads called omp_get_thread_num() / omp_get_num_threads() */
     int tls_check; /* enum scaf_tls_result for this site (SCAF_TLS_NONE while none ended) */
+    unsigned held_elsewhere; /* other sites held for their TLS check now: the program is not settled */
 };
 
 /* Which rule spoke: malleable.c turns it into the reason text (names of functions and objects). */
@@ -88,6 +89,7 @@ enum scaf_why {
     SCAF_WHY_TLS_CARRIED,     /* depends on thread-local data an earlier region left: fixed */
     SCAF_WHY_TLS_UNCHECKED,   /* runs in code with thread-local data that could not be checked: fixed */
     SCAF_WHY_TLS_WAIT,        /* runs in code with thread-local data: held at its team while checked (undecided) */
+    SCAF_WHY_TLS_HELD,        /* a site was cleared or seen clean, but others are still held (undecided) */
     SCAF_WHY_CLEAN,           /* every region seen reads its own team size or none: malleable */
 };
 
