@@ -272,7 +272,12 @@ class Checker:
                 for ln in d.detail:
                     say("    " + ln)
             say(f"  the layer's rule says: {rule_says}")
-            if lv is not None and not verdict_fixed:
+            if lv is not None and lv.get("verdict") == "undecided":
+                # Not a disagreement: the rule holds what it has not decided at the program's own team; a
+                # longer run of the program would have settled it one way or the other.
+                say("  the layer had not decided when the program ended; meanwhile it keeps such regions at "
+                    "the program's own team. --save or `scaf run --fixed` records the check's verdict")
+            elif lv is not None and not verdict_fixed:
                 if lv.get("source") == "rules":
                     msg = ("a rules file says it is malleable, but the check found a difference: change that rule, "
                            "or use --save (a rule for this path, placed first) or `scaf run --fixed`")
