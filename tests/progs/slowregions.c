@@ -1,8 +1,11 @@
-/* slowregions.c — OpenMP regions of a chosen length in iterations (first one optionally longer), for experiment and long-region tests. */
+/* slowregions.c — OpenMP regions of a chosen length in iterations (the first one optionally longer, or held until a file exists), for experiment and long-region tests. */
+#include <omp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A little integer hashing per iteration: pure computation, no syscalls, same result for any team. */
 static uint64_t step(uint64_t x)
@@ -31,9 +34,32 @@ static uint64_t region(long iters)
     return s;
 }
 
+/* The first region of --hold: every thread hashes blocks until thread 0 sees the file. A region of
+ * whatever length the test needs, on any machine; its sum depends on that length, so it is kept out of
+ * the checksum. */
+static void held_region(const char *path)
+{
+    _Atomic int done = 0;
+
+#pragma omp parallel
+    {
+        uint64_t x = 0;
+        long blocks = 0;
+        while (!atomic_load_explicit(&done, memory_order_relaxed)) {
+            for (int k = 0; k < 1000; k++)
+                x = step(x + (uint64_t)k);
+            if (omp_get_thread_num() == 0 && ++blocks % 64 == 0 && access(path, F_OK) == 0)
+                atomic_store_explicit(&done, 1, memory_order_relaxed);
+        }
+        if (x == 42)
+            fprintf(stderr, "slowregions: a lucky hash\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     long regions = 4, iters = 1000000, first = 0;
+    const char *hold = NULL;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--regions") == 0 && i + 1 < argc)
@@ -42,13 +68,21 @@ int main(int argc, char **argv)
             iters = atol(argv[++i]);
         else if (strcmp(argv[i], "--first-iters") == 0 && i + 1 < argc)
             first = atol(argv[++i]);
+        else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
+            hold = argv[++i];
         else {
-            fprintf(stderr, "usage: slowregions [--regions R] [--iters N] [--first-iters N]\n");
+            fprintf(stderr, "usage: slowregions [--regions R] [--iters N] [--first-iters N | --hold PATH]\n");
             return 2;
         }
     }
     uint64_t sum = 0;
     for (long r = 0; r < regions; r++) {
+        if (r == 0 && hold) {
+            held_region(hold);
+            printf("region=0 held\n");
+            fflush(stdout);
+            continue;
+        }
         sum += region(r == 0 && first > 0 ? first : iters);
         printf("region=%ld\n", r);
         fflush(stdout);
