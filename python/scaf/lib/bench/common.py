@@ -156,8 +156,27 @@ def describe_programs(run: dict) -> str:
     return ", ".join(parts)
 
 
-def workload_argv(name: str, size: str) -> list[str]:
-    return [str(paths.workload(name)), "--size", size]
+def workload_argv(name: str, size: str, until: str | None = None) -> list[str]:
+    """A workload's command line; with `until`, one that runs until that file exists (or until killed,
+    for a path that never will), for the workloads that take --until."""
+    argv = [str(paths.workload(name)), "--size", size]
+    if until is not None and takes_until(name):
+        argv += ["--until", until]
+    return argv
+
+
+_TAKES_UNTIL: dict[str, bool] = {}
+
+
+def takes_until(name: str) -> bool:
+    """Whether workload `name` accepts --until, as its --help says."""
+    if name not in _TAKES_UNTIL:
+        import subprocess
+
+        r = subprocess.run([str(paths.workload(name)), "--help"], capture_output=True, text=True, timeout=30,
+                           check=False)
+        _TAKES_UNTIL[name] = r.returncode == 0 and "--until PATH" in r.stdout
+    return _TAKES_UNTIL[name]
 
 
 def bench_program(name: str, size: str, env: dict[str, str], cpus: list[int] | None,

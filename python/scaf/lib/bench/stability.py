@@ -84,6 +84,10 @@ def stability(records: list[dict], start: float | None = None, end: float | None
                      avg_threads={k: area[k] / present[k] for k in area if present[k] > 0})
 
 
+# A path no workload will ever see: --until it runs until killed.
+NEVER = "/nonexistent/scaf-bench/never-released"
+
+
 def measure(workloads: list[str], policy: str, cpus: int, size: str, settle: float, seconds: float,
             log: Path, daemon_args: list[str] | None = None, tag: str = "stability") -> dict:
     """Runs the workloads together under a private scafd (`--policy policy --cpus cpus --no-lookout
@@ -103,7 +107,9 @@ def measure(workloads: list[str], policy: str, cpus: int, size: str, settle: flo
             env = runner.base_env(tag)
             env.update({"LD_PRELOAD": str(paths.layer()), "SCAF_SOCKET": daemon.socket,
                         "OMP_NUM_THREADS": str(cpus)})
-            children.append(procs.spawn(common.workload_argv(name, size), env, None))
+            # Killed at the end of the window: those that can run until then (--until a path that never
+            # appears) so that the window is the one asked for on any machine.
+            children.append(procs.spawn(common.workload_argv(name, size, until=NEVER), env, None))
         pids = {p.pid for p in children}
         deadline = time.monotonic() + 60
         start = None
