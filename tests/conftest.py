@@ -19,6 +19,72 @@ from scaf.lib import daemon, paths
 
 SCAF = paths.build_dir() / "bin" / "scaf"
 
+
+def _work_scale() -> float:
+    """SCAF_TEST_SCALE: the speed envelope. Every workload size the tests use is multiplied by it (the
+    workloads read WL_SCALE; the tests' own programs take counts through scaled()), so 0.25 runs the
+    suite as a machine 4 times faster would and 4 as one 4 times slower. Tests make the conditions they
+    judge, so the suite must pass anywhere in that envelope (docs/testing.md)."""
+    raw = os.environ.get("SCAF_TEST_SCALE", "").strip()
+    if not raw:
+        return 1.0
+    try:
+        v = float(raw)
+    except ValueError:
+        v = float("nan")
+    if not 1e-3 <= v <= 1e3:
+        raise pytest.UsageError(f"SCAF_TEST_SCALE={raw!r}: give a number from 0.001 to 1000 (1: as built)")
+    return v
+
+
+WORK_SCALE = _work_scale()
+if WORK_SCALE != 1.0:
+    # Inherited by every program the tests start, through any env built from os.environ.
+    os.environ["WL_SCALE"] = repr(WORK_SCALE)
+
+
+def scaled(n: int, minimum: int = 1) -> int:
+    """A count of work in a test's own program (iterations, regions), times the suite's work scale."""
+    return max(minimum, round(n * WORK_SCALE))
+
+
+def wl_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A small environment for a workload run plainly, that still carries the suite's work scale."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    if "WL_SCALE" in os.environ:
+        env["WL_SCALE"] = os.environ["WL_SCALE"]
+    env.update(extra or {})
+    return env
+
+
+# For a workload a test ends itself (kill): --until a file that never appears, so that it runs for as
+# long as the test needs on any machine, never for as long as its size happens to last.
+UNTIL_KILLED = ["--until", "/nonexistent/scaf-test/never-released"]
+
+
+class Hold:
+    """A file whose appearance ends a workload's --until (or --switch, or a test program's --hold):
+    the test decides when the program has run long enough, not the machine's speed."""
+
+    def __init__(self, name: str = "release") -> None:
+        self.path = Path(short_tmpdir()) / name
+
+    def args(self, option: str = "--until") -> list[str]:
+        return [option, str(self.path)]
+
+    def release(self) -> None:
+        self.path.touch()
+
+
+# A count that a test's condition is made of (regions after a fork for its outcome to be collected,
+# chances for a hazard to show): a faster machine runs the same count, only sooner, so the suite's
+# work scale, which stands in for speed, must not change it.
+UNSCALED = ["--scale", "1"]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"work scale: {WORK_SCALE:g} (SCAF_TEST_SCALE; workloads read WL_SCALE)"
+
 # A suite started in the background by a non-interactive shell (`make test &`, nohup) inherits
 # SIGINT ignored, and exec passes that on to every program the tests start: Ctrl-C tests would
 # then test nothing. Python's own handler is reset to the default at exec, as from a terminal.

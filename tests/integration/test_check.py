@@ -133,8 +133,13 @@ def test_workloads(name: str, threads: str, code: int, verdict: str) -> None:
     if code == 1:
         assert "  evidence, seed " in r.stdout
         assert "      plain:  " in r.stdout and "      scaf:   " in r.stdout
-        # The layer's evidence rule catches these three: no disagreement.
-        assert "the layer's rule says: fixed — " in r.stdout
+        # The layer's evidence rule catches these: fixed, or, for tpcarry, whose thread-local check may
+        # still run when a short run ends (how short depends on the machine), an honest undecided that
+        # names the sites still held. Never malleable, and no disagreement.
+        says = re.search(r"the layer's rule says: (\w+) — (.*)", r.stdout)
+        assert says, r.stdout
+        assert says.group(1) == "fixed" or (name == "tpcarry" and says.group(1) == "undecided"
+                                            and "held for the thread-local check" in says.group(2)), r.stdout
         assert "DISAGREEMENT" not in r.stdout
     else:
         assert "DISAGREEMENT" not in r.stdout

@@ -6,7 +6,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from conftest import Daemon, layer_env
+from conftest import UNTIL_KILLED, Daemon, layer_env
 from scaf.lib import paths
 from test_estimate import client
 
@@ -22,7 +22,7 @@ def test_stream_alone_gets_fewer_threads_than_the_machine(scafd_factory: Callabl
     machine's load and a mean of 12.3 was seen on a loaded 2-core machine."""
     d = scafd_factory("--policy", "consumption", "--cpus", "16", "--no-lookout")
     env = layer_env(d.socket, {"SCAF_LAZY": "0", "OMP_NUM_THREADS": "16"})
-    p = subprocess.Popen([str(paths.workload("stream")), "--size", "A"], env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([str(paths.workload("stream")), "--size", "A", *UNTIL_KILLED], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     samples: list[int] = []
     try:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Daemon, layer_env
+from conftest import ROOT, UNTIL_KILLED, Daemon, layer_env
 from scaf.lib import paths
 from support import wire
 
@@ -320,7 +320,7 @@ def test_a_program_that_exits_is_not_waited_for_but_a_killed_one_is(
     assert any(c["pid"] != sibling.pid for ln in log_lines(d) for c in ln["clients"]), "ep never was a client"
     d.wait_for(lambda st: [c["pid"] for c in st["clients"]] == [sibling.pid], what="ep gone")
     assert "departures settled" not in d.stderr(), d.stderr()
-    spin = subprocess.Popen([str(paths.workload("spin")), "--size", "A"], env=env, cwd=tmp_path,
+    spin = subprocess.Popen([str(paths.workload("spin")), "--size", "A", *UNTIL_KILLED], env=env, cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         d.wait_for(lambda st: spin.pid in {c["pid"] for c in st["clients"]}, what="spin a client")

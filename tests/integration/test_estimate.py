@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
-from conftest import Daemon, layer_env
+from conftest import UNTIL_KILLED, Daemon, Hold, layer_env
 from scaf.lib import paths
 from test_experiment import build_prog
 
@@ -39,7 +39,7 @@ def hardware_counters() -> bool:
 @contextmanager
 def running(name: str, env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
     """A workload under the layer, killed at the end of the block (we only need its estimate)."""
-    p = subprocess.Popen([str(paths.workload(name)), *args], env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([str(paths.workload(name)), *args, *UNTIL_KILLED], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         yield p
@@ -127,14 +127,16 @@ def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
     prog = build_prog("slowregions")
     env = layer_env(scafd.socket, {"SCAF_LONG_REGION_S": "0.3", "SCAF_ASSUMED_EFFICIENCY": "0.37",
                                    "OMP_NUM_THREADS": "2"})
-    # Region 0 runs for seconds, then short regions follow.
-    p = subprocess.Popen([str(prog), "--regions", "400", "--first-iters", "2000000000", "--iters", "200000"],
+    # Region 0 runs until the test has seen it flagged (--hold), then short regions follow.
+    hold = Hold()
+    p = subprocess.Popen([str(prog), "--regions", "400", *hold.args("--hold"), "--iters", "200000"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         st = scafd.wait_for(lambda s: (c := client(s, p.pid)) is not None and c["long_region"], timeout=20,
                             what="long_region true")
         c = client(st, p.pid)
         assert c is not None and c["estimate"] == "assumed" and c["efficiency"] == pytest.approx(0.37)
+        hold.release()
         st = scafd.wait_for(lambda s: (c := client(s, p.pid)) is None or not c["long_region"], timeout=60,
                             what="long_region cleared after the region ended")
         c = client(st, p.pid)
@@ -143,16 +145,17 @@ def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
         assert p.returncode == 0, err
         assert "region=399" in out
     finally:
+        hold.release()
         if p.poll() is None:
             p.kill()
             p.communicate()
 
 
 class Kept:
-    """A workload under the layer, started again whenever it ends (on a quiet machine crit --size A can
-    end inside a 20 s window). `ready()` is False for `settle` seconds after each (re)start, so the
-    re-partition at an arrival, and the average share a newcomer gets before it is measured, are left
-    out of averages."""
+    """A workload under the layer that runs until the test stops it (--until: no size lasts long enough
+    on every machine), and is started again should it end anyway. `ready()` is False for `settle`
+    seconds after each (re)start, so the re-partition at an arrival, and the average share a newcomer
+    gets before it is measured, are left out of averages."""
 
     def __init__(self, name: str, env: dict[str, str], settle: float = 4.0) -> None:
         self.name, self.env, self.settle = name, env, settle
@@ -170,7 +173,7 @@ class Kept:
         if self.proc is None or self.proc.poll() is not None:
             if self.proc is not None:
                 assert self.proc.returncode == 0, f"{self.name} failed: {self.proc.returncode}"
-            self.proc = subprocess.Popen([str(paths.workload(self.name)), "--size", "A"], env=self.env,
+            self.proc = subprocess.Popen([str(paths.workload(self.name)), "--size", "A", *UNTIL_KILLED], env=self.env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.started = time.monotonic()
             self.restarts += 1

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import ROOT, Daemon, layer_env, parse_result
+from conftest import ROOT, UNSCALED, Daemon, layer_env, parse_result
 from scaf.lib import paths
 
 PROGS = ROOT / "tests" / "progs"
@@ -73,7 +73,8 @@ def alive(pid: int) -> bool:
 def test_chatty_output_and_file_exactly_once_under_forced_experiments(scafd: Daemon, tmp_path: Path) -> None:
     out_file = tmp_path / "chatty.out"
     env = layer_env(scafd.socket, FORCED)
-    r = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", "--file", str(out_file)],
+    # UNSCALED: a count, the instances after the fork in which its outcome is collected.
+    r = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", *UNSCALED, "--file", str(out_file)],
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     res = parse_result(r.stdout)
@@ -93,9 +94,9 @@ def test_chatty_output_and_file_exactly_once_under_forced_experiments(scafd: Dae
 
 def test_blocked_call_leaves_parent_result_identical(scafd: Daemon, tmp_path: Path) -> None:
     """Same checksum and same printed lines as without the layer, although the experiment was killed."""
-    plain = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", "--file", str(tmp_path / "a.out")],
+    plain = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", *UNSCALED, "--file", str(tmp_path / "a.out")],
                            capture_output=True, text=True, timeout=60)
-    forced = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", "--file", str(tmp_path / "b.out")],
+    forced = subprocess.run(check=False, args=[str(paths.workload("chatty")), "--size", "S", *UNSCALED, "--file", str(tmp_path / "b.out")],
                             env=layer_env(scafd.socket, FORCED), capture_output=True, text=True, timeout=60)
     assert plain.returncode == 0 and forced.returncode == 0, forced.stderr
 

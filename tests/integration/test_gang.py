@@ -10,19 +10,21 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from conftest import Daemon, layer_env, parse_result
+from conftest import Daemon, Hold, layer_env, parse_result
 from scaf.lib import paths
 
 TIMEOUT = 180
 
 
-def start_fixed(d: Daemon, size: str = "W") -> subprocess.Popen[str]:
+def start_fixed(d: Daemon, hold: Hold) -> subprocess.Popen[str]:
+    """`fixed` under the layer, running until the test releases `hold` (however fast the machine)."""
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "2"})
-    return subprocess.Popen([str(paths.workload("fixed")), "--size", size], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([str(paths.workload("fixed")), "--size", "S", *hold.args()], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finish(p: subprocess.Popen[str]) -> dict[str, str]:
+def finish(p: subprocess.Popen[str], hold: Hold) -> dict[str, str]:
+    hold.release()
     out, err = p.communicate(timeout=TIMEOUT)
     assert p.returncode == 0, err
     return parse_result(out)
@@ -34,7 +36,8 @@ def regions(st: dict, pid: int) -> int:
 
 def test_fixed_teams_that_do_not_fit_take_turns(scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "50")
-    a, b = start_fixed(d), start_fixed(d)
+    hold = Hold()
+    a, b = start_fixed(d, hold), start_fixed(d, hold)
     try:
         # Both judged fixed (omp_set_num_threads, then a region numbering its threads: at the end of
         # its first region), then two gangs.
@@ -47,20 +50,20 @@ def test_fixed_teams_that_do_not_fit_take_turns(scafd_factory: Callable[..., Dae
             what="two gangs of fixed teams, unconfined",
             timeout=30,
         )
-        # Over a window, both make progress: turns, not starvation.
+        # Over a window, both make progress: turns, not starvation. Both still run (held).
         r0 = {p.pid: regions(st, p.pid) for p in (a, b)}
         time.sleep(1.5)
         st = d.status()
-        if all(regions(st, p.pid) >= 0 for p in (a, b)):
-            assert all(regions(st, p.pid) > r0[p.pid] for p in (a, b)), (r0, st)
+        assert all(regions(st, p.pid) > r0[p.pid] >= 0 for p in (a, b)), (r0, st)
     finally:
-        ra, rb = finish(a), finish(b)
+        ra, rb = finish(a, hold), finish(b, hold)
     assert ra["verified"] == rb["verified"] == "yes"
 
 
 def test_gangs_off_leaves_them_unconfined(scafd_factory: Callable[..., Daemon]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "0")
-    a, b = start_fixed(d), start_fixed(d)
+    hold = Hold()
+    a, b = start_fixed(d, hold), start_fixed(d, hold)
     try:
         st = d.wait_for(
             lambda st: len([c for c in st["clients"] if c["verdict"] == "fixed" and not c["malleable"]]) == 2,
@@ -69,13 +72,14 @@ def test_gangs_off_leaves_them_unconfined(scafd_factory: Callable[..., Daemon]) 
         )
         assert all(c["gang"] == 0 and c["cpuset"] == [] and c["threads"] == 2 for c in st["clients"]), st
     finally:
-        assert finish(a)["verified"] == finish(b)["verified"] == "yes"
+        assert finish(a, hold)["verified"] == finish(b, hold)["verified"] == "yes"
 
 
 def test_daemon_killed_mid_turn_never_hangs_a_waiting_team(scafd_factory: Callable[..., Daemon]) -> None:
     """A client told to wait keeps the word on its page when the daemon dies; its wait is bounded."""
     d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "60000")
-    a, b = start_fixed(d), start_fixed(d)
+    hold = Hold()
+    a, b = start_fixed(d, hold), start_fixed(d, hold)
     try:
         d.wait_for(lambda st: sorted(c["gang"] for c in st["clients"]) == [1, 2], what="two gangs", timeout=30)
     finally:
@@ -83,4 +87,4 @@ def test_daemon_killed_mid_turn_never_hangs_a_waiting_team(scafd_factory: Callab
         d.proc.kill()
         d.proc.wait()
     # The one whose turn never came finishes anyway (each region waits at most a second).
-    assert finish(a)["verified"] == finish(b)["verified"] == "yes"
+    assert finish(a, hold)["verified"] == finish(b, hold)["verified"] == "yes"

@@ -249,8 +249,8 @@ def test_scancel_ends_the_programs_and_the_jobs_daemon(cluster: slurm.Slurm, top
     w = paths.workloads_dir()
     script.write_text(textwrap.dedent(f"""\
         #!/bin/sh
-        scaf run -- {w}/ep --size A > ep.out &
-        scaf run -- {w}/spin --size A > spin.out &
+        scaf run -- {w}/ep --size A --until /nonexistent/never > ep.out &
+        scaf run -- {w}/spin --size A --until /nonexistent/never > spin.out &
         wait
         """))
     jobid = cluster.sbatch(script, "--cpus-per-task=2", env=job_env(top))
@@ -415,7 +415,7 @@ def test_two_users_jobs_share_the_node_through_the_shared_daemon(
         # finds the node's /run/scaf/scafd.sock and points the job at it).
         script.write_text(textwrap.dedent(f"""\
             #!/bin/sh
-            scaf run -- {installed}/lib/scaf/workloads/ep --size A > ep.out
+            scaf run -- {installed}/lib/scaf/workloads/ep --size A --until /nonexistent/never > ep.out
             """))
         os.chmod(script, 0o755)
         env = job_env(top)

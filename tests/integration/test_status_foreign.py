@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import SCAF, Daemon, layer_env
+from conftest import SCAF, UNTIL_KILLED, Daemon, layer_env
 from scaf.lib import paths
 
-# Long enough never to end during a test: each test kills what it started.
-SPIN = [str(paths.workload("spin")), "--size", "A"]
+# Runs until the test kills it, however fast the machine.
+SPIN = [str(paths.workload("spin")), "--size", "A", *UNTIL_KILLED]
 # Active waiting: at barriers its threads spin instead of sleeping, so on a machine that other programs
 # oversubscribe its CPU use stays its full share of the time slices and above the listing threshold.
 QUIET = {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "active"}

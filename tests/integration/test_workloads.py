@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import parse_result
+from conftest import UNSCALED, parse_result
 from scaf.lib import paths
 
 WORKLOADS = [
@@ -330,7 +330,7 @@ def test_fixed_really_depends_on_a_constant_team(
 ) -> None:
     """fixed is the non-malleable one: a team that changes between its regions breaks it,
     which is why scaf must keep its team fixed (and why it verifies under scaf at all)."""
-    p = run_workload("fixed", 2, tmp_path, preload=shims["varying_team"])
+    p = run_workload("fixed", 2, tmp_path, preload=shims["varying_team"], extra=UNSCALED)
     assert p.returncode == 1, p.stdout + p.stderr
     assert parse_result(p.stdout)["verified"] == "no"
     assert "fixed: iteration" in p.stderr
@@ -369,7 +369,9 @@ def test_hazard_fails_when_a_team_shrinks_below_the_count_read_before_the_region
     summed whole) are wrong as soon as a region's team is smaller than the count they read
     at level 0. At OMP_NUM_THREADS=3 the shim's teams (1, 2, 3, ...) never exceed that count,
     as scaf's never do: every failure is a shrink, the case the layer must prevent."""
-    p = run_workload(name, 3, tmp_path, preload=shims["varying_team"])
+    # A count: enough regions for the shrinks to show even on a loaded machine (a thread that takes no
+    # chunk leaves nothing stale behind), whatever the suite's work scale.
+    p = run_workload(name, 3, tmp_path, preload=shims["varying_team"], extra=UNSCALED)
     assert p.returncode == 1, p.stdout + p.stderr
     assert parse_result(p.stdout)["verified"] == "no"
     assert re.search(says, p.stderr), p.stderr
@@ -403,7 +405,7 @@ def test_tpcarry_fails_every_round_whose_two_regions_have_different_teams(
     next, which OpenMP allows only when both have the same team. Under the shim the two regions
     of every round have different teams (1 then 2, 3 then 1, 2 then 3, ...): a team that shrank
     leaves partials out, one that grew adds partials that an earlier region (or none) left."""
-    p = run_workload("tpcarry", 3, tmp_path, preload=shims["varying_team"])
+    p = run_workload("tpcarry", 3, tmp_path, preload=shims["varying_team"], extra=UNSCALED)
     assert p.returncode == 1, p.stdout + p.stderr
     assert parse_result(p.stdout)["verified"] == "no"
     said = re.findall(
