@@ -54,6 +54,7 @@ help:
 	@echo "              (g++, pip's tbb) and the scaf command into build/"
 	@echo "make demo     run two workloads unmodified and under scaf, print the table (gcc only, no clang)"
 	@echo "make test     C unit tests (plain and ASan+UBSan), then the pytest suite"
+	@echo "              (SCAF_TEST_SCALE=0.25 or 4: as a machine 4 times faster or slower; docs/testing.md)"
 	@echo "              (each of make, make demo, make test, make install first runs tools/deps:"
 	@echo "              the Debian packages it needs, with sudo when not root)"
 	@echo "make test-corpus  only the real third-party programs (tools/deps corpus installs them; docs/corpus.md)"
