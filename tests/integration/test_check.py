@@ -112,6 +112,8 @@ WORKLOADS = [
     ("tpcarry", "2", 1, "not malleable"),
     ("tpscratch", "2", 0, "malleable"),
     ("explicit", "2", 0, "malleable"),
+    ("dtgroup", "3", 0, "malleable"),
+    ("xgbhist", "3", 1, "not malleable"),
 ]
 
 
