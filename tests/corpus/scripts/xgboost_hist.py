@@ -4,11 +4,11 @@
 
 Prints on stderr the OpenMP and BLAS objects mapped (the wheel's bundled libgomp), and on
 stdout one line per result, in full precision: a SHA-256 of the predictions on the training
-data and of the model (its JSON form), and the last evaluation line. XGBoost's histograms are
-summed per thread and then across threads, over blocks of rows cut by the thread count it
-read before its regions, so its bits depend on that count (docs/shapes.md): the row compares
-a plain run with a run under scaf, which keeps the program's team. --dump also saves the
-predictions.
+data and of the model (its JSON form), and the last evaluation line. Plain runs with
+OMP_NUM_THREADS 1 to 4 print the same bits (the float32 gradients' sums in double are exact at
+this size). XGBoost cuts blocks of rows by the thread count it read before its regions and gives
+them out by thread number (ParallelFor2d, docs/shapes.md): a smaller team would skip rows, so
+scaf keeps its team, and the row checks that. --dump also saves the predictions.
 """
 
 from __future__ import annotations
