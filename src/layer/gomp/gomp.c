@@ -229,9 +229,7 @@ SCAF_EXPORT int omp_get_max_threads_(void)
  * chunk of GOMP_loop_start and libomp's __kmpc_dispatch_* are not tracked: their calls count as
  * thread numbering, as every call did before.
  */
-/* initial-exec: read and written at every chunk and thread number, where __tls_get_addr would double the
- * cost of a chunk of a tiny loop; 4 bytes of the static TLS surplus also when the layer is dlopen'ed. */
-static _Thread_local unsigned iter_epoch __attribute__((tls_model("initial-exec")));
+static _Thread_local unsigned iter_epoch;
 
 /*
  * The first call of a region instance counts only at the outermost level; later ones cost two
