@@ -51,7 +51,7 @@ struct want {
     uint32_t verdict;
     int why;
     uint32_t site;
-    int escaped, tid_only, lower_cap, due, iter;
+    int escaped, tid_only, lower_cap, due;
 };
 
 static const struct {
@@ -102,45 +102,6 @@ static const struct {
     {"set, a seen site numbers threads later", {.ev = EV(.verdict = MALL, .queried = 1, .set = 1), .mode = STEER,
                                                 .site = SEEN, .tid = 1, .nth = 1},
      {.verdict = FIX, .why = SCAF_WHY_SET_TID, .site = SEEN}},
-    /* data.table's forder (dtgroup): thread numbers read only inside the iterations of a dynamic
-     * loop index per-iteration work; a smaller team is a run the whole team could make. */
-    {"dtgroup: first look, tid only inside dynamic iterations",
-     {.ev = EV(.verdict = UND, .queried = 1), .mode = WATCH, .tid = 1, .tid_iter = 1},
-     {.verdict = MALL, .why = SCAF_WHY_CLEAN_ITER, .site = SEEN, .iter = 1}},
-    {"first look, nothing called, after such a region",
-     {.ev = EV(.verdict = UND, .queried = 1, .tid_iter = 1), .mode = WATCH},
-     {.verdict = MALL, .why = SCAF_WHY_CLEAN_ITER, .site = SEEN}},
-    {"a clean program's first region numbering inside iterations says so",
-     {.ev = EV(.verdict = MALL, .queried = 1), .mode = STEER, .tid = 1, .tid_iter = 1},
-     {.verdict = MALL, .why = SCAF_WHY_CLEAN_ITER, .site = SEEN, .iter = 1}},
-    {"and only the first", {.ev = EV(.verdict = MALL, .queried = 1, .tid_iter = 1), .mode = STEER, .tid = 1,
-                            .tid_iter = 1},
-     {.verdict = MALL, .why = SCAF_WHY_NONE, .site = SEEN, .iter = 1}},
-    {"seen site, tid only inside iterations", {.ev = EV(.verdict = MALL, .queried = 1, .tid_iter = 1), .mode = STEER,
-                                               .site = SEEN, .tid = 1, .tid_iter = 1},
-     {.verdict = MALL, .why = SCAF_WHY_NONE, .site = SEEN}},
-    {"tid only inside iterations, no count known: not remembered as tid-only",
-     {.ev = EV(.verdict = MALL), .mode = STEER, .tid = 1, .tid_iter = 1},
-     {.verdict = MALL, .why = SCAF_WHY_NONE, .site = SEEN, .iter = 1}},
-    {"set, tid only inside iterations", {.ev = EV(.verdict = UND, .queried = 1, .set = 1), .mode = WATCH, .tid = 1,
-                                         .tid_iter = 1},
-     {.verdict = MALL, .why = SCAF_WHY_CLEAN_ITER, .site = SEEN, .iter = 1}},
-    {"tid inside iterations with the team size read alone: the count may escape",
-     {.ev = EV(.verdict = MALL), .mode = STEER, .site = SEEN, .tid = 1, .tid_iter = 1, .nth = 1},
-     {.verdict = UND, .why = SCAF_WHY_ESCAPED, .site = SEEN, .escaped = 1, .lower_cap = 1, .iter = 1}},
-    /* The unsafe neighbours: partials writes its slot after the loop, fwrite and xgboost's
-     * ParallelFor2d read the thread number before it; any call outside an iteration numbers. */
-    {"partials: tid inside and outside iterations", {.ev = EV(.verdict = UND, .queried = 1), .mode = WATCH, .tid = 1},
-     {.verdict = FIX, .why = SCAF_WHY_TID_ONLY, .site = SEEN}},
-    {"after a region numbering inside iterations", {.ev = EV(.verdict = MALL, .queried = 1, .tid_iter = 1),
-                                                    .mode = WATCH, .tid = 1},
-     {.verdict = FIX, .why = SCAF_WHY_TID_ONLY, .site = SEEN}},
-    {"set, tid outside iterations", {.ev = EV(.verdict = MALL, .queried = 1, .set = 1, .tid_iter = 1), .mode = STEER,
-                                     .site = SEEN, .tid = 1, .nth = 1},
-     {.verdict = FIX, .why = SCAF_WHY_SET_TID, .site = SEEN}},
-    {"forced: tid inside iterations changes nothing",
-     {.ev = EV(.verdict = FIX, .forced = 1, .queried = 1), .mode = STEER, .tid = 1, .tid_iter = 1},
-     {.verdict = FIX, .why = SCAF_WHY_NONE, .site = 0}},
     /* Thread-local data: held until checked, then cleared or fixed. */
     {"TLS code, first instance", {.ev = EV(.verdict = MALL), .mode = WATCH, .tls = 1, .tid = 1, .nth = 1},
      {.verdict = UND, .why = SCAF_WHY_TLS_WAIT, .site = SEEN | TLS | WAIT, .due = 1}},
@@ -204,9 +165,9 @@ int main(void)
         CHECK(j.verdict == w->verdict && j.why == w->why && j.site == w->site, "judge %s: got verdict %u why %d site %#x, "
               "want %u %d %#x", judged[i].what, j.verdict, j.why, j.site, w->verdict, w->why, w->site);
         CHECK(j.escaped == w->escaped && j.tid_only == w->tid_only && j.lower_cap == w->lower_cap &&
-                  j.tls_check_due == w->due && j.tid_iter == w->iter,
-              "judge %s: got escaped %d tid_only %d lower_cap %d due %d iter %d", judged[i].what, j.escaped,
-              j.tid_only, j.lower_cap, j.tls_check_due, j.tid_iter);
+                  j.tls_check_due == w->due,
+              "judge %s: got escaped %d tid_only %d lower_cap %d due %d", judged[i].what, j.escaped, j.tid_only,
+              j.lower_cap, j.tls_check_due);
     }
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         int why;

@@ -49,7 +49,7 @@
  * that the first look never changes the result.
  */
 
-_Atomic unsigned scaf_mall_epoch, scaf_mall_tid_epoch, scaf_mall_nth_epoch, scaf_mall_tid_out_epoch;
+_Atomic unsigned scaf_mall_epoch, scaf_mall_tid_epoch, scaf_mall_nth_epoch;
 _Atomic int scaf_mall_fixed;
 
 #define OBJ_CACHE 32
@@ -62,7 +62,6 @@ enum ev_bits {
     EV_SET = 1u << 3,
     EV_TID_ONLY = 1u << 4,
     EV_TID_ANY = 1u << 5,
-    EV_TID_ITER = 1u << 6,
 };
 
 struct tls_obj {
@@ -120,7 +119,6 @@ static struct scaf_evidence evidence(void)
         .set = (e & EV_SET) != 0,
         .tid_only = (e & EV_TID_ONLY) != 0,
         .tid_any = (e & EV_TID_ANY) != 0,
-        .tid_iter = (e & EV_TID_ITER) != 0,
     };
 }
 
@@ -374,10 +372,6 @@ static void reason_for(int why, void *fn, unsigned team, char *out, size_t len)
         say_into(out, len, "region %s runs in code with thread-local (threadprivate) data: checking whether "
                  "it outlives the region", what);
         return;
-    case SCAF_WHY_CLEAN_ITER:
-        say_into(out, len, "%s; every region seen reads its own team size, or numbers threads only inside "
-                 "dynamic/guided iterations, or neither", who);
-        return;
     case SCAF_WHY_CLEAN:
         if (atomic_load(&M.query_caller))
             say_into(out, len, "%s, but every region seen reads its own team size or none", who);
@@ -465,11 +459,6 @@ void scaf_malleable_set(void *caller, int team)
 void scaf_malleable_saw_tid(unsigned epoch)
 {
     atomic_store_explicit(&scaf_mall_tid_epoch, epoch, memory_order_relaxed);
-}
-
-void scaf_malleable_saw_tid_out(unsigned epoch)
-{
-    atomic_store_explicit(&scaf_mall_tid_out_epoch, epoch, memory_order_relaxed);
 }
 
 void scaf_malleable_saw_nth(unsigned epoch)
@@ -618,12 +607,10 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         atomic_store_explicit(&M.tls_team, team, memory_order_relaxed);
     ji.tid = atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) == m->epoch;
     ji.nth = atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) == m->epoch;
-    ji.tid_iter = ji.tid && atomic_load_explicit(&scaf_mall_tid_out_epoch, memory_order_relaxed) != m->epoch;
     ji.site = s ? atomic_load_explicit(&s->verdict, memory_order_relaxed) : 0;
-    /* The common case, a seen site whose threads neither number themselves (outside dynamic
-     * iterations) nor read the team size, ends here after four loads (the judgement would change
-     * nothing). */
-    if (ji.site && (!ji.tid || ji.tid_iter) && !ji.nth && !(ji.site & SCAF_SITE_TLS_WAIT))
+    /* The common case, a seen site whose threads neither number themselves nor read the team size,
+     * ends here after three loads (the judgement would change nothing). */
+    if (ji.site && !ji.tid && !ji.nth && !(ji.site & SCAF_SITE_TLS_WAIT))
         return;
     ji.ev = evidence();
     ji.mode = m->mode;
@@ -645,8 +632,6 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         atomic_compare_exchange_strong(&M.tid_fn, &expected, (void *)m->fn);
         atomic_fetch_or(&M.ev, EV_TID_ANY);
     }
-    if (j.tid_iter && !ji.ev.tid_iter)
-        atomic_fetch_or(&M.ev, EV_TID_ITER);
     if (j.tid_only && !ji.ev.tid_only) {
         void *expected = NULL;
         atomic_compare_exchange_strong(&M.tid_only_fn, &expected, (void *)m->fn);

@@ -35,29 +35,6 @@ extern _Atomic unsigned scaf_mall_epoch, scaf_mall_tid_epoch, scaf_mall_nth_epoc
 void scaf_malleable_saw_tid(unsigned epoch);
 void scaf_malleable_saw_nth(unsigned epoch);
 
-/*
- * An omp_get_thread_num() made outside any iteration that a dynamic or guided
- * loop handed the calling thread (docs/shapes.md). An adapter that tracks
- * those iterations reports the calls made inside them with
- * scaf_malleable_saw_tid alone, every other call with both; one that does not
- * track them reports every call with both.
- */
-extern _Atomic unsigned scaf_mall_tid_out_epoch;
-void scaf_malleable_saw_tid_out(unsigned epoch);
-
-/* The region instance now (what an adapter stamps an iteration with). */
-static inline unsigned scaf_malleable_epoch(void)
-{
-    return atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed);
-}
-
-/* Nonzero when this region instance (*epoch) has no call outside iterations recorded yet. */
-static inline int scaf_malleable_tid_out_new(unsigned *epoch)
-{
-    *epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed);
-    return atomic_load_explicit(&scaf_mall_tid_out_epoch, memory_order_relaxed) != *epoch;
-}
-
 /* Nonzero when this region instance (*epoch) has no omp_get_thread_num() recorded yet. */
 static inline int scaf_malleable_tid_new(unsigned *epoch)
 {

@@ -37,20 +37,13 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
     const struct scaf_evidence *ev = &in->ev;
     uint32_t site = in->site;
     bool first = site == 0, queried = ev->queried, waiting, cleared = false;
-    /*
-     * Thread numbers read only inside iterations that a dynamic or guided loop handed out are not
-     * thread numbering against a count: a smaller team's run is one the full team may make itself,
-     * its missing threads having taken no iteration (docs/shapes.md). Every rule below reads
-     * `numbers`, not the call.
-     */
-    bool numbers = in->tid && !in->tid_iter, iter_only = in->tid && in->tid_iter;
 
     *out = (struct scaf_judgement){.verdict = ev->verdict, .why = SCAF_WHY_NONE, .site = site};
     /* An explicit count or a fixed team ran as written; scaf check's teams are its own. */
     if (in->mode == SCAF_TEAM_KEEP || in->mode == SCAF_TEAM_CHECK)
         return;
     /* The program has seen this team: first looks and fixed teams get no more from now on. */
-    out->lower_cap = in->nth && !numbers;
+    out->lower_cap = in->nth && !in->tid;
     if (ev->forced)
         return;
     if (first)
@@ -58,11 +51,10 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
     out->site = site;
     waiting = (site & SCAF_SITE_TLS_WAIT) != 0;
     /* The common case: a seen site whose threads neither number themselves nor read the team size. */
-    if (!first && !numbers && !in->nth && !waiting)
+    if (!first && !in->tid && !in->nth && !waiting)
         return;
-    out->tid_any = numbers;
-    out->tid_iter = iter_only;
-    if (in->nth && !numbers) {
+    out->tid_any = in->tid;
+    if (in->nth && !in->tid) {
         /* `single: n = omp_get_num_threads()`: the count may escape to later regions; a query. */
         out->escaped = true;
         if (!queried) {
@@ -95,9 +87,9 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
         }
         out->site = site;
     }
-    if (numbers && ev->set)
+    if (in->tid && ev->set)
         change(out, SCAF_VERDICT_FIXED, SCAF_WHY_SET_TID);
-    if (numbers && !in->nth) {
+    if (in->tid && !in->nth) {
         if (queried)
             change(out, SCAF_VERDICT_FIXED, SCAF_WHY_TID_ONLY);
         else
@@ -105,11 +97,7 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
     }
     /* A site seen clean (or cleared by its check) settles a program that was only watching. */
     if ((first || cleared) && !(site & SCAF_SITE_TLS_WAIT) && out->verdict == SCAF_VERDICT_UNDECIDED)
-        change(out, SCAF_VERDICT_MALLEABLE, iter_only || ev->tid_iter ? SCAF_WHY_CLEAN_ITER : SCAF_WHY_CLEAN);
-    /* A program judged clean from a count it knows says so when it first numbers threads this way. */
-    else if (iter_only && !ev->tid_iter && ev->queried && ev->verdict == SCAF_VERDICT_MALLEABLE &&
-             out->why == SCAF_WHY_NONE)
-        change(out, SCAF_VERDICT_MALLEABLE, SCAF_WHY_CLEAN_ITER);
+        change(out, SCAF_VERDICT_MALLEABLE, SCAF_WHY_CLEAN);
 }
 
 uint32_t scaf_verdict_count_known(const struct scaf_evidence *ev, bool set, int *why)

@@ -38,7 +38,6 @@ struct scaf_evidence {
     bool set;         /* omp_set_num_threads() outside regions: the program chose its count */
     bool tid_only;    /* some region numbered its threads without reading its team size */
     bool tid_any;     /* some region numbered its threads */
-    bool tid_iter;    /* some region numbered its threads only inside runtime-scheduled iterations */
 };
 
 /* Everything the mode of one outermost region depends on. */
@@ -76,9 +75,6 @@ struct scaf_judge_in {
     uint32_t site; /* the site's state before this instance ended (0: its first) */
     bool tls;      /* the site's object has thread-local storage */
     bool tid, nth; /* its outermost threads called omp_get_thread_num() / omp_get_num_threads() */
-    bool tid_iter; /* every such omp_get_thread_num() was made inside an iteration that a dynamic or guided
-                    * loop handed out (docs/shapes.md): the thread numbers index per-iteration work,
-                    * and the region does not number its threads against a count */
     int tls_check; /* enum scaf_tls_result for this site (SCAF_TLS_NONE while none ended) */
 };
 
@@ -93,8 +89,6 @@ enum scaf_why {
     SCAF_WHY_TLS_UNCHECKED,   /* runs in code with thread-local data that could not be checked: fixed */
     SCAF_WHY_TLS_WAIT,        /* runs in code with thread-local data: held at its team while checked (undecided) */
     SCAF_WHY_CLEAN,           /* every region seen reads its own team size or none: malleable */
-    SCAF_WHY_CLEAN_ITER,      /* the same, and some region numbers threads only inside dynamic or guided
-                               * iterations: malleable */
 };
 
 struct scaf_judgement {
@@ -104,7 +98,6 @@ struct scaf_judgement {
     bool escaped;       /* the region read its team size alone: it counts as a query from now on */
     bool tid_only;      /* it numbered threads without its team size (remembered program-wide) */
     bool tid_any;       /* it numbered its threads (remembered program-wide) */
-    bool tid_iter;      /* it numbered them only inside runtime-scheduled iterations (remembered program-wide) */
     bool lower_cap;     /* its team bounds first looks and fixed teams from now on (it read that team) */
     bool tls_check_due; /* a TLS check of this site should be started at its next instance */
 };

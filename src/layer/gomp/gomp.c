@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,35 +219,13 @@ SCAF_EXPORT int omp_get_max_threads_(void)
     return n;
 }
 
-/*
- * The region instance whose dynamic or guided iteration this thread runs now, 0 outside one: set
- * by every chunk such a loop hands the thread, cleared when it hands none or the loop ends
- * (wrappers below). A thread number read inside such an iteration indexes that iteration's work;
- * a smaller team's run is one the whole team could make itself, its missing threads having taken
- * no chunk (docs/shapes.md). Static schedules (inline in gcc's code), runtime schedules, the first
- * chunk of GOMP_loop_start and libomp's __kmpc_dispatch_* are not tracked: their calls count as
- * thread numbering, as every call did before.
- */
-static _Thread_local unsigned iter_epoch;
-
-/*
- * The first call of a region instance counts only at the outermost level; later ones cost two
- * loads, three inside an iteration. A call inside an iteration is recorded as a thread number
- * only; one outside as thread numbering too.
- */
+/* The first call of a region instance counts only at the outermost level; later ones cost two loads. */
 static inline void note_tid(void)
 {
     unsigned e;
 
-    if (iter_epoch != 0 && iter_epoch == scaf_malleable_epoch()) {
-        if (scaf_malleable_tid_new(&e) && scaf_real.get_level && scaf_real.get_level() == 1)
-            scaf_malleable_saw_tid(e);
-        return;
-    }
-    if (scaf_malleable_tid_out_new(&e) && scaf_real.get_level && scaf_real.get_level() == 1) {
+    if (scaf_malleable_tid_new(&e) && scaf_real.get_level && scaf_real.get_level() == 1)
         scaf_malleable_saw_tid(e);
-        scaf_malleable_saw_tid_out(e);
-    }
 }
 
 static inline void note_nth(void)
@@ -282,77 +259,6 @@ SCAF_EXPORT int omp_get_num_threads_(void)
 {
     note_nth();
     return REAL(get_num_threads_f, "omp_get_num_threads_")();
-}
-
-/* ---- the iterations that dynamic and guided loops hand out, for note_tid ---- */
-
-static inline bool iter_mark(bool got)
-{
-    iter_epoch = got ? scaf_malleable_epoch() : 0;
-    return got;
-}
-
-typedef unsigned long long scaf_ull;
-
-/* A loop's own entry points, resolved on first use (a program calls a few of them). */
-#define ITER_REAL(name, type)                                                                   \
-    static __typeof__(type) real_;                                                              \
-    if (__builtin_expect(real_ == NULL, 0))                                                     \
-        real_ = (type)scaf_resolve_late(&real_, resolve, name, "OpenMP runtime")
-
-#define ITER_LOOP(kind)                                                                         \
-    SCAF_EXPORT bool GOMP_loop_##kind##_start(long start, long end, long incr, long chunk,      \
-                                              long *istart, long *iend)                         \
-    {                                                                                           \
-        ITER_REAL("GOMP_loop_" #kind "_start", bool (*)(long, long, long, long, long *, long *)); \
-        return iter_mark(real_(start, end, incr, chunk, istart, iend));                         \
-    }                                                                                           \
-    SCAF_EXPORT bool GOMP_loop_##kind##_next(long *istart, long *iend)                          \
-    {                                                                                           \
-        ITER_REAL("GOMP_loop_" #kind "_next", bool (*)(long *, long *));                         \
-        return iter_mark(real_(istart, iend));                                                  \
-    }                                                                                           \
-    SCAF_EXPORT bool GOMP_loop_ull_##kind##_start(bool up, scaf_ull start, scaf_ull end,        \
-                                                  scaf_ull incr, scaf_ull chunk,                \
-                                                  scaf_ull *istart, scaf_ull *iend)             \
-    {                                                                                           \
-        ITER_REAL("GOMP_loop_ull_" #kind "_start",                                              \
-                  bool (*)(bool, scaf_ull, scaf_ull, scaf_ull, scaf_ull, scaf_ull *, scaf_ull *)); \
-        return iter_mark(real_(up, start, end, incr, chunk, istart, iend));                     \
-    }                                                                                           \
-    SCAF_EXPORT bool GOMP_loop_ull_##kind##_next(scaf_ull *istart, scaf_ull *iend)              \
-    {                                                                                           \
-        ITER_REAL("GOMP_loop_ull_" #kind "_next", bool (*)(scaf_ull *, scaf_ull *));             \
-        return iter_mark(real_(istart, iend));                                                  \
-    }
-
-ITER_LOOP(dynamic)
-ITER_LOOP(guided)
-ITER_LOOP(nonmonotonic_dynamic)
-ITER_LOOP(nonmonotonic_guided)
-ITER_LOOP(ordered_dynamic)
-ITER_LOOP(ordered_guided)
-
-/* A loop left by cancellation never asks for another chunk: its end closes the iteration. */
-SCAF_EXPORT void GOMP_loop_end(void)
-{
-    ITER_REAL("GOMP_loop_end", void (*)(void));
-    iter_epoch = 0;
-    real_();
-}
-
-SCAF_EXPORT void GOMP_loop_end_nowait(void)
-{
-    ITER_REAL("GOMP_loop_end_nowait", void (*)(void));
-    iter_epoch = 0;
-    real_();
-}
-
-SCAF_EXPORT bool GOMP_loop_end_cancel(void)
-{
-    ITER_REAL("GOMP_loop_end_cancel", bool (*)(void));
-    iter_epoch = 0;
-    return real_();
 }
 
 /* ---- team size at a region entry: the core decides ---- */
