@@ -64,10 +64,10 @@ def two(scafd_factory: Callable[..., Daemon]) -> Daemon:
         ("partials", "fixed", "numbers threads without omp_get_num_threads()"),
         ("fixed", "fixed", f"omp_set_num_threads({BOUND}) outside regions from fixed"),
         ("tpcarry", "fixed", "depends on thread-local (threadprivate) data left by earlier regions"),
-        # data.table's shape: thread numbers only inside a dynamic loop's iterations, per-thread
-        # buffers sized by the count read at start; partials, its unsafe neighbour (a slot written
-        # after the loop), is fixed above.
-        ("dtgroup", "malleable", "numbers threads only inside dynamic/guided iterations"),
+        # data.table's shape: thread numbers only inside a dynamic loop's iterations, over per-thread
+        # buffers sized by the count read at start. Right for any team up to it (the seeded teams
+        # below), but its calls are partials' calls: fixed, a loss of speed (docs/shapes.md).
+        ("dtgroup", "fixed", "numbers threads without omp_get_num_threads()"),
         # XGBoost's: blocks cut by that count and given out by thread number (ParallelFor2d).
         ("xgbhist", "fixed", "numbers threads without omp_get_num_threads()"),
     ],
