@@ -7,8 +7,9 @@
 # of the result serialized uncompressed (saveRDS to a file that is removed): group-by
 # aggregates keyed by an integer id and by a character column, a multi-column order, a keyed
 # join. Everything data.table computes here is exact (integer sums, orders, counts) or summed in
-# an order that does not depend on its team. fwrite is left out on purpose: its region reads the
-# thread number before its loop (docs/shapes.md), which keeps the whole process's team fixed.
+# an order that does not depend on its team. scaf keeps data.table's team fixed (forder's region
+# numbers its threads without reading its team size; docs/shapes.md says why that is safe and why
+# the layer cannot be sure); scaf check finds this script malleable.
 suppressPackageStartupMessages(library(data.table))
 setDTthreads(0)
 cat("threads", getDTthreads(), "\n")
