@@ -17,6 +17,8 @@ team (one thread per CPU) is what a user gets, and what the layer has to bound.
 from __future__ import annotations
 
 import glob
+import os
+import re
 from pathlib import Path
 
 from . import inputs as gen
@@ -84,6 +86,19 @@ def _numpy_uses_bundled_openblas(step: StepResult) -> None:
     openmp, blas = _maps_line(step, "openmp"), _maps_line(step, "blas")
     assert "numpy.libs/libscipy_openblas" in blas, f"not pip's numpy and its OpenBLAS: {blas}"
     assert openmp == "openmp []", f"an OpenMP runtime is mapped: {openmp}"
+
+
+def _xgboost_uses_a_bundled_libgomp(step: StepResult) -> None:
+    # xgboost imports scikit-learn when it is installed; both wheels bundle the same libgomp build
+    # (one soname), so the process maps whichever copy came first.
+    openmp = _maps_line(step, "openmp")
+    assert re.search(r"(xgboost_cpu|scikit_learn)\.libs/libgomp-", openmp), f"no wheel's bundled libgomp: {openmp}"
+
+
+def _datatable_takes_every_cpu(step: StepResult) -> None:
+    first = step.stdout.decode().splitlines()[0]
+    assert first.split()[:2] == ["threads", str(len(os.sched_getaffinity(0)))], (
+        f"setDTthreads(0) should give data.table one thread per CPU: {first}")
 
 
 PROGRAMS: list[Program] = [
@@ -444,5 +459,37 @@ PROGRAMS: list[Program] = [
         why=("the BLAS pool under every pip-installed numpy, steered without OpenMP; its float results depend on the "
              "pool's size, so the matrices are chosen to make them exact (integer-valued products, a solve with a "
              "known integer answer)"),
+    ),
+    Program(
+        name="datatable",
+        packages=("r-cran-data.table",),
+        steps=(("Rscript", str(SCRIPTS / "datatable_group.R")),),
+        inputs=gen.write_text("README", "the script generates its table (set.seed)\n"),
+        compare_stderr=True,
+        check=_datatable_takes_every_cpu,
+        does=("R's data.table with setDTthreads(0): group-by aggregates (by an integer id, by a character column), a "
+              "three-column order and a keyed join of a seeded 1,000,000-row table; MD5s of the results, serialized"),
+        pattern=("omp_get_max_threads() outside regions in initDTthreads (at library load); every region has "
+                 "num_threads(getDTthreads(n)), the count it read, throttled; thread-numbered scratch inside an ordered "
+                 "dynamic loop (forder) and inside static loops (gforce); ~80 regions"),
+        why=("the commonest shape of real libraries: per-thread buffers sized by a count read once, indexed by "
+             "thread number inside worksharing loops (docs/shapes.md)"),
+    ),
+    Program(
+        name="xgboost-hist",
+        packages=(),
+        pip=("xgboost-cpu", "numpy"),
+        steps=((VENV_PYTHON, str(SCRIPTS / "xgboost_hist.py")),),
+        inputs=gen.write_text("README", "the script generates its data (numpy, seeded)\n"),
+        compare_stderr=True,
+        stderr_masks=(MAPPED_OPENMP,),
+        check=_xgboost_uses_a_bundled_libgomp,
+        does=("XGBoost 3.2 (xgboost-cpu wheel), tree_method hist, 30 rounds of depth 6 on 20,000 x 24 seeded samples; "
+              "full-precision hashes of the predictions and of the model (JSON), the last log loss"),
+        pattern=("omp_get_max_threads() outside regions (OmpGetNumThreads, from libxgboost.so); every region has "
+                 "num_threads(n_threads); ParallelFor2d regions give blocks of rows cut for that count to thread "
+                 "numbers; ~1,300 regions"),
+        why=("the same count-sized per-thread buffers as data.table, but with the work itself cut by the count: a "
+             "smaller team would skip rows (docs/shapes.md)"),
     ),
 ]

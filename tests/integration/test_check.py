@@ -112,6 +112,7 @@ WORKLOADS = [
     ("tpcarry", "2", 1, "not malleable"),
     ("tpscratch", "2", 0, "malleable"),
     ("explicit", "2", 0, "malleable"),
+    ("xgbhist", "3", 1, "not malleable"),
 ]
 
 
@@ -158,6 +159,19 @@ def test_reduction_is_not_malleable_and_the_layer_disagrees(progs: dict[str, str
     assert "the layer's rule says: malleable" in r.stdout
     assert ("DISAGREEMENT: the rule would steer it but the check found a difference: use --save or "
             "`scaf run --fixed`") in r.stdout
+
+
+def test_dtgroup_is_malleable_where_the_rule_keeps_it_fixed() -> None:
+    """data.table's shape (dtgroup): thread-numbered scratch inside a dynamic loop's iterations, over
+    buffers sized by the count read at start. Seeded teams up to that count change nothing, while
+    the rule, which sees the calls partials makes, keeps the team: the check says so, and that
+    --save records what it found (docs/shapes.md: why the rule cannot tell the two apart)."""
+    r = scaf("check", "--threads", "3", "--ignore", "^name=", "--", wl("dtgroup"), "--size", "S")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "\nverdict: malleable (" in r.stdout, r.stdout
+    assert "the layer's rule says: fixed — region dtgroup+" in r.stdout, r.stdout
+    assert "numbers threads without omp_get_num_threads()" in r.stdout, r.stdout
+    assert "DISAGREEMENT: the rule keeps its team fixed but the check found no difference" in r.stdout
 
 
 def test_nondeterministic_plainly_exits_3() -> None:

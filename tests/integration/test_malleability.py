@@ -90,6 +90,12 @@ def two(scafd_factory: Callable[..., Daemon]) -> Daemon:
         ("partials", "fixed", "numbers threads without omp_get_num_threads()"),
         ("fixed", "fixed", f"omp_set_num_threads({BOUND}) outside regions from fixed"),
         ("tpcarry", "fixed", "depends on thread-local (threadprivate) data left by earlier regions"),
+        # data.table's shape: thread numbers only inside a dynamic loop's iterations, over per-thread
+        # buffers sized by the count read at start. Right for any team up to it (the seeded teams
+        # below), but its calls are partials' calls: fixed, a loss of speed (docs/shapes.md).
+        ("dtgroup", "fixed", "numbers threads without omp_get_num_threads()"),
+        # XGBoost's: blocks cut by that count and given out by thread number (ParallelFor2d).
+        ("xgbhist", "fixed", "numbers threads without omp_get_num_threads()"),
     ],
 )
 def test_hazard_workloads_judged_by_evidence(two: Daemon, tmp_path: Path, name: str, verdict: str, reason: str) -> None:
@@ -146,7 +152,7 @@ def test_the_first_look_is_what_keeps_split_correct(two: Daemon, tmp_path: Path)
     assert result["verified"] == "no", result
 
 
-@pytest.mark.parametrize("name", ["split", "partials", "fixed", "tpcarry"])
+@pytest.mark.parametrize("name", ["split", "partials", "fixed", "tpcarry", "xgbhist"])
 def test_seeded_teams_break_the_hazards(two: Daemon, tmp_path: Path, name: str) -> None:
     """scaf check's mode: a seeded team at every region. Each fixed-verdict workload fails."""
     result, rep = under_scaf(name, two, tmp_path, {"SCAF_CHECK_SEED": "3"})
@@ -155,10 +161,11 @@ def test_seeded_teams_break_the_hazards(two: Daemon, tmp_path: Path, name: str) 
     assert result["verified"] == "no", result
 
 
-@pytest.mark.parametrize("name", ["banner", "tpscratch"])
+@pytest.mark.parametrize("name", ["banner", "tpscratch", "dtgroup"])
 def test_seeded_teams_keep_malleable_hazards_correct(two: Daemon, tmp_path: Path, name: str) -> None:
     """banner queries a count before its regions, tpscratch numbers its threads over
-    threadprivate scratch: both only look like hazards, and stay right under any teams."""
+    threadprivate scratch, dtgroup numbers them inside dynamic iterations over buffers sized by a
+    count read at start: they only look like hazards, and stay right under any teams up to it."""
     plain = run(name, plain_env({"OMP_NUM_THREADS": str(BOUND)}))
     for seed in ("1", "2", "3"):
         result, rep = under_scaf(name, two, tmp_path / seed if (tmp_path / seed).mkdir() is None else tmp_path,

@@ -39,9 +39,14 @@ WORKLOADS = [
     "explicit",
     "tpscratch",
     "tpcarry",
+    "dtgroup",
+    "xgbhist",
 ]
 # Not malleable on purpose: each fails when its team changes between regions (one hazard each).
-NON_MALLEABLE = ["fixed", "split", "partials", "tpcarry"]
+NON_MALLEABLE = ["fixed", "split", "partials", "tpcarry", "xgbhist"]
+# Malleable below the count they read at start, which sizes their per-thread buffers once (as
+# data.table does): a team above it, which scaf never gives, overruns them.
+SIZED_BY_COUNT = ["dtgroup"]
 # Workloads whose parallel work is divided by thread number somewhere (static schedules,
 # `master`, pipeline bands), so a runtime that misnumbers threads must make them fail.
 SPLIT_BY_THREAD_NUMBER = [
@@ -61,6 +66,8 @@ SPLIT_BY_THREAD_NUMBER = [
     "explicit",
     "tpscratch",
     "tpcarry",
+    "dtgroup",
+    "xgbhist",
 ]
 TIMEOUT = 120
 
@@ -317,7 +324,8 @@ def test_team_changing_every_region_keeps_result_bit_identical(
     shims: dict[str, Path],
     plain_runs: dict[tuple[str, int], subprocess.CompletedProcess[str]],
 ) -> None:
-    p = run_workload(name, 2, tmp_path, preload=shims["varying_team"])
+    # At 3 the shim's teams (1, 2, 3, ...) never exceed the count the program read, as scaf's never do.
+    p = run_workload(name, 3 if name in SIZED_BY_COUNT else 2, tmp_path, preload=shims["varying_team"])
     assert p.returncode == 0, (
         f"{name} under varying teams: rc {p.returncode}\n{p.stdout}{p.stderr}"
     )
@@ -360,6 +368,9 @@ def test_banner_prints_its_thread_count_but_leaves_it_out_of_the_result(
                    r"ran work cut into 3 chunks before the regions; chunk\(s\) (1 2|2) skipped")),
         ("partials", (r"partials: region \d+: .*: a team of [12] left slots holding an "
                       r"earlier region's partials")),
+        ("xgbhist", (r"xgbhist: round \d+, level \d+: node \d+'s histogram of feature \d+ holds -?\d+ of \d+ "
+                     r"rows: a team of [12] ran blocks cut for 3 threads before the regions; the blocks of "
+                     r"thread\(s\) (1 to 2|2) were skipped")),
     ],
 )
 def test_hazard_fails_when_a_team_shrinks_below_the_count_read_before_the_regions(
@@ -396,6 +407,27 @@ def test_malleable_in_truth_under_teams_larger_than_the_program_saw(
     assert checksum(p.stdout) == checksum(plain_runs[(name, 1)].stdout)
     if name == "explicit":
         assert " num_threads(1) at every region" in p.stdout
+
+
+def test_dtgroup_needs_no_team_above_the_count_it_sized_its_buffers_by(
+    tmp_path: Path,
+    shims: dict[str, Path],
+    plain_runs: dict[tuple[str, int], subprocess.CompletedProcess[str]],
+) -> None:
+    """dtgroup reads its count once at start and sizes its per-thread buffers by it, as data.table
+    does: every team up to that count gives the same bits (at 3 the shim's teams never exceed it,
+    and the checksum is that of one thread); a team of 3 at a count of 2, which scaf never gives
+    and data.table never asks for, has a thread without a buffer, and verification says so."""
+    p = run_workload("dtgroup", 3, tmp_path, preload=shims["varying_team"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = parse_result(p.stdout)
+    assert res["verified"] == "yes" and int(res["threads"]) == 3, res
+    assert checksum(p.stdout) == checksum(plain_runs[("dtgroup", 1)].stdout)
+    p = run_workload("dtgroup", 2, tmp_path, preload=shims["varying_team"])
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert parse_result(p.stdout)["verified"] == "no"
+    assert re.search(r"^dtgroup: round \d+: .*: a team of 3 exceeded the 2 per-thread buffers sized from the "
+                     r"count read at start$", p.stderr, re.MULTILINE), p.stderr
 
 
 def test_tpcarry_fails_every_round_whose_two_regions_have_different_teams(
