@@ -422,7 +422,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const int64_t n = WL_PICK(args.size, 1L << 18, 1L << 21, 1L << 22);
-    const int rounds = WL_PICK(args.size, 4, 80, 160);
+    const int rounds = (int)wl_scaled(&args, WL_PICK(args.size, 4, 80, 160), 1, 1);
 
     dt_init_threads();
     uint16_t *key = malloc((size_t)n * sizeof *key);
@@ -461,8 +461,10 @@ int main(int argc, char **argv)
         int sane = !atomic_load(&s.over) && !atomic_load(&s.overrun) && rows_in_groups == n;
         if (!sane)
             memset(sums, 0, KEYS * sizeof *sums);
-        done = done && ngrp > 0 &&
-               (!sane || dt_gsum(anso, gs, ngrp, v, n, grp, high, low, gx, sums, &over_sum, &s.overrun));
+        /* `done` says only whether the buffers could be allocated: an order that went wrong (no groups
+         * at all, when a team beyond the buffers lost every row) is for the check below to name. A sane
+         * order has groups: its groups hold all n rows. */
+        done = done && (!sane || dt_gsum(anso, gs, ngrp, v, n, grp, high, low, gx, sums, &over_sum, &s.overrun));
         elapsed += wl_clock_now() - t0;
         wl_team_note_size(atomic_load_explicit(&entered, memory_order_relaxed));
 

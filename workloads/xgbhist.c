@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     if (!wl_args_ready(argc, argv, &spec, &args, &rc))
         return rc;
     const int64_t n = WL_PICK(args.size, 1L << 14, 1L << 17, 1L << 18);
-    const int rounds = WL_PICK(args.size, 12, 400, 800);
+    const int rounds = (int)wl_scaled(&args, WL_PICK(args.size, 12, 400, 800), 1, 1);
 
     int got = omp_get_max_threads();
     nt = got < 1 ? 1 : got;
