@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/malleable.h"
-#include "../core/region.h"
+#include "../malleable/malleable.h"
+#include "../client/region.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
 #include "gomp.h"

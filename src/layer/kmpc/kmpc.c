@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/region.h"
+#include "../client/region.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
 #include "../estimate/experiment.h"

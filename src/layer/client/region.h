@@ -2,10 +2,10 @@
 #ifndef SCAF_LAYER_REGION_H
 #define SCAF_LAYER_REGION_H
 
+#include "../core/page.h"
 #include "../estimate/estimate.h"
+#include "../malleable/malleable.h"
 #include "conn.h"
-#include "malleable.h"
-#include "page.h"
 
 /* What the core needs from the OpenMP runtime an adapter wraps. */
 struct scaf_runtime {
@@ -28,7 +28,7 @@ struct scaf_region_rec {
     void (*run)(void *);        /* set by the adapter: what an experiment runs as run(data); NULL: fn */
     /* Set by the adapter where it has one: a complete serial execution of the region on the calling
      * thread, serial(serial_data) (the real entry point with one thread); NULL: fn(data) when
-     * forkable, else none. The TLS check runs it (core/tlscheck.h). */
+     * forkable, else none. The TLS check runs it (malleable/tlscheck.h). */
     void (*serial)(void *);
     void *serial_data;
     struct scaf_mall_region mall;

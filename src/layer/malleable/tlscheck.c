@@ -16,13 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/say.h"
+#include "../core/settings.h"
+#include "../core/site.h"
+#include "../core/verdict.h"
 #include "../estimate/experiment.h"
-#include "say.h"
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
-#include "settings.h"
-#include "site.h"
-#include "verdict.h"
 
 /*
  * Why this tells per-region scratch from state carried across regions

@@ -3,11 +3,11 @@
 
 #include <errno.h>
 
+#include "../core/permit.h"
+#include "../core/site.h"
+#include "../core/team.h"
+#include "../malleable/tlscheck.h"
 #include "client.h"
-#include "permit.h"
-#include "site.h"
-#include "team.h"
-#include "tlscheck.h"
 
 static int (*runtime_level)(void);
 

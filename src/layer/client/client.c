@@ -9,15 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/bound.h"
+#include "../core/page.h"
+#include "../core/pool.h"
+#include "../core/say.h"
+#include "../core/settings.h"
 #include "../estimate/estimate.h"
-#include "bound.h"
+#include "../malleable/malleable.h"
 #include "conn.h"
 #include "helper.h"
-#include "malleable.h"
-#include "page.h"
-#include "pool.h"
-#include "say.h"
-#include "settings.h"
 #include "scaf/sockpath.h"
 
 static void atfork_prepare(void)

@@ -15,14 +15,14 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "../core/bound.h"
+#include "../core/page.h"
+#include "../core/say.h"
+#include "../core/settings.h"
+#include "../core/site.h"
+#include "../core/verdict.h"
 #include "../estimate/experiment.h"
-#include "bound.h"
-#include "page.h"
-#include "say.h"
-#include "settings.h"
-#include "site.h"
 #include "tlscheck.h"
-#include "verdict.h"
 
 /*
  * The rule (docs/layer.md, "Malleability"): a team that changes between

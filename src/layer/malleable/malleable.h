@@ -5,8 +5,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "../core/team.h"
 #include "scaf/proto.h"
-#include "team.h"
 
 /*
  * Takes SCAF_MALLEABLE, SCAF_CHECK_SEED and SCAF_REPORT from the settings
