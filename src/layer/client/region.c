@@ -7,6 +7,7 @@
 #include "../core/site.h"
 #include "../core/team.h"
 #include "../malleable/tlscheck.h"
+#include "../sandbox/sandbox.h"
 #include "client.h"
 
 static int (*runtime_level)(void);
@@ -39,7 +40,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     struct scaf_site *site;
     struct scaf_team t;
 
-    if (__builtin_expect(scaf_estimate_in_child(), 0)) {
+    if (__builtin_expect(scaf_sandbox_in_child(), 0)) {
         in.in_child = 1;
         return scaf_team_decide(&in).request;
     }
@@ -84,7 +85,7 @@ unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), v
     struct scaf_page *p;
     int saved = errno;
 
-    if (scaf_estimate_in_child()) {
+    if (scaf_sandbox_in_child()) {
         struct scaf_team_in in = {.in_child = 1, .num_threads = num_threads};
         return scaf_team_decide(&in).request;
     }

@@ -14,8 +14,8 @@
 #include "../client/region.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
-#include "../estimate/experiment.h"
 #include "../gomp/gomp.h"
+#include "../sandbox/sandbox.h"
 #include "call.h"
 
 /*
@@ -129,7 +129,7 @@ static void kmpc_child_prepare(void)
 __attribute__((constructor)) static void scaf_kmpc_ctor(void)
 {
     pthread_once(&kmpc_once, kmpc_resolve_all);
-    scaf_experiment_set_child_prepare(kmpc_child_prepare);
+    scaf_sandbox_set_child_prepare(kmpc_child_prepare);
     scaf_gomp_init();
 }
 

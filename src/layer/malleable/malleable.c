@@ -21,7 +21,7 @@
 #include "../core/settings.h"
 #include "../core/site.h"
 #include "../core/verdict.h"
-#include "../estimate/experiment.h"
+#include "../sandbox/sandbox.h"
 #include "tlscheck.h"
 
 /*
@@ -425,7 +425,7 @@ static void count_known(void *caller, int set, int team)
 
 void scaf_malleable_query(void *caller)
 {
-    if (scaf_experiment_in_child() || ev_has(EV_QUERIED))
+    if (scaf_sandbox_in_child() || ev_has(EV_QUERIED))
         return;
     if (ev_has(EV_FORCED)) {
         /* Remembered for reasons, judged by nobody. */
@@ -437,7 +437,7 @@ void scaf_malleable_query(void *caller)
 
 void scaf_malleable_set(void *caller, int team)
 {
-    if (scaf_experiment_in_child())
+    if (scaf_sandbox_in_child())
         return;
     /* Every team is bounded by what the program asked for from now on, whatever the verdict. */
     atomic_store(&M.bound, team < 1 ? 1u : (unsigned)team);
@@ -693,7 +693,7 @@ __attribute__((destructor)) static void report_at_exit(void)
     size_t k = 0;
     int n, fd, first = 1;
 
-    if (!M.report_path || atomic_load(&M.regions) == 0 || scaf_experiment_in_child())
+    if (!M.report_path || atomic_load(&M.regions) == 0 || scaf_sandbox_in_child())
         return;
     pthread_mutex_lock(&M.lock);
     for (const char *p = M.reason; *p && k + 2 < sizeof esc; p++) {
