@@ -16,7 +16,7 @@
  */
 void scaf_malleable_init(void);
 
-/* Reads the rules files once (before the first HELLO, so that it can carry the verdict). */
+/* Reads the rules files once, through rules.c (before the first HELLO, so that it can carry the verdict). */
 void scaf_malleable_prepare(void);
 
 /* Evidence from an adapter's omp_* wrappers, each called only outside any parallel region. */
