@@ -78,12 +78,15 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     return t.request;
 }
 
-/* Not connected yet (or in a forked child): maybe connect, then decide. */
+/* Not connected yet (or in a forked child): the adapter's initialisation, maybe a connect, then decide. */
 unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                unsigned num_threads, unsigned flags)
+                                unsigned num_threads, unsigned flags, void (*init)(void))
 {
     struct scaf_page *p;
-    int saved = errno;
+    int saved;
+
+    init();
+    saved = errno;
 
     if (scaf_sandbox_in_child()) {
         struct scaf_team_in in = {.in_child = 1, .num_threads = num_threads};
