@@ -4,6 +4,7 @@
 #include "pipeline.h"
 #include "say.h"
 #include "scafd.h"
+#include "apply/apply.h"
 #include "collect/lookout.h"
 #include "report/scoreboard.h"
 #include "transport/conn.h"
@@ -301,7 +302,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         break;
     case TAG_GANG:
         drain(d->gang_tfd);
-        scaf_pipeline_gang_tick(d);
+        scaf_apply_gang_tick(d->clients, d->nclients, &d->gangs);
         break;
     case TAG_IDLE:
         drain(d->idle_tfd);

@@ -1,5 +1,6 @@
 /* main.c — scafd's command line: options, --help, start-up checks, exit status. */
 #include "loop.h"
+#include "clients.h"
 #include "pipeline.h"
 #include "say.h"
 #include "scafd.h"
@@ -457,7 +458,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (scaf_conn_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
+    if (scaf_clients_init(&d) < 0 || scaf_conn_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
         scaf_say("out of memory for %u clients", d.opt.max_clients);
         goto out;
     }
@@ -491,6 +492,7 @@ int main(int argc, char **argv)
     rc = scaf_loop_run(&d);
 out:
     scaf_listener_close(&d.listener);
+    scaf_clients_free(&d);
     scaf_conn_table_free(&d);
     scaf_pipeline_free(&d);
     scaf_alloclog_close(&d.log);

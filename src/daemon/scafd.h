@@ -2,6 +2,7 @@
 #ifndef SCAFD_SCAFD_H
 #define SCAFD_SCAFD_H
 
+#include "apply/apply.h"
 #include "collect/capacity.h"
 #include "collect/foreign.h"
 #include "collect/lookout.h"
@@ -59,6 +60,7 @@ struct scafd {
     struct scafd_conn *conns;
     uint32_t nconns; /* slots in conns[] */
     uint32_t nopen;  /* connections that have not said HELLO */
+    /* clients (clients.c) */
     uint32_t next_id;
     struct scaf_client **clients; /* registered clients in arrival order (by id); nclients of them */
     uint32_t nclients;
@@ -77,8 +79,7 @@ struct scafd {
     struct scaf_referee_client *rclients;
     struct scaf_referee_alloc *rallocs;
     struct scaf_referee_scratch *rscratch; /* the referee's per-turn arrays, sized once for max_clients */
-    uint32_t gang_slots; /* gangs taking turns now (0 or >= 2) */
-    uint32_t gang_turn;  /* whose turn: 0..gang_slots-1 */
+    struct scaf_gangs gangs; /* which gangs take turns, and whose turn it is (apply/apply.c) */
     struct scaf_alloclog log;
 
     /* What the end-of-batch step has to do: set by the handlers, cleared by the step. */
