@@ -9,9 +9,9 @@
 #include "report/alloclog.h"
 #include "report/refusals.h"
 #include "report/status.h"
-#include "transport/listener.h"
 #include "scaf/clock.h"
 #include "scaf/policy.h"
+#include "scaf/sockpath.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,7 +21,7 @@
 #define SCAFD_MAX_CLIENTS_LIMIT 1024u
 
 struct scafd_opts {
-    char socket[SCAFD_SOCKPATH_MAX];
+    char socket[SCAF_SOCKPATH_MAX];
     bool socket_is_default;  /* no --socket: the per-user search order gave it */
     uint32_t cpus;           /* --cpus; 0 = detect */
     double rate_hz;          /* referee rate */
@@ -53,7 +53,7 @@ struct scafd {
     size_t policy_index;
     struct scaf_capacity capacity;
     uint32_t chunk;
-    struct scaf_listener listener;
+    int listen_fd; /* the listening socket (transport/listener.c; main owns the rest of it) */
     int epfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
 
     /* connections (transport/conn.c) */

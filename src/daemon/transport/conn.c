@@ -438,7 +438,7 @@ static void shed_one(struct scafd *d, int err)
         close(d->spare_fd);
         d->spare_fd = -1;
     }
-    fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0)
         close(fd);
     d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -466,7 +466,7 @@ enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
         struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
         socklen_t cl = sizeof cred;
         char text[SCAF_REFUSE_TEXT];
-        int fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
