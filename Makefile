@@ -155,7 +155,7 @@ uninstall:
 cycles: c
 	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake --python python/scaf
 
-# Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/testing.md). Not part of `make test`:
+# Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/daemon.md, "Tests"). Not part of `make test`:
 # it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
 FUZZ_CC ?= clang-14
 FUZZ_SRC := tests/fuzz/fuzz_decode.c src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
@@ -187,6 +187,6 @@ fuzz-cov:
 	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
 		src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
 
-# Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
+# Churn against the sanitized daemon (docs/daemon.md, "Tests"). Not part of `make test`: it runs for SOAK_S seconds.
 soak: build-all asan
 	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S) --wave $(SOAK_WAVE)

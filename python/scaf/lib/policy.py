@@ -117,7 +117,7 @@ def _load() -> ctypes.CDLL:
     size = lib.scaf_policy_client_size()
     if size != ctypes.sizeof(_CClient):
         raise PolicyLibraryMissing(
-            f"{path}: struct scaf_policy_client is {size} bytes, python/scaf/policy.py expects "
+            f"{path}: struct scaf_policy_client is {size} bytes, python/scaf/lib/policy.py expects "
             f"{ctypes.sizeof(_CClient)}: the library and this module are out of step; run make"
         )
     lib.scaf_policy_count.restype = ctypes.c_size_t
