@@ -78,7 +78,7 @@ workloads-omp: c py
 	cmake -S . -B $(BUILD)/cmake-iomp5-gcc -DCMAKE_C_COMPILER=gcc -DSCAF_OUT=$(BUILD) -DSCAF_WORKLOADS_ONLY=workloads-iomp5-gcc -DSCAF_WORKLOADS_OMPLIB=$(IOMP5) >/dev/null
 	cmake --build $(BUILD)/cmake-iomp5-gcc -j$(JOBS)
 
-# The oneTBB test programs (tests/integration/test_tcm.py, scaf bench pairs --program), built by g++
+# The oneTBB test programs (tests/thirdparty/test_tcm.py, scaf bench pairs --program), built by g++
 # against the pinned tbb and tbb-devel wheels in the venv: headers from tbb-devel, libtbb.so.12
 # from tbb (found at run time through the RUNPATH, as a pip user's program finds it).
 # tbb_omp also has OpenMP regions (libgomp): one process, two runtimes.
@@ -114,6 +114,8 @@ test-unit:
 	cd $(BUILD)/cmake && ctest --output-on-failure
 	cd $(ASAN)/cmake && ctest --output-on-failure
 
+# Every pytest folder: tests/python (no daemon), tests/integration (real daemon, layer and programs),
+# tests/thirdparty (others' programs and runtimes), tests/corpus (docs/architecture.md, "Files").
 # The daemon robustness tests also run against the sanitized daemon.
 test-py: build-all asan
 	SCAF_ASAN_SCAFD=$(ASAN)/bin/scafd $(VPY) -m pytest $(PYTEST_ARGS) tests

@@ -333,7 +333,7 @@ class Batch:
     memory with one field per struct member (max_threads, prev,
     eff_team, efficiency (-1.0 = unknown),
     prev_coef): fill its first k entries, then run(k). The simulator does;
-    tests/integration/test_sim.py checks that run() gives exactly what
+    tests/python/test_sim.py checks that run() gives exactly what
     allocate() gives.
     """
 
