@@ -79,7 +79,7 @@ workloads-omp: c py
 	cmake -S . -B $(BUILD)/cmake-iomp5-gcc -DCMAKE_C_COMPILER=gcc -DSCAF_OUT=$(BUILD) -DSCAF_WORKLOADS_ONLY=workloads-iomp5-gcc -DSCAF_WORKLOADS_OMPLIB=$(IOMP5) >/dev/null
 	cmake --build $(BUILD)/cmake-iomp5-gcc -j$(JOBS)
 
-# The oneTBB test programs (tests/integration/test_tcm.py, scaf bench pairs --program), built by g++
+# The oneTBB test programs (tests/thirdparty/test_tcm.py, scaf bench pairs --program), built by g++
 # against the pinned tbb and tbb-devel wheels in the venv: headers from tbb-devel, libtbb.so.12
 # from tbb (found at run time through the RUNPATH, as a pip user's program finds it).
 # tbb_omp also has OpenMP regions (libgomp): one process, two runtimes.
@@ -115,6 +115,8 @@ test-unit:
 	cd $(BUILD)/cmake && ctest --output-on-failure
 	cd $(ASAN)/cmake && ctest --output-on-failure
 
+# Every pytest folder: tests/python (no daemon), tests/integration (real daemon, layer and programs),
+# tests/thirdparty (others' programs and runtimes), tests/corpus (docs/architecture.md, "Files").
 # The daemon robustness tests also run against the sanitized daemon.
 test-py: build-all asan
 	SCAF_ASAN_SCAFD=$(ASAN)/bin/scafd $(VPY) -m pytest $(PYTEST_ARGS) tests
@@ -156,11 +158,11 @@ uninstall:
 cycles: c
 	$(PYTHON) tools/lint/cycles.py --dirs src --objects $(BUILD)/cmake --python python/scaf
 
-# Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/testing.md). Not part of `make test`:
+# Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/daemon.md, "Tests"). Not part of `make test`:
 # it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
 FUZZ_CC ?= clang-14
-FUZZ_SRC := tests/fuzz/fuzz_decode.c src/common/wire.c src/daemon/collect/page.c
-$(FUZZ)/fuzz_decode: $(FUZZ_SRC) include/scaf/wire.h src/daemon/collect/page.h include/scaf/proto.h
+FUZZ_SRC := tests/fuzz/fuzz_decode.c src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
+$(FUZZ)/fuzz_decode: $(FUZZ_SRC) include/scaf/wire.h src/daemon/collect/page.h src/daemon/apply/page.h include/scaf/proto.h
 	mkdir -p $(FUZZ)
 	$(FUZZ_CC) -std=c11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -186,8 +188,8 @@ fuzz-cov:
 		>/dev/null 2>&1
 	llvm-profdata-14 merge -sparse $(FUZZ)/cov/run.profraw -o $(FUZZ)/cov/run.profdata
 	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
-		src/common/wire.c src/daemon/collect/page.c
+		src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
 
-# Churn against the sanitized daemon (docs/testing.md). Not part of `make test`: it runs for SOAK_S seconds.
+# Churn against the sanitized daemon (docs/daemon.md, "Tests"). Not part of `make test`: it runs for SOAK_S seconds.
 soak: build-all asan
 	$(VPY) tools/soak.py --scafd $(ASAN)/bin/scafd --seconds $(SOAK_S) --wave $(SOAK_WAVE)

@@ -3,6 +3,10 @@
 #define SCAF_SOCKPATH_H
 
 #include <stddef.h>
+#include <sys/un.h>
+
+/* The longest socket path a sockaddr_un holds, its terminating NUL included. */
+#define SCAF_SOCKPATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 /*
  * Search order (the daemon, the layer and the `scaf` command all use it):

@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Owned by its connection (transport/conn.c); the other files get it through struct scafd's clients[]. */
+/* Stored in its connection's slot (transport/conn.c), filled and emptied by clients.c; the other files get it
+ * through struct scafd's clients[]. */
 struct scaf_client {
     uint32_t id;   /* arrival order, from 1 */
     pid_t pid;     /* SO_PEERCRED: the kernel's word, never the client's */

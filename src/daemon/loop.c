@@ -4,6 +4,7 @@
 #include "pipeline.h"
 #include "say.h"
 #include "scafd.h"
+#include "apply/apply.h"
 #include "collect/lookout.h"
 #include "report/scoreboard.h"
 #include "transport/conn.h"
@@ -106,7 +107,7 @@ static void listen_pause(struct scafd *d)
 
     if (d->listen_paused)
         return;
-    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listener.fd, &ev);
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listen_fd, &ev);
     d->listen_paused = true;
     d->paused_at = scaf_conn_count(d);
 }
@@ -119,7 +120,7 @@ static void listen_resume(struct scafd *d, bool tick)
 
     if (!d->listen_paused || (!tick && scaf_conn_count(d) >= d->paused_at))
         return;
-    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listener.fd, &ev);
+    epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listen_fd, &ev);
     d->listen_paused = false;
 }
 
@@ -301,7 +302,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         break;
     case TAG_GANG:
         drain(d->gang_tfd);
-        scaf_pipeline_gang_tick(d);
+        scaf_apply_gang_tick(d->clients, d->nclients, &d->gangs);
         break;
     case TAG_IDLE:
         drain(d->idle_tfd);
@@ -399,7 +400,7 @@ int scaf_loop_run(struct scafd *d)
     if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev) < 0)
         goto fail;
     ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = TAG_LISTEN};
-    if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listener.fd, &ev) < 0)
+    if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listen_fd, &ev) < 0)
         goto fail;
     d->referee_tfd = add_timer(d, 1.0 / d->opt.rate_hz, TAG_REFEREE);
     d->lookout_tfd = add_timer(d, 1.0, TAG_LOOKOUT);

@@ -1,5 +1,6 @@
 /* main.c — scafd's command line: options, --help, start-up checks, exit status. */
 #include "loop.h"
+#include "clients.h"
 #include "pipeline.h"
 #include "say.h"
 #include "scafd.h"
@@ -414,13 +415,14 @@ static unsigned long raise_nofile(void)
 int main(int argc, char **argv)
 {
     struct scafd d = {0};
+    struct scaf_listener listener = {0};
     sigset_t mask;
     int rc = EXIT_RUNTIME;
     char quota[700] = "";
 
     d.sigfd = d.epfd = d.spare_fd = -1;
     d.killed_sid = -1;
-    d.listener.fd = d.listener.lockfd = -1;
+    d.listen_fd = listener.fd = listener.lockfd = -1;
     d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = d.owner_fd = -1;
     switch (parse_args(&d, argc, argv)) {
     case PARSE_RUN:
@@ -457,40 +459,42 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (scaf_conn_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
+    if (scaf_clients_init(&d) < 0 || scaf_conn_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
         scaf_say("out of memory for %u clients", d.opt.max_clients);
         goto out;
     }
     if (scaf_alloclog_open(&d.log, d.opt.log_path) < 0)
         goto out;
-    switch (scaf_activation_take(&d.listener.fd, d.opt.socket, sizeof d.opt.socket)) {
+    switch (scaf_activation_take(&listener.fd, d.opt.socket, sizeof d.opt.socket)) {
     case SCAF_ACTIVATION_NONE:
         break;
     case SCAF_ACTIVATION_OK:
-        d.listener.inherited = true;
+        listener.inherited = true;
         break;
     case SCAF_ACTIVATION_BAD:
         goto out;
     }
-    d.listener.path = d.opt.socket;
-    d.listener.path_is_default = d.opt.socket_is_default;
-    d.listener.shared = d.opt.shared;
-    d.listener.verbose = d.opt.verbose;
-    d.listener.idle_exit_s = d.opt.idle_exit_s;
-    if (scaf_listener_open(&d.listener) < 0)
+    listener.path = d.opt.socket;
+    listener.path_is_default = d.opt.socket_is_default;
+    listener.shared = d.opt.shared;
+    listener.verbose = d.opt.verbose;
+    listener.idle_exit_s = d.opt.idle_exit_s;
+    if (scaf_listener_open(&listener) < 0)
         goto out;
+    d.listen_fd = listener.fd;
     if (d.capacity.quota)
         snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.capacity.cgroup_version, d.capacity.quota,
                  d.capacity.quota_file);
     else if (d.capacity.cgroup_version)
         snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.capacity.cgroup_version);
     scaf_say("serving %s%s%s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
-             d.listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
+             listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
              d.opt.job ? d.opt.job : "", d.policy->name, d.capacity.cpus,
              d.capacity.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
     rc = scaf_loop_run(&d);
 out:
-    scaf_listener_close(&d.listener);
+    scaf_listener_close(&listener);
+    scaf_clients_free(&d);
     scaf_conn_table_free(&d);
     scaf_pipeline_free(&d);
     scaf_alloclog_close(&d.log);

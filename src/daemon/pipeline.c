@@ -3,10 +3,10 @@
 #include "client.h"
 #include "say.h"
 #include "scafd.h"
+#include "apply/apply.h"
 #include "collect/page.h"
-#include "decide/clamp.h"
+#include "decide/prepare.h"
 #include "decide/referee.h"
-#include "decide/rigid.h"
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
 #include "report/status.h"
@@ -52,23 +52,27 @@ static void collect(struct scafd *d)
     }
 }
 
+/* decide: each client prepared as the referee's input (decide/prepare.c), then the referee on that snapshot. */
 static int decide(struct scafd *d)
 {
     struct scaf_referee_snapshot snap;
-    uint64_t now = scaf_clock_ns(CLOCK_MONOTONIC);
+    struct scaf_prepare_turn turn = {
+        .now_ns = scaf_clock_ns(CLOCK_MONOTONIC),
+        .probe_interval_ns = (uint64_t)(d->opt.probe_interval_s * 1e9),
+        .chunk = d->chunk,
+        .cpus = d->capacity.cpus,
+    };
 
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
+        struct scaf_prepare_in in = {
+            .report = &c->report,
+            .max_threads = c->max_threads,
+            .alloc = c->applied ? &c->alloc : NULL,
+            .uid = c->uid,
+        };
 
-        scaf_referee_collect(&c->report, c->max_threads, c->applied ? &c->alloc : NULL, &d->rclients[i]);
-        scaf_referee_clamp(&d->rclients[i], d->capacity.cpus);
-        d->rclients[i].uid = c->uid;
-        d->rclients[i].rigid_team = scaf_rigid_step(&c->rigid, now, c->report.rigid_regions, c->report.rigid_team,
-                                                    c->report.long_region, c->report.last_team);
-        scaf_client_state_step(&c->state, now, (uint64_t)(d->opt.probe_interval_s * 1e9),
-                               c->applied ? c->alloc.share : 0, d->chunk, c->report.eff_team,
-                               c->report.estimate == SCAF_ESTIMATE_NONE ? -1.0 : c->report.efficiency,
-                               &d->rclients[i].pol);
+        scaf_prepare_client(&in, &c->rigid, &c->state, &turn, &d->rclients[i]);
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,
@@ -87,50 +91,6 @@ static int decide(struct scafd *d)
         return -1;
     }
     return 0;
-}
-
-static bool same_alloc(const struct scaf_referee_alloc *a, const struct scaf_referee_alloc *b)
-{
-    return a->threads == b->threads && a->control == b->control && a->malleable == b->malleable &&
-           a->gang_slot == b->gang_slot && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
-}
-
-static uint32_t gang_state(const struct scafd *d, uint32_t slot)
-{
-    if (slot == 0 || d->gang_slots < 2)
-        return SCAF_GANG_OFF;
-    return slot - 1 == d->gang_turn ? SCAF_GANG_RUN : SCAF_GANG_WAIT;
-}
-
-/* apply: pages are written only when something in them changed, so clients are not woken for nothing.
- * Returns whether any client's allocation changed. */
-static bool apply(struct scafd *d)
-{
-    uint32_t nclients = d->nclients;
-    bool changed = false;
-
-    d->gang_slots = 0;
-    for (uint32_t i = 0; i < nclients; i++)
-        if (d->rallocs[i].gang_slot > d->gang_slots)
-            d->gang_slots = d->rallocs[i].gang_slot;
-    if (d->gang_slots < 2)
-        d->gang_slots = 0;
-    if (d->gang_turn >= d->gang_slots)
-        d->gang_turn = 0;
-    for (uint32_t i = 0; i < nclients; i++) {
-        struct scaf_client *c = d->clients[i];
-        const struct scaf_referee_alloc *a = &d->rallocs[i];
-        bool differs = !c->applied || !same_alloc(&c->alloc, a);
-
-        if (differs || c->page_nclients != nclients)
-            scaf_page_write(c->page, a->threads, a->control, a->cpuset, nclients, d->capacity.cpus);
-        changed |= differs;
-        c->alloc = *a;
-        c->applied = true;
-        c->page_nclients = nclients;
-        scaf_page_write_gang(c->page, gang_state(d, a->gang_slot));
-    }
-    return changed;
 }
 
 /* The --log line and the -v line, from the reports and allocations this turn used. */
@@ -170,19 +130,7 @@ void scaf_pipeline_run(struct scafd *d, bool members)
     collect(d);
     if (!referee || decide(d) < 0)
         return; /* a failed policy leaves the pages and log_due as they were */
-    if (apply(d) || d->log_due)
+    if (scaf_apply_run(d->clients, d->nclients, d->rallocs, d->capacity.cpus, &d->gangs) || d->log_due)
         report(d);
     d->log_due = false;
-}
-
-void scaf_pipeline_gang_tick(struct scafd *d)
-{
-    if (d->gang_slots < 2)
-        return;
-    d->gang_turn = (d->gang_turn + 1) % d->gang_slots;
-    for (uint32_t i = 0; i < d->nclients; i++) {
-        struct scaf_client *c = d->clients[i];
-        if (c->applied)
-            scaf_page_write_gang(c->page, gang_state(d, c->alloc.gang_slot));
-    }
 }

@@ -19,7 +19,4 @@ void scaf_pipeline_free(struct scafd *d);
  */
 void scaf_pipeline_run(struct scafd *d, bool members);
 
-/* The gang timer: passes the turn to the next gang and flips the gang words; nothing else. */
-void scaf_pipeline_gang_tick(struct scafd *d);
-
 #endif

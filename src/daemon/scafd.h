@@ -2,15 +2,16 @@
 #ifndef SCAFD_SCAFD_H
 #define SCAFD_SCAFD_H
 
+#include "apply/apply.h"
 #include "collect/capacity.h"
 #include "collect/foreign.h"
 #include "collect/lookout.h"
 #include "report/alloclog.h"
 #include "report/refusals.h"
 #include "report/status.h"
-#include "transport/listener.h"
 #include "scaf/clock.h"
 #include "scaf/policy.h"
+#include "scaf/sockpath.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,7 +21,7 @@
 #define SCAFD_MAX_CLIENTS_LIMIT 1024u
 
 struct scafd_opts {
-    char socket[SCAFD_SOCKPATH_MAX];
+    char socket[SCAF_SOCKPATH_MAX];
     bool socket_is_default;  /* no --socket: the per-user search order gave it */
     uint32_t cpus;           /* --cpus; 0 = detect */
     double rate_hz;          /* referee rate */
@@ -52,13 +53,14 @@ struct scafd {
     size_t policy_index;
     struct scaf_capacity capacity;
     uint32_t chunk;
-    struct scaf_listener listener;
+    int listen_fd; /* the listening socket (transport/listener.c; main owns the rest of it) */
     int epfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
 
     /* connections (transport/conn.c) */
     struct scafd_conn *conns;
     uint32_t nconns; /* slots in conns[] */
     uint32_t nopen;  /* connections that have not said HELLO */
+    /* clients (clients.c) */
     uint32_t next_id;
     struct scaf_client **clients; /* registered clients in arrival order (by id); nclients of them */
     uint32_t nclients;
@@ -77,8 +79,7 @@ struct scafd {
     struct scaf_referee_client *rclients;
     struct scaf_referee_alloc *rallocs;
     struct scaf_referee_scratch *rscratch; /* the referee's per-turn arrays, sized once for max_clients */
-    uint32_t gang_slots; /* gangs taking turns now (0 or >= 2) */
-    uint32_t gang_turn;  /* whose turn: 0..gang_slots-1 */
+    struct scaf_gangs gangs; /* which gangs take turns, and whose turn it is (apply/apply.c) */
     struct scaf_alloclog log;
 
     /* What the end-of-batch step has to do: set by the handlers, cleared by the step. */

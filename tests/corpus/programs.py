@@ -395,7 +395,7 @@ PROGRAMS: list[Program] = [
         does="blurs a generated 256x8192 gradient",
         pattern=("omp_get_max_threads() in libMagickCore's ResourceComponentGenesis outside regions; num_threads "
                  "clauses on its regions"),
-        why="explicit counts on every region (also in tests/integration/test_thirdparty.py)",
+        why="explicit counts on every region (also in tests/thirdparty/test_thirdparty.py)",
     ),
     Program(
         name="graphicsmagick",
@@ -406,7 +406,7 @@ PROGRAMS: list[Program] = [
         compare_stderr=True,
         does="blurs a generated 512x8192 gradient",
         pattern="omp_set_num_threads() in InitializeMagickResources (libGraphicsMagick); ~4 regions",
-        why="per-thread state sized at start (also in tests/integration/test_thirdparty.py)",
+        why="per-thread state sized at start (also in tests/thirdparty/test_thirdparty.py)",
     ),
     Program(
         name="sklearn-hgb",

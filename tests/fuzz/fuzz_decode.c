@@ -1,4 +1,5 @@
 /* fuzz_decode.c — libFuzzer target for both directions: what scafd decodes from clients (messages, pages) and what the layer decodes from a daemon (its answer to HELLO, the page's header). */
+#include "../../src/daemon/apply/page.h"
 #include "../../src/daemon/collect/page.h"
 #include "scaf/wire.h"
 
@@ -12,7 +13,7 @@
  *                scafd twice (the second read starts from the first's report,
  *                as the daemon's does);
  *   bit 1 set:   the rest is what a daemon answers a HELLO, read the way the
- *                layer's exchange (src/layer/core/conn.c) does: a header, then
+ *                layer's exchange (src/layer/client/conn.c) does: a header, then
  *                exactly the length it announced; the bytes after a WELCOME's
  *                32 stand for the page it would map;
  *   neither:     the rest is a byte stream from one client, assembled into

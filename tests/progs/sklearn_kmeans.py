@@ -1,6 +1,6 @@
 """A small scikit-learn computation on its OpenMP paths (KMeans lloyd, pairwise argmin).
 
-Prints checksum=<sha256 of every result array>. Run by tests/integration/test_thirdparty.py
+Prints checksum=<sha256 of every result array>. Run by tests/thirdparty/test_thirdparty.py
 with and without the layer; scikit-learn calls its own bundled, renamed libgomp.
 """
 

@@ -53,7 +53,7 @@ def hello(max_threads: int, name: bytes = b"pytest", flags: int = 0, version: in
 
 
 # ---- the shared page (struct scaf_page); offsets checked against offsetof() in
-# tests/integration/test_daemon_proto.py ----
+# tests/python/test_daemon_proto.py ----
 
 PAGE_SIZE = 4096
 PAGE_MAGIC = 0x45474150

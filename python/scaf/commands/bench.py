@@ -19,7 +19,7 @@ from scaf.lib.bench import (
     store,
     userprog,
 )
-from scaf.lib.bench import report as bench_report
+from scaf.lib.bench import render as bench_render
 from scaf.lib.bench.common import SIZES, Unit
 from scaf.lib.bench.errors import BenchError
 from scaf.lib.daemon import PrivateDaemon
@@ -165,7 +165,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
           f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size} -> {results.dir}",
           file=sys.stderr)
     return execute_then_report("solo", results, units, args.no_report,
-                               lambda: bench_report.render(results.dir))
+                               lambda: bench_render.render(results.dir))
 
 
 def register_solo(sub: argparse._SubParsersAction, epilog: str) -> None:
@@ -183,15 +183,6 @@ def register_solo(sub: argparse._SubParsersAction, epilog: str) -> None:
     p.set_defaults(func=cmd_solo)
 
 
-def user_programs(args: argparse.Namespace) -> dict[str, userprog.UserProgram]:
-    """--program/--output/--ignore -> the user's programs (BenchError when malformed)."""
-    if not args.program:
-        if args.output or args.ignore:
-            raise BenchError("--output and --ignore apply to --program commands; none is given")
-        return {}
-    return userprog.parse(args.program, args.output or [], args.ignore, common.available_workloads())
-
-
 def bench_workloads(args: argparse.Namespace, programs: dict) -> list[str]:
     """The built workloads asked for (all by default, none when --program is given) and the programs."""
     if programs and not args.workloads:
@@ -199,25 +190,10 @@ def bench_workloads(args: argparse.Namespace, programs: dict) -> list[str]:
     return [*common.resolve_workloads(args.workloads), *programs]
 
 
-def add_programs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--program", action="append", metavar="NAME='CMD ARGS'",
-                   help="your own program instead of the built workloads (repeatable): it runs alone "
-                        "on one thread, then in pairs under each configuration; its time is the wall "
-                        "time; it is correct when it exits 0 and prints (and writes) the same as on "
-                        "one thread. Each run starts in a fresh empty folder: name inputs by absolute "
-                        "path. With --workloads too, both are paired")
-    p.add_argument("--output", action="append", metavar="NAME=FILE",
-                   help="a file program NAME writes (relative to its folder), compared across runs "
-                        "(repeatable)")
-    p.add_argument("--ignore", metavar="REGEX",
-                   help="stdout lines matching REGEX (Python re.search) are left out of the "
-                        "comparison, e.g. --ignore 'time|elapsed' for timing lines")
-
-
 def cmd_pairs(args: argparse.Namespace) -> int:
     try:
         wanted = configs.parse_configs(args.configs)
-        programs = user_programs(args)
+        programs = userprog.from_args(args, common.available_workloads)
         workloads = bench_workloads(args, programs)
         cpus = common.bench_cpus(args.cpus, args.taskset)
         common.check_built(any(configs.CONFIGS[c].policy for c in wanted))
@@ -246,7 +222,7 @@ def cmd_pairs(args: argparse.Namespace) -> int:
           f"{args.repeat} on CPUs {machine.format_cpulist(cpus)}, size {args.size}, "
           f"stagger {args.stagger:g} s -> {results.dir}", file=sys.stderr)
     return execute_then_report("pairs", results, units, args.no_report,
-                               lambda: bench_report.render(results.dir, candidate_name=args.candidate))
+                               lambda: bench_render.render(results.dir, candidate_name=args.candidate))
 
 
 # Wrapped by hand: the formatter keeps the epilog's layout, and so this text's.
@@ -280,7 +256,7 @@ def register_pairs(sub: argparse._SubParsersAction, epilog: str) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(p, "workloads to pair (default: every built workload; none with --program)")
-    add_programs(p)
+    userprog.add_arguments(p)
     p.add_argument("--configs", default=",".join(configs.DEFAULT_CONFIGS), metavar="C,C,...",
                    help=f"configurations (default: {','.join(configs.DEFAULT_CONFIGS)}; also "
                         f"{','.join(c for c in configs.CONFIGS if c not in configs.DEFAULT_CONFIGS)}: "
@@ -297,7 +273,7 @@ def register_pairs(sub: argparse._SubParsersAction, epilog: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     try:
-        return bench_report.render(args.dir, args.candidate)
+        return bench_render.render(args.dir, args.candidate)
     except store.ResultsError as e:
         print(f"scaf bench report: {e}", file=sys.stderr)
         return 2
@@ -363,7 +339,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
         return 130
     if args.no_report:
         return 0
-    return bench_report.render(results.dir)
+    return bench_render.render(results.dir)
 
 
 def register_overhead(sub: argparse._SubParsersAction, epilog: str) -> None:

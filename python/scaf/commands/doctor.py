@@ -18,6 +18,7 @@ from scaf.lib.advice import (
     how_to_apply,
     spread,
 )
+from scaf.lib.bench import userprog
 
 EPILOG = f"""\
 what it does:
@@ -53,8 +54,8 @@ examples:
 def scafd_capacity() -> str | None:
     """What scafd itself finds (cgroup version, the quota of the cgroup and its ancestors, the bound that
     applies), from a private daemon started for a moment; None when it cannot start."""
-    from scaf.commands.status import capacity_line
     from scaf.lib import daemon, paths
+    from scaf.lib.capacity import capacity_line
 
     if not paths.scafd().exists():
         return None
@@ -184,7 +185,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from scaf.commands.bench import user_programs
     from scaf.lib.bench import common, report
     from scaf.lib.bench.errors import BenchError
     from scaf.lib.bench.store import ResultsError
@@ -200,7 +200,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print("scaf doctor: --repeat must be at least 1", file=sys.stderr)
         return 2
     try:
-        programs = user_programs(args)
+        programs = userprog.from_args(args, common.available_workloads)
     except BenchError as e:
         print(f"scaf doctor: {e}", file=sys.stderr)
         return 2
@@ -272,12 +272,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if nfail else 0
 
 
-def add_programs(p: argparse.ArgumentParser) -> None:
-    from scaf.commands.bench import add_programs as bench_add_programs
-
-    bench_add_programs(p)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
@@ -300,5 +294,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="where the raw runs go (default $XDG_STATE_HOME/scaf/doctor-YYYYmmdd-HHMMSS, "
                         "that is ~/.local/state/scaf/... when XDG_STATE_HOME is unset)")
-    add_programs(p)
+    userprog.add_arguments(p)
     p.set_defaults(func=cmd_doctor)

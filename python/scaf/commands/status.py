@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from scaf.lib import autostart, paths, proto
+from scaf.lib.capacity import capacity_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -125,23 +126,6 @@ def verdict_of(c: dict) -> tuple[str, str]:
         word = "yes" if c.get("malleable") else "no"
     src = c.get("verdict_source")
     return word, src if isinstance(src, str) and src else "-"
-
-
-def capacity_line(st: dict) -> str | None:
-    """Which bound sets `cpus`: the affinity mask, the cgroup CPU quota (and which cgroup version), or --cpus."""
-    if "limit" not in st:
-        return None  # an older daemon
-    cg = st.get("cgroup") or {}
-    version = cg.get("version")
-    quota = cg.get("quota")
-    where = f"cgroup v{version}" if version else "no cgroup cpu controller"
-    if quota:
-        where += f" quota {quota} (from {cg.get('quota_file')})"
-    elif version:
-        where += ", no CPU quota"
-    bound = {"affinity": "the affinity mask", "cgroup quota": "the cgroup quota", "--cpus": "scafd --cpus"}.get(
-        str(st.get("limit")), str(st.get("limit")))
-    return f"cpus {st.get('cpus', '?')} set by {bound}; affinity {st.get('affinity', '?')} CPUs; {where}"
 
 
 def user_name(uid: object) -> str:

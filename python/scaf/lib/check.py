@@ -11,15 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from scaf.lib import paths, procs, runtimes
-from scaf.lib.bench import runner
-from scaf.lib.bench.errors import BenchError
+from scaf.lib.daemon import DaemonError, PrivateDaemon
 from scaf.lib.launch import append_preload, strip_layer
-
-if TYPE_CHECKING:
-    from scaf.lib.daemon import PrivateDaemon
 
 EXIT_MALLEABLE = 0
 EXIT_NOT_MALLEABLE = 1
@@ -149,6 +144,22 @@ class Checker:
         env.update(extra)
         return env
 
+    def start_daemon(self) -> PrivateDaemon:
+        """The private scafd the runs under the layer talk to: equipartition, on a socket of its own, its
+        allocations logged to WORKDIR/scafd.jsonl, in a process group of its own that procs ends on Ctrl-C,
+        without the layer or scaf's own variables in its environment.
+
+        Raises DaemonError saying why when it is not built, exits at start or does not answer."""
+        binary = paths.scafd()
+        if not binary.exists():
+            raise DaemonError(f"{binary} is not built (run `make`)", "")
+        env = {k: v for k, v in os.environ.items() if k not in OWN_VARS and k != "LD_PRELOAD"}
+        d = PrivateDaemon(
+            ["--policy", "equipartition"], binary=binary, log=Path(self.workdir, "scafd.jsonl"), env=env,
+            spawn=lambda argv, env, out: procs.spawn(argv, env, None, stdout=out, stderr=out))
+        d.start_or_discard()
+        return d
+
     def bound(self) -> int:
         """The team PROG gets plainly: OMP_NUM_THREADS's first value, else its CPUs."""
         v = self.base_env().get("OMP_NUM_THREADS", "").split(",")[0].strip()
@@ -205,9 +216,8 @@ class Checker:
 
         # 2. A private daemon.
         try:
-            self.daemon = runner.start_daemon("equipartition", None, None, Path(self.workdir, "scafd.jsonl"), [],
-                                              f"check-{os.getpid()}")
-        except (BenchError, OSError) as e:
+            self.daemon = self.start_daemon()
+        except (DaemonError, OSError) as e:
             err(f"cannot start a private daemon: {e}")
             return finish("error", EXIT_SCAF)
 

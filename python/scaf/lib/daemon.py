@@ -185,6 +185,20 @@ class PrivateDaemon:
             self.stop()
             raise
 
+    def start_or_discard(self) -> dict:
+        """start(), and discard() the daemon when that fails or is interrupted (nobody else knows it yet).
+
+        Raises DaemonError whose message says why, with what scafd wrote; OSError when it cannot be started.
+        """
+        try:
+            return self.start()
+        except DaemonError as e:
+            self.discard()
+            raise DaemonError(f"{e}: {e.stderr.strip()}", e.stderr) from None
+        except BaseException:
+            self.discard()
+            raise
+
     def _launch(self) -> None:
         if self.detached:
             log: str | int = self.stderr_fd if self.stderr_fd is not None else (self.stderr_path or os.devnull)

@@ -117,7 +117,7 @@ def _load() -> ctypes.CDLL:
     size = lib.scaf_policy_client_size()
     if size != ctypes.sizeof(_CClient):
         raise PolicyLibraryMissing(
-            f"{path}: struct scaf_policy_client is {size} bytes, python/scaf/policy.py expects "
+            f"{path}: struct scaf_policy_client is {size} bytes, python/scaf/lib/policy.py expects "
             f"{ctypes.sizeof(_CClient)}: the library and this module are out of step; run make"
         )
     lib.scaf_policy_count.restype = ctypes.c_size_t
@@ -333,7 +333,7 @@ class Batch:
     memory with one field per struct member (max_threads, prev,
     eff_team, efficiency (-1.0 = unknown),
     prev_coef): fill its first k entries, then run(k). The simulator does;
-    tests/integration/test_sim.py checks that run() gives exactly what
+    tests/python/test_sim.py checks that run() gives exactly what
     allocate() gives.
     """
 

@@ -1,6 +1,6 @@
 """Rules files (`malleable PATTERN` / `fixed PATTERN`): read, matched and written exactly as the layer reads them.
 
-The layer (src/layer/core/malleable.c) reads these files at its first connect. This
+The layer (src/layer/malleable/malleable.c) reads these files at its first connect. This
 module reads them exactly as the layer does, so that `scaf rules --which`
 names the rule the layer would pick:
 

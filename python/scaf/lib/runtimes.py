@@ -33,7 +33,7 @@ TCM_PROVIDER = "libscaf_tcm.so"
 # The first oneTBB release that asks a TCM for its workers (src/tbb/tcm_adaptor.cpp, November 2023).
 TBB_TCM_FIRST = "2021.11"
 # Interpreters that may load oneTBB long after start (numba's tbb threading layer): the provider is
-# preloaded for them too, as the layer's helper watches them for BLAS pools (src/layer/core/client.c).
+# preloaded for them too, as the layer's helper watches them for BLAS pools (src/layer/client/client.c).
 _INTERPRETERS = re.compile(r"^(python|pypy|R$|Rscript$|julia|octave)")
 
 # Symbols that only a runtime's own code defines: a program that defines them has one linked in.

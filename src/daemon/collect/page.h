@@ -1,6 +1,6 @@
-/* page.h — a client's shared page: made and sealed here, the daemon half written here, the client half decoded here (not an installed interface). */
-#ifndef SCAFD_PAGE_H
-#define SCAFD_PAGE_H
+/* page.h — the client half of a client's shared page, decoded and checked field by field (not an installed interface). */
+#ifndef SCAFD_COLLECT_PAGE_H
+#define SCAFD_COLLECT_PAGE_H
 
 #include "scaf/proto.h"
 
@@ -52,19 +52,5 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
 const char *scaf_verdict_name(uint32_t verdict);
 const char *scaf_verdict_source_name(uint32_t source);
 const char *scaf_estimate_name(uint32_t estimate);
-
-/*
- * A new page: a sealed memfd (the client can neither shrink it, which would be
- * a SIGBUS here, nor grow it), mapped at *out, threads 1 until the referee
- * writes. Returns the memfd for the WELCOME, or -1 with errno.
- */
-int scaf_page_create(uint32_t cpus, struct scaf_page **out);
-void scaf_page_unmap(struct scaf_page *pg);
-
-/* Seqlock write of the daemon half, then a FUTEX_WAKE for the client's helper thread. */
-void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
-                     uint32_t nclients, uint32_t cpus);
-/* The gang word (enum scaf_gang), outside the seqlock; woken only when it changes. */
-void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
 
 #endif

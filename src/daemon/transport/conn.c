@@ -1,22 +1,18 @@
-/* conn.c — connections and clients: reading messages, HELLO, refusals, the replies that wait for the step, departures. */
+/* conn.c — connections: reading messages, refusals, the replies that wait for the step; a HELLO or a departure goes to clients.c. */
 #include "conn.h"
 #include "reply.h"
 #include "../client.h"
+#include "../clients.h"
 #include "../say.h"
 #include "../scafd.h"
-#include "../collect/lookout.h"
-#include "../collect/page.h"
 #include "../report/jsonbuf.h"
 #include "../report/refusals.h"
 #include "../report/status.h"
 #include "scaf/clock.h"
-#include "scaf/procfs.h"
 #include "scaf/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -64,7 +60,7 @@ struct scafd_conn {
     uid_t uid;          /* SO_PEERCRED at accept */
 
     int memfd; /* CONN_WELCOMING: the page's memfd, sent with the WELCOME and then closed; else -1 */
-    struct scaf_client client; /* CONN_WELCOMING and CONN_CLIENT */
+    struct scaf_client client; /* CONN_WELCOMING and CONN_CLIENT: the storage clients.c fills and empties */
 };
 
 static bool registered(const struct scafd_conn *c)
@@ -76,8 +72,7 @@ int scaf_conn_table_init(struct scafd *d)
 {
     d->nconns = d->opt.max_clients + CONN_EXTRA;
     d->conns = calloc(d->nconns, sizeof *d->conns);
-    d->clients = calloc(d->opt.max_clients, sizeof *d->clients);
-    if (!d->conns || !d->clients) {
+    if (!d->conns) {
         scaf_conn_table_free(d);
         errno = ENOMEM;
         return -1;
@@ -97,15 +92,11 @@ void scaf_conn_table_free(struct scafd *d)
             close(c->fd);
         if (c->memfd >= 0)
             close(c->memfd);
-        scaf_page_unmap(c->client.page);
         free(c->out);
     }
     free(d->conns);
-    free(d->clients);
     d->conns = NULL;
-    d->clients = NULL;
     d->nconns = 0;
-    d->nclients = 0;
 }
 
 static uint64_t tag_of(const struct scafd *d, const struct scafd_conn *c)
@@ -145,21 +136,6 @@ static void set_events(struct scafd *d, struct scafd_conn *c, uint32_t events)
     epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-/*
- * Whether a departing client was killed: it did not end through exit() (the layer's farewell flag is
- * not on its page) and its process is gone or on its way out, so the socket did not close because
- * the program closed it. A client that merely closed its socket runs on.
- */
-static bool was_killed(const struct scaf_client *cl)
-{
-    int exiting;
-
-    if (atomic_load_explicit(&cl->page->client_flags, memory_order_relaxed) & SCAF_CLIENT_EXITING)
-        return false;
-    exiting = scaf_procfs_exiting(cl->pid);
-    return exiting == 1 || (exiting == 0 && kill(cl->pid, 0) < 0 && errno == ESRCH);
-}
-
 /* Closes a connection. A client's departure only marks the membership changed: the end-of-batch
  * step gives its share back, in this same loop turn. */
 static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
@@ -185,27 +161,10 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
     c->outlen = c->outoff = 0;
     c->inlen = 0;
     c->status_wanted = false;
-    if (was_client) {
-        uint32_t k = 0;
-        while (k < d->nclients && d->clients[k] != &c->client)
-            k++;
-        if (k < d->nclients) {
-            memmove(&d->clients[k], &d->clients[k + 1], (d->nclients - k - 1) * sizeof d->clients[0]);
-            d->nclients--;
-        }
-        scaf_lookout_client_leave(&d->lookout, &c->client.lookout, c->client.pid);
-        if (c->client.sid >= 0 && was_killed(&c->client)) {
-            d->killed_sid = c->client.sid;
-            d->killed_at = scaf_clock_s(CLOCK_MONOTONIC);
-        }
-        scaf_page_unmap(c->client.page);
-        c->client.page = NULL;
-        c->client.applied = false;
-        d->members_changed = true;
-        d->departures++;
-    } else {
+    if (was_client)
+        scaf_clients_leave(d, &c->client);
+    else
         d->nopen--;
-    }
     c->state = CONN_FREE;
     c->gen++;
 }
@@ -244,28 +203,22 @@ static void refuse(struct scafd *d, struct scafd_conn *c, const struct scaf_wire
     refuse_as(d, c, kind_of(why->reason), why);
 }
 
-static void refuse_text_as(struct scafd *d, struct scafd_conn *c, enum scaf_refusal_kind kind, uint32_t reason,
-                           const char *text)
+static void refuse_text(struct scafd *d, struct scafd_conn *c, uint32_t reason, const char *text)
 {
     struct scaf_wire_refusal why = {.reason = reason};
 
     snprintf(why.text, sizeof why.text, "%s", text);
-    refuse_as(d, c, kind, &why);
+    refuse(d, c, &why);
 }
 
-static void refuse_text(struct scafd *d, struct scafd_conn *c, uint32_t reason, const char *text)
-{
-    refuse_text_as(d, c, kind_of(reason), reason, text);
-}
-
-/* Connections of this uid: registered ones, or ones that have not said HELLO. */
-static uint32_t count_uid(const struct scafd *d, uid_t uid, bool clients)
+/* Connections of this uid that have not said HELLO. */
+static uint32_t count_pending(const struct scafd *d, uid_t uid)
 {
     uint32_t n = 0;
 
     for (uint32_t i = 0; i < d->nconns; i++) {
         const struct scafd_conn *c = &d->conns[i];
-        if (c->state != CONN_FREE && c->uid == uid && registered(c) == clients)
+        if (c->state == CONN_OPEN && c->uid == uid)
             n++;
     }
     return n;
@@ -324,91 +277,27 @@ static void status_reply(struct scafd *d, struct scafd_conn *c)
     (void)flush_out(d, c);
 }
 
-/* The process name: /proc/PID/comm (the kernel's, not the client's word), else the HELLO's. */
-static void client_name(struct scaf_client *cl, const char *hello_name)
-{
-    char buf[SCAF_NAME_MAX + 1] = "";
-
-    if (scaf_procfs_read_pid(cl->pid, "comm", buf, sizeof buf) < 0) {
-        memcpy(buf, hello_name, SCAF_NAME_MAX);
-        buf[SCAF_NAME_MAX - 1] = '\0';
-    }
-    buf[strcspn(buf, "\n")] = '\0';
-    /* Control bytes would garble the scoreboard and stderr; JSON escaping handles the rest. */
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-    snprintf(cl->name, sizeof cl->name, "%s", buf[0] ? buf : "?");
-}
-
-/* A complete HELLO: checks, then a page and a place in d->clients; the WELCOME waits for the step. */
+/* A complete HELLO: decoded here, made a client by clients.c; the WELCOME waits for the step. */
 static void hello(struct scafd *d, struct scafd_conn *c)
 {
-    struct scaf_client *cl = &c->client;
+    struct scaf_clients_refusal no;
     struct scaf_wire_refusal why;
     struct scaf_wire_hello m;
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    char text[SCAF_REFUSE_TEXT];
     int memfd;
 
     if (scaf_wire_decode_hello(c->in, &m, &why) < 0) {
         refuse(d, c, &why);
         return;
     }
-    if (d->nclients >= d->opt.max_clients) {
-        snprintf(text, sizeof text, "client table full (%u clients, scafd --max-clients)", d->nclients);
-        refuse_text(d, c, SCAF_REFUSE_FULL, text);
-        return;
-    }
-    /* No user may hold more than their part of the table, so another user's program still finds room. */
-    if (d->opt.shared && count_uid(d, c->uid, true) >= d->opt.user_clients) {
-        snprintf(text, sizeof text, "uid %u already has %u clients, the most one user may have (scafd --user-clients)",
-                 (unsigned)c->uid, d->opt.user_clients);
-        refuse_text_as(d, c, SCAF_REFUSAL_USER_CLIENTS, SCAF_REFUSE_FULL, text);
-        return;
-    }
-    /* The kernel's word for who is calling, never the client's. */
-    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid < 0) {
-        refuse_text(d, c, SCAF_REFUSE_INTERNAL, "cannot identify the peer (SO_PEERCRED)");
-        return;
-    }
-    /* The kernel says 0 for a process outside this daemon's PID namespace: without its pid the
-     * lookout would count its CPU time as foreign load, so it is refused rather than served blind. */
-    if (cred.pid == 0) {
-        refuse_text(d, c, SCAF_REFUSE_INTERNAL,
-                    "client is in a PID namespace this daemon cannot see: run scafd in the host's PID namespace or in yours");
-        return;
-    }
-    memset(cl, 0, sizeof *cl);
-    cl->pid = cred.pid;
-    cl->uid = cred.uid;
-    memfd = scaf_page_create(d->capacity.cpus, &cl->page);
+    memfd = scaf_clients_arrive(d, &c->client, c->fd, c->uid, &m, &no);
     if (memfd < 0) {
-        snprintf(text, sizeof text, "cannot create the shared page: %s", strerror(errno));
-        cl->page = NULL;
-        refuse_text(d, c, SCAF_REFUSE_INTERNAL, text);
+        refuse_as(d, c, no.kind, &no.why);
         return;
     }
-    client_name(cl, m.name);
-    /* 0 is a real answer: the session's leader is outside this PID namespace, as for everything
-     * started by `docker exec` or a CI runner. Such clients cannot be told apart by session, so they
-     * count as one: a kill among them holds the others' turn (KIN_GRACE_MS) rather than split a job. */
-    cl->sid = scaf_procfs_session(cl->pid);
-    cl->max_threads = m.max_threads;
-    cl->hello_fixed = (m.flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
-    cl->id = ++d->next_id;
-    scaf_page_report_init(&cl->report, cl->max_threads);
-    scaf_lookout_client_start(&cl->lookout, cl->pid);
     c->memfd = memfd;
     c->state = CONN_WELCOMING;
     d->nopen--;
-    d->clients[d->nclients++] = cl;
-    d->members_changed = true;
     d->welcomes_due = true;
-    if (d->opt.verbose)
-        scaf_say("client %u (pid %d %s) arrived, max_threads %u%s", cl->id, (int)cl->pid, cl->name, cl->max_threads,
-                 cl->hello_fixed ? ", not malleable" : "");
 }
 
 /* Checks a complete header. Returns the message's full length, or 0 after refusing. */
@@ -549,7 +438,7 @@ static void shed_one(struct scafd *d, int err)
         close(d->spare_fd);
         d->spare_fd = -1;
     }
-    fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0)
         close(fd);
     d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -577,7 +466,7 @@ enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
         struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
         socklen_t cl = sizeof cred;
         char text[SCAF_REFUSE_TEXT];
-        int fd = accept4(d->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
@@ -609,7 +498,7 @@ enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
         }
         (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl);
         /* ... and on a shared daemon no user holds more than a part of that pool. */
-        if (d->opt.shared && count_uid(d, cred.uid, false) >= CONN_PENDING_PER_USER) {
+        if (d->opt.shared && count_pending(d, cred.uid) >= CONN_PENDING_PER_USER) {
             snprintf(text, sizeof text, "uid %u already has %u connections without HELLO", (unsigned)cred.uid,
                      CONN_PENDING_PER_USER);
             turn_away(d, fd, SCAF_REFUSAL_USER_PENDING, text);

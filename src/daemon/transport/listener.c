@@ -2,6 +2,7 @@
 #include "listener.h"
 #include "../say.h"
 #include "scaf/rundir.h"
+#include "scaf/sockpath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,7 +79,7 @@ static int probe(const char *path)
 int scaf_listener_open(struct scaf_listener *l)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    char dir[SCAFD_SOCKPATH_MAX], lockname[SCAFD_SOCKPATH_MAX + 8], why[160];
+    char dir[SCAF_SOCKPATH_MAX], lockname[SCAF_SOCKPATH_MAX + 8], why[160];
     const char *path = l->path, *base;
     struct stat st;
     mode_t old_umask;

@@ -4,9 +4,6 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
-#include <sys/un.h>
-
-#define SCAFD_SOCKPATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 struct scaf_listener {
     const char *path;

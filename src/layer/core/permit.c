@@ -36,14 +36,25 @@ struct slot {
     _Atomic int threads;   /* threads working for it now (registered) */
 };
 
-/* Everything under `lock`, except `threads`; `idle` signals the end of a notify. */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-static struct slot slots[SCAF_PERMIT_MAX];
-static unsigned nopen;
-static pthread_t notifier; /* the thread inside a notify, while one runs */
-static int notifying;
-static uint64_t last_active_ns; /* when a permit was last seen active (0: never) */
+/*
+ * All of the module's state but two: what a thread registered with is
+ * thread-local (`entered`, below), and scaf_permit_any is read by the region
+ * path (permit.h). Everything is under `lock` except the slots' `threads` and
+ * the atomics; `idle` signals the end of a notify.
+ */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    struct slot slots[SCAF_PERMIT_MAX];
+    unsigned nopen;
+    pthread_t notifier;      /* the thread inside a notify, while one runs */
+    int notifying;
+    uint64_t last_active_ns; /* when a permit was last seen active (0: never) */
+    _Atomic int omp_busy;    /* the division of a mixed process's share (permit.h): OpenMP threads busy now beyond
+                              * one per region */
+    _Atomic int squeezed;    /* the last split gave permits less because of busy OpenMP threads: they want it back
+                              * when those end */
+} P = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
 
 static uint64_t now_ns(void)
 {
@@ -59,8 +70,8 @@ static unsigned asked(void)
     unsigned n = 1;
 
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++)
-        if (slots[i].used)
-            n += slots[i].max < SCAF_PERMIT_MAX_WORKERS ? slots[i].max : SCAF_PERMIT_MAX_WORKERS;
+        if (P.slots[i].used)
+            n += P.slots[i].max < SCAF_PERMIT_MAX_WORKERS ? P.slots[i].max : SCAF_PERMIT_MAX_WORKERS;
     return n < SCAF_PERMIT_MAX_WORKERS ? n : SCAF_PERMIT_MAX_WORKERS;
 }
 
@@ -74,7 +85,7 @@ static unsigned asked(void)
 static int any_working(void)
 {
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++) {
-        const struct slot *s = &slots[i];
+        const struct slot *s = &P.slots[i];
 
         if (!s->used)
             continue;
@@ -99,9 +110,9 @@ static void publish_wanted(struct scaf_page *page)
     if (!page)
         return;
     if (any_working())
-        last_active_ns = now_ns();
-    if (atomic_load_explicit(&page->regions, memory_order_relaxed) == 0 && scaf_pool_count() == 0 && nopen > 0)
-        want = last_active_ns && now_ns() - last_active_ns < IDLE_HOLD_NS ? asked() : 1;
+        P.last_active_ns = now_ns();
+    if (atomic_load_explicit(&page->regions, memory_order_relaxed) == 0 && scaf_pool_count() == 0 && P.nopen > 0)
+        want = P.last_active_ns && now_ns() - P.last_active_ns < IDLE_HOLD_NS ? asked() : 1;
     if (scaf_page_wanted(page) != want) {
         scaf_page_set_wanted(page, want);
         scaf_layer_log("TCM permits: %u threads wanted%s", want, want == 1 ? " (all idle)" : "");
@@ -110,23 +121,19 @@ static void publish_wanted(struct scaf_page *page)
 
 static _Thread_local uint64_t entered; /* the permit this thread registered with, 0 when none */
 
-/* The division of a mixed process's share (permit.h): OpenMP threads busy now beyond one per region. */
-static _Atomic int omp_busy;
-/* Mirrors nopen > 0 for the region path, which reads it without the lock (permit.h). */
+/* Mirrors P.nopen > 0 for the region path, which reads it without the lock (permit.h). */
 _Atomic int scaf_permit_any;
-/* The last split gave permits less because of busy OpenMP threads: they want it back when those end. */
-static _Atomic int squeezed;
 
 void scaf_permit_note_region(int delta)
 {
-    int now = atomic_fetch_add_explicit(&omp_busy, delta, memory_order_relaxed) + delta;
+    int now = atomic_fetch_add_explicit(&P.omp_busy, delta, memory_order_relaxed) + delta;
 
     /* The last region ended while oneTBB had given way: the helper gives the workers back now, not at its
      * tick (an arena without workers never asks again by itself). One relaxed load otherwise. */
-    if (now == 0 && delta < 0 && atomic_load_explicit(&squeezed, memory_order_relaxed)) {
+    if (now == 0 && delta < 0 && atomic_load_explicit(&P.squeezed, memory_order_relaxed)) {
         struct scaf_page *p = scaf_page_get();
 
-        atomic_store_explicit(&squeezed, 0, memory_order_relaxed);
+        atomic_store_explicit(&P.squeezed, 0, memory_order_relaxed);
         if (p)
             scaf_page_wake(p);
     }
@@ -134,7 +141,7 @@ void scaf_permit_note_region(int delta)
 
 static uint64_t key_of(unsigned i)
 {
-    return ((uint64_t)slots[i].gen << SLOT_BITS) | (i + 1);
+    return ((uint64_t)P.slots[i].gen << SLOT_BITS) | (i + 1);
 }
 
 /* The slot a key names, or -1 (with lock held). */
@@ -145,7 +152,7 @@ static int slot_of(uint64_t key)
     if (i == 0 || i > SCAF_PERMIT_MAX)
         return -1;
     i--;
-    if (!slots[i].used || key_of(i) != key)
+    if (!P.slots[i].used || key_of(i) != key)
         return -1;
     return (int)i;
 }
@@ -167,9 +174,9 @@ static unsigned resplit(void)
     unsigned active;
 
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++) {
-        w[i].state = slots[i].used ? slots[i].state : SCAF_GRANT_INACTIVE;
-        w[i].min = slots[i].min;
-        w[i].max = slots[i].max;
+        w[i].state = P.slots[i].used ? P.slots[i].state : SCAF_GRANT_INACTIVE;
+        w[i].min = P.slots[i].min;
+        w[i].max = P.slots[i].max;
     }
     if (share == 0) {
         /* No daemon ever answered: every permit gets what it asks, as without scaf. */
@@ -177,15 +184,15 @@ static unsigned resplit(void)
             g[i] = w[i].state == SCAF_GRANT_INACTIVE ? 0 : w[i].max;
         active = 0;
     } else {
-        int busy = atomic_load_explicit(&omp_busy, memory_order_relaxed);
+        int busy = atomic_load_explicit(&P.omp_busy, memory_order_relaxed);
 
         active = scaf_grant_split(share, busy > 0 ? (unsigned)busy : 0, w, SCAF_PERMIT_MAX, g);
-        if (busy > 0 && nopen > 0)
-            atomic_store_explicit(&squeezed, 1, memory_order_relaxed);
+        if (busy > 0 && P.nopen > 0)
+            atomic_store_explicit(&P.squeezed, 1, memory_order_relaxed);
     }
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++)
-        if (slots[i].used)
-            slots[i].grant = g[i];
+        if (P.slots[i].used)
+            P.slots[i].grant = g[i];
     return active;
 }
 
@@ -194,9 +201,9 @@ int scaf_permit_open(unsigned min, unsigned max, unsigned state, int callers_ent
 {
     int rc = -1;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++) {
-        struct slot *s = &slots[i];
+        struct slot *s = &P.slots[i];
 
         if (s->used || s->busy)
             continue;
@@ -212,14 +219,14 @@ int scaf_permit_open(unsigned min, unsigned max, unsigned state, int callers_ent
         s->owner = owner;
         s->arg = arg;
         atomic_store(&s->threads, 0);
-        nopen++;
+        P.nopen++;
         atomic_store_explicit(&scaf_permit_any, 1, memory_order_relaxed);
         resplit();
         s->told = s->grant;
         s->told_state = s->state;
         /* A runtime that just connected is about to work: its first second counts as working. */
-        if (last_active_ns == 0)
-            last_active_ns = now_ns();
+        if (P.last_active_ns == 0)
+            P.last_active_ns = now_ns();
         if (state == SCAF_GRANT_ACTIVE)
             publish_wanted(scaf_page_get());
         *key = key_of(i);
@@ -228,7 +235,7 @@ int scaf_permit_open(unsigned min, unsigned max, unsigned state, int callers_ent
     }
     if (rc != 0)
         errno = ENOSPC;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
     return rc;
 }
 
@@ -236,24 +243,24 @@ static int change(uint64_t key, int bounds, unsigned min, unsigned max, unsigned
 {
     int i, rc = -1;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     i = slot_of(key);
     if (i < 0) {
         errno = EINVAL;
         goto out;
     }
     if (bounds) {
-        slots[i].min = min;
-        slots[i].max = max;
+        P.slots[i].min = min;
+        P.slots[i].max = max;
     }
-    slots[i].state = state;
+    P.slots[i].state = state;
     resplit();
     /* A permit that starts working wants its share back now, not at the helper's next tick. */
     if (state == SCAF_GRANT_ACTIVE)
         publish_wanted(scaf_page_get());
     rc = 0;
 out:
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
     return rc;
 }
 
@@ -271,33 +278,33 @@ int scaf_permit_read(uint64_t key, unsigned *grant, unsigned *state)
 {
     int i, rc = -1;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     i = slot_of(key);
     if (i < 0) {
         errno = EINVAL;
         goto out;
     }
     /* The runtime now knows this grant: the helper need not tell it again. */
-    slots[i].told = slots[i].grant;
-    slots[i].told_state = slots[i].state;
-    *grant = slots[i].grant;
-    *state = slots[i].state;
+    P.slots[i].told = P.slots[i].grant;
+    P.slots[i].told_state = P.slots[i].state;
+    *grant = P.slots[i].grant;
+    *state = P.slots[i].state;
     rc = 0;
 out:
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
     return rc;
 }
 
 /* Frees slot i once no notify of it runs (with lock held); a notify may close its own permit. */
 static void close_slot(unsigned i)
 {
-    while (slots[i].busy && !(notifying && pthread_equal(notifier, pthread_self())))
-        pthread_cond_wait(&idle, &lock);
-    slots[i].used = 0;
-    slots[i].notify = NULL;
-    slots[i].owner = slots[i].arg = NULL;
-    nopen--;
-    atomic_store_explicit(&scaf_permit_any, nopen > 0, memory_order_relaxed);
+    while (P.slots[i].busy && !(P.notifying && pthread_equal(P.notifier, pthread_self())))
+        pthread_cond_wait(&P.idle, &P.lock);
+    P.slots[i].used = 0;
+    P.slots[i].notify = NULL;
+    P.slots[i].owner = P.slots[i].arg = NULL;
+    P.nopen--;
+    atomic_store_explicit(&scaf_permit_any, P.nopen > 0, memory_order_relaxed);
     resplit();
 }
 
@@ -305,7 +312,7 @@ int scaf_permit_close(uint64_t key)
 {
     int i, rc = -1;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     i = slot_of(key);
     if (i < 0) {
         errno = EINVAL;
@@ -314,39 +321,39 @@ int scaf_permit_close(uint64_t key)
     close_slot((unsigned)i);
     rc = 0;
 out:
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
     return rc;
 }
 
 void scaf_permit_close_owner(void *owner)
 {
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++)
-        if (slots[i].used && slots[i].owner == owner)
+        if (P.slots[i].used && P.slots[i].owner == owner)
             close_slot(i);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
 }
 
 int scaf_permit_thread_enter(uint64_t key)
 {
     int i, rc = -1;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     i = slot_of(key);
     if (i < 0) {
         errno = EINVAL;
         goto out;
     }
     if (entered == 0) {
-        atomic_fetch_add_explicit(&slots[i].threads, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&P.slots[i].threads, 1, memory_order_relaxed);
         entered = key;
         /* Work starts: a client that said it wanted 1 thread wants its share back now. */
-        if (slots[i].callers_enter)
+        if (P.slots[i].callers_enter)
             publish_wanted(scaf_page_get());
     }
     rc = 0;
 out:
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
     return rc;
 }
 
@@ -354,13 +361,13 @@ int scaf_permit_thread_leave(void)
 {
     int i;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&P.lock);
     i = entered ? slot_of(entered) : -1;
     /* A thread whose permit was released meanwhile just forgets it. */
     if (i >= 0)
-        atomic_fetch_sub_explicit(&slots[i].threads, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&P.slots[i].threads, 1, memory_order_relaxed);
     entered = 0;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
     return 0;
 }
 
@@ -368,9 +375,9 @@ unsigned scaf_permit_count(void)
 {
     unsigned n;
 
-    pthread_mutex_lock(&lock);
-    n = nopen;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&P.lock);
+    n = P.nopen;
+    pthread_mutex_unlock(&P.lock);
     return n;
 }
 
@@ -386,21 +393,21 @@ static unsigned working_team(unsigned share)
     unsigned g[SCAF_PERMIT_MAX];
 
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++) {
-        w[i].state = slots[i].used && slots[i].max > 0 ? SCAF_GRANT_ACTIVE : SCAF_GRANT_INACTIVE;
-        w[i].min = slots[i].min;
-        w[i].max = slots[i].max;
+        w[i].state = P.slots[i].used && P.slots[i].max > 0 ? SCAF_GRANT_ACTIVE : SCAF_GRANT_INACTIVE;
+        w[i].min = P.slots[i].min;
+        w[i].max = P.slots[i].max;
     }
     return 1 + scaf_grant_split(share, 0, w, SCAF_PERMIT_MAX, g);
 }
 
 void scaf_permit_poll(struct scaf_page *page)
 {
-    pthread_mutex_lock(&lock);
-    if (nopen == 0) {
+    pthread_mutex_lock(&P.lock);
+    if (P.nopen == 0) {
         /* The last permit went (oneTBB finalized): no more limit of theirs. */
         if (page && scaf_page_wanted(page) != 0)
             scaf_page_set_wanted(page, 0);
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&P.lock);
         return;
     }
     resplit();
@@ -413,7 +420,7 @@ void scaf_permit_poll(struct scaf_page *page)
             scaf_page_set_last_team(page, team);
     }
     for (unsigned i = 0; i < SCAF_PERMIT_MAX; i++) {
-        struct slot *s = &slots[i];
+        struct slot *s = &P.slots[i];
         scaf_permit_notify notify;
         void *owner, *arg;
         uint64_t key;
@@ -429,15 +436,15 @@ void scaf_permit_poll(struct scaf_page *page)
         owner = s->owner;
         arg = s->arg;
         key = key_of(i);
-        notifier = pthread_self();
-        notifying = 1;
+        P.notifier = pthread_self();
+        P.notifying = 1;
         /* The runtime reads the permit back from inside its callback: never with our lock held. */
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&P.lock);
         notify(key, owner, arg);
-        pthread_mutex_lock(&lock);
-        notifying = 0;
+        pthread_mutex_lock(&P.lock);
+        P.notifying = 0;
         s->busy = 0;
-        pthread_cond_broadcast(&idle);
+        pthread_cond_broadcast(&P.idle);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&P.lock);
 }

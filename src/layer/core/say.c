@@ -39,6 +39,15 @@ void scaf_layer_log(const char *fmt, ...)
     va_end(ap);
 }
 
+void scaf_say_into(char *out, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+}
+
 void scaf_say_always(const char *fmt, ...)
 {
     va_list ap;

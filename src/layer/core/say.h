@@ -2,6 +2,8 @@
 #ifndef SCAF_LAYER_SAY_H
 #define SCAF_LAYER_SAY_H
 
+#include <stddef.h>
+
 /* Everything in the layer is hidden except the interposed entry points. */
 #define SCAF_EXPORT __attribute__((visibility("default")))
 
@@ -21,5 +23,8 @@ void scaf_layer_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * mistakes (a malformed setting), which silence would hide.
  */
 void scaf_say_always(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* snprintf for texts that may be cut short on purpose (reasons, paths in reasons): no truncation warning. */
+void scaf_say_into(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -19,7 +19,7 @@
  */
 struct scaf_site {
     _Atomic uintptr_t key;           /* outlined fn; 0 = free slot */
-    /* The verdict's (core/malleable.c) */
+    /* The verdict's (malleable/malleable.c) */
     _Atomic uint32_t verdict;        /* enum scaf_site_bits (core/verdict.h); 0 until an instance ended */
     _Atomic uint32_t tls_result;     /* enum scaf_tls_result of its TLS check */
     /* The estimator's */

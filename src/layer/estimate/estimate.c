@@ -6,6 +6,8 @@
 #include "../core/page.h"
 #include "../core/say.h"
 #include "../core/settings.h"
+#include "../core/site.h"
+#include "../sandbox/sandbox.h"
 #include "baseline.h"
 #include "estimate_math.h"
 #include "experiment.h"
@@ -14,9 +16,8 @@
 #include "publish.h"
 #include "rundelay.h"
 #include "schedule.h"
-#include "scaf/clock.h"
-#include "../core/site.h"
 #include "watchdog.h"
+#include "scaf/clock.h"
 
 /* All of the estimator's state but the per-thread counter group: one place. */
 static struct scaf_estimator {
@@ -54,7 +55,7 @@ int scaf_estimate_long_region_check(uint64_t now)
 {
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
 
-    if (!pg || !cfg->estimate || scaf_experiment_in_child())
+    if (!pg || !cfg->estimate || scaf_sandbox_in_child())
         return 0;
     if (now == 0)
         now = scaf_clock_ns(CLOCK_MONOTONIC);
@@ -102,7 +103,7 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
     r->rd0_ns = UINT64_MAX;
     if (!pg || !cfg->estimate)
         return r->mode;
-    if (scaf_experiment_in_child())
+    if (scaf_sandbox_in_child())
         return r->mode = SCAF_TEAM_EST_INPLACE;
     now = scaf_clock_ns(CLOCK_MONOTONIC);
     r->t0_ns = now;
@@ -275,15 +276,10 @@ void scaf_estimate_attach(struct scaf_page *page)
     atomic_store_explicit(&E.page, page, memory_order_release);
 }
 
-int scaf_estimate_in_child(void)
-{
-    return scaf_experiment_in_child();
-}
-
 /* The program is exiting: its experiment must not outlive it even for the moment PDEATHSIG takes. */
 __attribute__((destructor)) static void estimate_fini(void)
 {
-    if (scaf_experiment_in_child())
+    if (scaf_sandbox_in_child())
         return;
     scaf_schedule_abort(&E.exp);
 }

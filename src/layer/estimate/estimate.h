@@ -56,14 +56,6 @@ void scaf_estimate_end(struct scaf_region *r);
 void scaf_estimate_attach(struct scaf_page *page);
 
 /*
- * Nonzero inside a serial-experiment child: regions then run with one thread.
- * Either fn(data) directly or the real entry with num_threads 1 works; a team
- * of 2 or more hangs there, because the runtime's pool threads were not
- * copied by fork.
- */
-int scaf_estimate_in_child(void);
-
-/*
  * For the helper thread, on every wake (at least about once a second):
  * flags a region that has run past SCAF_LONG_REGION_S without returning
  * (client_flags |= SCAF_CLIENT_LONG_REGION, an assumed efficiency unless

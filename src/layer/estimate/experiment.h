@@ -66,36 +66,6 @@ void scaf_experiment_stop_early(struct scaf_experiment *e);
 /* Kill the child (if still ours and alive) and forget it; reaped later. */
 void scaf_experiment_abort(struct scaf_experiment *e);
 
-/*
- * An adapter's preparation of a child, called first in every experiment
- * child, before the sandbox: a runtime that re-initialises itself in a forked
- * child (LLVM's libomp, Intel's libiomp5) finishes that here, where its system
- * calls are allowed. Set once, from the adapter's constructor; NULL: none.
- */
-void scaf_experiment_set_child_prepare(void (*prepare)(void));
-
-/*
- * The steps that make a freshly forked child a sandboxed one, in this order
- * (scaf_experiment_start's child takes them, and so does the TLS check's pair):
- * enter: marks the process an experiment child (regions run on one thread, the
- * daemon is never touched), runs the adapter's child preparation, dies with
- * `parent` (-1: already orphaned), sets the synchronous signals to their
- * defaults and blocks every other one, leaves no core file; isolate: makes
- * writable shared mappings private or read-only and ends the child (SIGPROF)
- * after `bound_ns` of CPU time; filter: seccomp, so that only `write_fd` can be
- * written and only `read_fd` (or nothing, -1) read. Each returns 0 or -1; after
- * a failure the child must _exit without running program code.
- */
-int scaf_experiment_child_enter(pid_t parent);
-int scaf_experiment_child_isolate(uint64_t bound_ns);
-int scaf_experiment_child_filter(int write_fd, int read_fd);
-
-/* A child's CPU-time bound: `bound_ns` plus the copy-on-write allowance for a fork that began at fork_t0. */
-uint64_t scaf_experiment_bound_ns(uint64_t bound_ns, uint64_t fork_t0);
-
-/* Nonzero in an experiment child. */
-int scaf_experiment_in_child(void);
-
 /* Human-readable outcome, for diagnostics. */
 const char *scaf_experiment_outcome_name(enum scaf_exp_outcome o);
 

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/malleable.h"
-#include "../core/region.h"
+#include "../client/region.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
+#include "../malleable/malleable.h"
 #include "gomp.h"
 
 typedef void (*scaf_fn_t)(void *);
@@ -263,35 +263,19 @@ SCAF_EXPORT int omp_get_num_threads_(void)
 
 /* ---- team size at a region entry: the core decides ---- */
 
-/* Not connected yet: the constructor may not have run (another library's constructor can open a region). */
-__attribute__((noinline)) static unsigned begin_slow(struct scaf_region_rec *r, scaf_fn_t fn, void *data,
-                                                     unsigned num_threads, unsigned flags)
-{
-    pthread_once(&init_once, init);
-    return scaf_region_begin_slow(r, fn, data, num_threads, flags);
-}
-
 /*
- * Returns the num_threads argument for the real entry point. Inert: one load
- * and one branch, and the original argument goes straight through. `serial`:
- * the entry point again with one thread (a complete serial execution, for the
- * TLS check), NULL where fn(data) is one (FORKABLE) or none is made.
+ * Returns the num_threads argument for the real entry point (the core's
+ * scaf_region_begin). `serial`: the entry point again with one thread (a
+ * complete serial execution, for the TLS check), NULL where fn(data) is one
+ * (FORKABLE) or none is made.
  */
 static inline unsigned region_begin(struct scaf_region_rec *r, scaf_fn_t fn, void *data, unsigned num_threads,
                                     unsigned flags, void (*serial)(void *), void *serial_data)
 {
-    struct scaf_page *p = scaf_page_get();
-
-    r->live = 0;
-    r->est_on = 0;
     r->run = NULL;
     r->serial = serial;
     r->serial_data = serial_data;
-    if (__builtin_expect(p != NULL, 1))
-        return scaf_region_begin_live(p, r, fn, data, num_threads, flags);
-    if (__builtin_expect(scaf_region_inert(), 1))
-        return num_threads;
-    return begin_slow(r, fn, data, num_threads, flags);
+    return scaf_region_begin(r, fn, data, num_threads, flags, scaf_gomp_init);
 }
 
 /*

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/region.h"
+#include "../client/region.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
-#include "../estimate/experiment.h"
 #include "../gomp/gomp.h"
+#include "../sandbox/sandbox.h"
 #include "call.h"
 
 /*
@@ -129,7 +129,7 @@ static void kmpc_child_prepare(void)
 __attribute__((constructor)) static void scaf_kmpc_ctor(void)
 {
     pthread_once(&kmpc_once, kmpc_resolve_all);
-    scaf_experiment_set_child_prepare(kmpc_child_prepare);
+    scaf_sandbox_set_child_prepare(kmpc_child_prepare);
     scaf_gomp_init();
 }
 
@@ -208,29 +208,18 @@ static _Atomic int teams_active;
 /* The fork_call_if wrapper's real call may reach __kmpc_fork_call through the PLT: that inner call is ours already. */
 static _Thread_local int in_fork_if;
 
-__attribute__((noinline)) static unsigned begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                                     unsigned num_threads, unsigned flags)
-{
-    scaf_gomp_init();
-    return scaf_region_begin_slow(r, fn, data, num_threads, flags);
-}
-
-/* `run`: the serial runner of a forkable region (SCAF_REGION_FORKABLE in flags), else NULL. */
+/*
+ * The core's scaf_region_begin; `run`: the serial runner of a forkable region
+ * (SCAF_REGION_FORKABLE in flags), else NULL. The core's start-up is the GNU
+ * ABI file's (scaf_gomp_init).
+ */
 static inline unsigned region_begin(struct scaf_region_rec *r, void (*run)(void *), void (*fn)(void *),
                                     void *data, unsigned num_threads, unsigned flags)
 {
-    struct scaf_page *p = scaf_page_get();
-
-    r->live = 0;
-    r->est_on = 0;
     r->run = run;
     r->serial = NULL;
     r->serial_data = NULL;
-    if (__builtin_expect(p != NULL, 1))
-        return scaf_region_begin_live(p, r, fn, data, num_threads, flags);
-    if (__builtin_expect(scaf_region_inert(), 1))
-        return num_threads;
-    return begin_slow(r, fn, data, num_threads, flags);
+    return scaf_region_begin(r, fn, data, num_threads, flags, scaf_gomp_init);
 }
 
 static inline unsigned clause_flags(struct kmpc_clause c)

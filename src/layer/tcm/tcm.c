@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/client.h"
+#include "../client/client.h"
 #include "../core/grant.h"
 #include "../core/permit.h"
 #include "../core/say.h"

@@ -230,17 +230,9 @@ def start_daemon(policy: str, cpu_set: list[int] | None, cpus: int | None, log: 
         args, binary=binary, log=log, env=base_env(tag), prefix="scaf-b-",
         spawn=lambda argv, env, out: procs.spawn(argv, env, cpu_set, stdout=out, stderr=out))
     try:
-        d.start()
-    except daemon.DaemonExited as e:
-        d.discard()
-        raise BenchError(f"scafd exited with status {e.returncode}: {e.stderr.strip()}") from None
-    except daemon.DaemonTimeout as e:
-        d.discard()
-        raise BenchError(f"scafd did not answer on {d.socket} within 10 s: {e.stderr.strip()}") from None
-    except BaseException:
-        # Interrupted while starting: nobody else knows this daemon yet.
-        d.discard()
-        raise
+        d.start_or_discard()
+    except daemon.DaemonError as e:
+        raise BenchError(str(e)) from None
     return d
 
 

@@ -1,12 +1,14 @@
-"""The user's own programs in a bench (--program NAME='CMD ARGS'): parsing, and judging a run by exit status and output."""
+"""The user's own programs in a bench (--program NAME='CMD ARGS'): their options, parsing, and judging a run by exit status and output."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import re
 import shlex
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,3 +100,29 @@ def judge(prog: UserProgram, stdout: str, cwd: str) -> tuple[str | None, str | N
         h.update(f"\0{rel}\0{len(data)}\0".encode())
         h.update(data)
     return h.hexdigest()[:16], None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """--program, --output and --ignore, as `scaf bench pairs` and `scaf doctor` take them."""
+    p.add_argument("--program", action="append", metavar="NAME='CMD ARGS'",
+                   help="your own program instead of the built workloads (repeatable): it runs alone "
+                        "on one thread, then in pairs under each configuration; its time is the wall "
+                        "time; it is correct when it exits 0 and prints (and writes) the same as on "
+                        "one thread. Each run starts in a fresh empty folder: name inputs by absolute "
+                        "path. With --workloads too, both are paired")
+    p.add_argument("--output", action="append", metavar="NAME=FILE",
+                   help="a file program NAME writes (relative to its folder), compared across runs "
+                        "(repeatable)")
+    p.add_argument("--ignore", metavar="REGEX",
+                   help="stdout lines matching REGEX (Python re.search) are left out of the "
+                        "comparison, e.g. --ignore 'time|elapsed' for timing lines")
+
+
+def from_args(args: argparse.Namespace, builtin: Callable[[], list[str]]) -> dict[str, UserProgram]:
+    """--program/--output/--ignore -> the user's programs (BenchError when malformed). BUILTIN lists the built
+    workloads, whose names a program may not take; it is asked only when programs are given."""
+    if not args.program:
+        if args.output or args.ignore:
+            raise BenchError("--output and --ignore apply to --program commands; none is given")
+        return {}
+    return parse(args.program, args.output or [], args.ignore, builtin())

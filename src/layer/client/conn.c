@@ -14,17 +14,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../core/bound.h"
+#include "../core/page.h"
+#include "../core/pool.h"
+#include "../core/say.h"
+#include "../core/settings.h"
 #include "../estimate/estimate.h"
-#include "bound.h"
-#include "malleable.h"
-#include "page.h"
-#include "pool.h"
-#include "say.h"
+#include "../malleable/malleable.h"
 #include "scaf/peer.h"
 #include "scaf/procfs.h"
 #include "scaf/sockpath.h"
 #include "scaf/wire.h"
-#include "settings.h"
 
 _Atomic int scaf_conn_state = SCAF_CONN_UNTRIED;
 

@@ -12,13 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/bound.h"
+#include "../core/page.h"
+#include "../core/permit.h"
+#include "../core/pool.h"
+#include "../core/say.h"
 #include "../estimate/estimate.h"
-#include "bound.h"
 #include "conn.h"
-#include "page.h"
-#include "permit.h"
-#include "pool.h"
-#include "say.h"
 
 /* How often the helper looks at the socket (daemon death) when no wake comes. */
 #define TICK_MS 300

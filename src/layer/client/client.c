@@ -9,15 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../estimate/estimate.h"
-#include "bound.h"
+#include "../core/bound.h"
+#include "../core/page.h"
+#include "../core/pool.h"
+#include "../core/say.h"
+#include "../core/settings.h"
+#include "../malleable/malleable.h"
+#include "../sandbox/sandbox.h"
 #include "conn.h"
 #include "helper.h"
-#include "malleable.h"
-#include "page.h"
-#include "pool.h"
-#include "say.h"
-#include "settings.h"
 #include "scaf/sockpath.h"
 
 static void atfork_prepare(void)
@@ -41,7 +41,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
     scaf_conn_unlock();
-    if (scaf_estimate_in_child())
+    if (scaf_sandbox_in_child())
         return;
     scaf_helper_forget();
     scaf_conn_forget();
@@ -58,7 +58,7 @@ __attribute__((destructor)) static void farewell(void)
 {
     struct scaf_page *pg;
 
-    if (scaf_estimate_in_child())
+    if (scaf_sandbox_in_child())
         return;
     pg = scaf_page_get();
     if (pg)

@@ -3,11 +3,12 @@
 
 #include <errno.h>
 
+#include "../core/permit.h"
+#include "../core/site.h"
+#include "../core/team.h"
+#include "../malleable/tlscheck.h"
+#include "../sandbox/sandbox.h"
 #include "client.h"
-#include "permit.h"
-#include "site.h"
-#include "team.h"
-#include "tlscheck.h"
 
 static int (*runtime_level)(void);
 
@@ -39,7 +40,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     struct scaf_site *site;
     struct scaf_team t;
 
-    if (__builtin_expect(scaf_estimate_in_child(), 0)) {
+    if (__builtin_expect(scaf_sandbox_in_child(), 0)) {
         in.in_child = 1;
         return scaf_team_decide(&in).request;
     }
@@ -77,14 +78,17 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     return t.request;
 }
 
-/* Not connected yet (or in a forked child): maybe connect, then decide. */
+/* Not connected yet (or in a forked child): the adapter's initialisation, maybe a connect, then decide. */
 unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                unsigned num_threads, unsigned flags)
+                                unsigned num_threads, unsigned flags, void (*init)(void))
 {
     struct scaf_page *p;
-    int saved = errno;
+    int saved;
 
-    if (scaf_estimate_in_child()) {
+    init();
+    saved = errno;
+
+    if (scaf_sandbox_in_child()) {
         struct scaf_team_in in = {.in_child = 1, .num_threads = num_threads};
         return scaf_team_decide(&in).request;
     }

@@ -2,10 +2,10 @@
 #ifndef SCAF_LAYER_REGION_H
 #define SCAF_LAYER_REGION_H
 
+#include "../core/page.h"
 #include "../estimate/estimate.h"
+#include "../malleable/malleable.h"
 #include "conn.h"
-#include "malleable.h"
-#include "page.h"
 
 /* What the core needs from the OpenMP runtime an adapter wraps. */
 struct scaf_runtime {
@@ -14,7 +14,7 @@ struct scaf_runtime {
     const char *unusable; /* NULL, or why the runtime cannot be steered: the layer then stays inert */
 };
 
-/* Once, from the adapter's constructor (before scaf_region_begin_slow can run). */
+/* Once, from the adapter's initialisation: its constructor, or the `init` of scaf_region_begin if a region comes first. */
 void scaf_region_init(const struct scaf_runtime *rt);
 
 /* What an adapter says of a region's entry point (the `flags` of scaf_region_begin_*). */
@@ -28,7 +28,7 @@ struct scaf_region_rec {
     void (*run)(void *);        /* set by the adapter: what an experiment runs as run(data); NULL: fn */
     /* Set by the adapter where it has one: a complete serial execution of the region on the calling
      * thread, serial(serial_data) (the real entry point with one thread); NULL: fn(data) when
-     * forkable, else none. The TLS check runs it (core/tlscheck.h). */
+     * forkable, else none. The TLS check runs it (malleable/tlscheck.h). */
     void (*serial)(void *);
     void *serial_data;
     struct scaf_mall_region mall;
@@ -38,26 +38,34 @@ struct scaf_region_rec {
     unsigned char permit;       /* counted among the OpenMP threads that oneTBB's permits give way to */
 };
 
-/*
- * The region entry, in three steps so that an inert process pays one load and
- * one branch (the adapter inlines them):
- *
- *     p = scaf_page_get(); r->live = r->est_on = 0; r->run = r->serial = NULL (or runners);
- *     if (p) n = scaf_region_begin_live(p, r, ...);
- *     else if (scaf_region_inert()) n = num_threads;
- *     else { run the adapter's init once; n = scaf_region_begin_slow(r, ...); }
- *
- * Each returns the num_threads to pass the runtime's real entry point.
- * `num_threads`: the program's clause, 0 for none; `flags`: SCAF_REGION_*.
- */
+/* The two ways into a region that scaf_region_begin takes: connected, and not connected yet (or a forked child). */
 unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, void (*fn)(void *),
                                 void *data, unsigned num_threads, unsigned flags);
 unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), void *data,
-                                unsigned num_threads, unsigned flags);
+                                unsigned num_threads, unsigned flags, void (*init)(void));
 
-static inline int scaf_region_inert(void)
+/*
+ * A region's entry, from its wrapper: returns the num_threads to pass the
+ * runtime's real entry point. `num_threads`: the program's clause, 0 for none;
+ * `flags`: SCAF_REGION_*. The adapter has set r->run, r->serial and
+ * r->serial_data (NULL where it has none). `init`: the adapter's once-only
+ * initialisation, run before the first connect (the adapter's constructor may
+ * not have run yet when another library's constructor opens a region).
+ * Inlined into the wrapper, so that an inert process pays one load and one
+ * branch; the count goes down into the core and comes back only as the result.
+ */
+static inline unsigned scaf_region_begin(struct scaf_region_rec *r, void (*fn)(void *), void *data,
+                                         unsigned num_threads, unsigned flags, void (*init)(void))
 {
-    return atomic_load_explicit(&scaf_conn_state, memory_order_relaxed) == SCAF_CONN_INERT;
+    struct scaf_page *p = scaf_page_get();
+
+    r->live = 0;
+    r->est_on = 0;
+    if (__builtin_expect(p != NULL, 1))
+        return scaf_region_begin_live(p, r, fn, data, num_threads, flags);
+    if (__builtin_expect(atomic_load_explicit(&scaf_conn_state, memory_order_relaxed) == SCAF_CONN_INERT, 1))
+        return num_threads;
+    return scaf_region_begin_slow(r, fn, data, num_threads, flags, init);
 }
 
 /* After the real entry point returned: judges the evidence, then lets the estimator time it. */

@@ -1,35 +1,31 @@
-/* malleable.c — judges from evidence, the user's word and rules files whether a program's results may depend on its team size. */
+/* malleable.c — gathers the evidence of whether a program's results may depend on its team size, and keeps the verdict it leads to. */
 #include "malleable.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <fnmatch.h>
-#include <limits.h>
-#include <link.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
-#include "../estimate/experiment.h"
-#include "bound.h"
-#include "page.h"
-#include "say.h"
-#include "settings.h"
-#include "site.h"
+#include "../core/bound.h"
+#include "../core/page.h"
+#include "../core/say.h"
+#include "../core/settings.h"
+#include "../core/site.h"
+#include "../core/verdict.h"
+#include "../sandbox/sandbox.h"
+#include "checkteam.h"
+#include "reason.h"
+#include "report.h"
+#include "rules.h"
 #include "tlscheck.h"
-#include "verdict.h"
+#include "tlsobj.h"
 
 /*
  * The rule (docs/layer.md, "Malleability"): a team that changes between
  * regions gives a different result only where a thread's identity carries
  * meaning beyond the region it runs in. This file gathers the evidence, each
- * piece at the cost of a PLT call the program makes anyway, and keeps it;
- * verdict.c decides from it (pure, table-tested):
+ * piece at the cost of a PLT call the program makes anyway, and keeps it and
+ * the verdict; verdict.c decides from it (pure, table-tested), reason.c words
+ * it, rules.c reads the user's rules files and report.c writes SCAF_REPORT:
  *
  *  - omp_get_max_threads() outside any region (a "query") or
  *    omp_set_num_threads() (a "set"): the program knows a count. Alone this
@@ -52,8 +48,6 @@
 _Atomic unsigned scaf_mall_epoch, scaf_mall_tid_epoch, scaf_mall_nth_epoch;
 _Atomic int scaf_mall_fixed;
 
-#define OBJ_CACHE 32
-
 /* The program-wide evidence as bits of one word: one load at a region's start. */
 enum ev_bits {
     EV_FORCED = 1u << 0,
@@ -62,11 +56,6 @@ enum ev_bits {
     EV_SET = 1u << 3,
     EV_TID_ONLY = 1u << 4,
     EV_TID_ANY = 1u << 5,
-};
-
-struct tls_obj {
-    uintptr_t lo, hi; /* an executable PT_LOAD range of the object */
-    int tls;
 };
 
 /* All of the module's state: one place, guarded by `lock` where more than one word changes. */
@@ -92,9 +81,6 @@ static struct {
     _Atomic(void *) set_caller;
     _Atomic(void *) tid_only_fn; /* first region seen with a thread number but no team size */
     _Atomic(void *) tid_fn;      /* first region seen with a thread number */
-
-    struct tls_obj objs[OBJ_CACHE];
-    int nobjs;
 
     _Atomic uint64_t team_bits[SCAF_CPUSET_WORDS]; /* team sizes used, for SCAF_REPORT */
     _Atomic uint64_t regions;
@@ -123,50 +109,18 @@ static struct scaf_evidence evidence(void)
     };
 }
 
-/* ---- describing code addresses for reasons ---- */
-
-/* snprintf for texts that may be cut short on purpose (reasons, paths in reasons). */
-__attribute__((format(printf, 3, 4))) static void say_into(char *out, size_t len, const char *fmt, ...)
+/* What the reasons name, as of now. */
+static struct scaf_reason_facts facts(void)
 {
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(out, len, fmt, ap);
-    va_end(ap);
-}
-
-/* "func (object)" for a code address, as dladdr sees it; stripped code gives "object+0xoff". */
-static void describe(void *addr, char *out, size_t len)
-{
-    Dl_info info;
-    const char *obj, *slash;
-
-    if (!addr || !dladdr(addr, &info) || !info.dli_fname) {
-        say_into(out, len, "%p", addr);
-        return;
-    }
-    obj = info.dli_fname[0] ? info.dli_fname : program_invocation_name;
-    slash = strrchr(obj, '/');
-    obj = slash ? slash + 1 : obj;
-    if (info.dli_sname)
-        say_into(out, len, "%s (%s)", info.dli_sname, obj);
-    else
-        say_into(out, len, "%s+0x%lx", obj,
-                 (unsigned long)((uintptr_t)addr - (uintptr_t)info.dli_fbase));
-}
-
-/* What the program's count query was, for reasons. */
-static void query_text(char *out, size_t len)
-{
-    char who[96];
-
-    describe(atomic_load(&M.query_caller), who, sizeof who);
-    if (atomic_load(&M.query_in_region))
-        say_into(out, len, "region %s read the team size", who);
-    else if (atomic_load(&M.set_count) > 0 && atomic_load(&M.set_caller) == atomic_load(&M.query_caller))
-        say_into(out, len, "omp_set_num_threads(%d) outside regions from %s", atomic_load(&M.set_count), who);
-    else
-        say_into(out, len, "omp_get_max_threads() outside regions from %s", who);
+    return (struct scaf_reason_facts){
+        .query_caller = atomic_load(&M.query_caller),
+        .query_in_region = atomic_load(&M.query_in_region),
+        .set_count = atomic_load(&M.set_count),
+        .set_caller = atomic_load(&M.set_caller),
+        .tid_only_fn = atomic_load(&M.tid_only_fn),
+        .tid_fn = atomic_load(&M.tid_fn),
+        .tls_held = atomic_load(&M.tls_held),
+    };
 }
 
 /* ---- verdict changes ---- */
@@ -196,7 +150,7 @@ static void set_verdict_locked(uint32_t verdict, uint32_t source, const char *re
         atomic_store(&M.fixed_team, team && team < watch_team() ? team : watch_team());
         atomic_store(&scaf_mall_fixed, 1);
     }
-    say_into(M.reason, sizeof M.reason, "%s", reason);
+    scaf_say_into(M.reason, sizeof M.reason, "%s", reason);
     atomic_store(&M.source, source);
     atomic_store(&M.verdict, verdict);
     scaf_layer_log("%s (%s)", verdict == SCAF_VERDICT_FIXED       ? "team fixed"
@@ -237,52 +191,10 @@ void scaf_malleable_init(void)
     }
 }
 
-/*
- * One rules file: "malleable PATTERN" or "fixed PATTERN" per line, '#'
- * comments. Returns 1 and fills *verdict/where on the first match, else 0.
- */
-static int rules_match(const char *file, const char *exe, const char *base, uint32_t *verdict,
-                       char *where, size_t wlen)
-{
-    FILE *f = fopen(file, "re");
-    char line[1024];
-    int lineno = 0, found = 0;
-
-    if (!f)
-        return 0;
-    while (!found && fgets(line, sizeof line, f)) {
-        char word[32], pat[PATH_MAX], extra[2];
-        char *hash = strchr(line, '#');
-        int n;
-
-        lineno++;
-        if (hash)
-            *hash = 0;
-        n = sscanf(line, "%31s %4095s %1s", word, pat, extra);
-        if (n <= 0)
-            continue;
-        if (n != 2 || (strcmp(word, "malleable") != 0 && strcmp(word, "fixed") != 0)) {
-            scaf_layer_log("%s:%d: not a rule (want 'malleable PATTERN' or 'fixed PATTERN'): ignored",
-                           file, lineno);
-            continue;
-        }
-        if (fnmatch(pat, strchr(pat, '/') ? exe : base, 0) == 0) {
-            *verdict = strcmp(word, "fixed") == 0 ? SCAF_VERDICT_FIXED : SCAF_VERDICT_MALLEABLE;
-            say_into(where, wlen, "%s:%d: %s %s", file, lineno, word, pat);
-            found = 1;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
 void scaf_malleable_prepare(void)
 {
-    char exe[PATH_MAX], files[8][PATH_MAX], where[PATH_MAX + 64];
-    const char *base, *list = scaf_settings.rules;
+    char reason[SCAF_REASON_MAX];
     uint32_t verdict;
-    ssize_t n;
-    int nfiles = 0;
 
     pthread_mutex_lock(&M.lock);
     if (M.prepared || ev_has(EV_FORCED)) {
@@ -293,110 +205,12 @@ void scaf_malleable_prepare(void)
     M.prepared = 1;
     pthread_mutex_unlock(&M.lock);
 
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    if (!scaf_rules_find_self(scaf_settings.rules, &verdict, reason, sizeof reason))
         return;
-    exe[n] = 0;
-    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-
-    if (list) {
-        /* SCAF_RULES: a colon-separated list (up to 8 files), replacing the default locations. */
-        const char *p = list;
-        while (*p && nfiles < 8) {
-            size_t len = strcspn(p, ":");
-            if (len > 0 && len < PATH_MAX)
-                say_into(files[nfiles++], PATH_MAX, "%.*s", (int)len, p);
-            p += len + (p[len] == ':');
-        }
-    } else {
-        const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg == '/')
-            say_into(files[nfiles++], PATH_MAX, "%s/scaf/rules", xdg);
-        else if (home && *home)
-            say_into(files[nfiles++], PATH_MAX, "%s/.config/scaf/rules", home);
-        say_into(files[nfiles++], PATH_MAX, "/etc/scaf/rules");
-    }
-    for (int i = 0; i < nfiles; i++)
-        if (rules_match(files[i], exe, base, &verdict, where, sizeof where)) {
-            char reason[SCAF_REASON_MAX];
-            say_into(reason, sizeof reason, "rule %s", where);
-            pthread_mutex_lock(&M.lock);
-            atomic_fetch_or(&M.ev, EV_FORCED);
-            set_verdict_locked(verdict, SCAF_SOURCE_RULES, reason, 0);
-            pthread_mutex_unlock(&M.lock);
-            return;
-        }
-}
-
-/* ---- reasons: the rule verdict.c applied, with the names of the code it saw ---- */
-
-/* The reason text for a judgement about region `fn` (SCAF_WHY_*). */
-/* "1 site" / "3 sites": how many sites the thread-local check holds now. */
-static const char *held_text(char *out, size_t len)
-{
-    unsigned n = atomic_load(&M.tls_held);
-
-    say_into(out, len, "%u site%s", n, n == 1 ? "" : "s");
-    return out;
-}
-
-static void reason_for(int why, void *fn, unsigned team, char *out, size_t len)
-{
-    char what[96], who[160], other[96];
-
-    describe(fn, what, sizeof what);
-    query_text(who, sizeof who);
-    switch (why) {
-    case SCAF_WHY_ESCAPED:
-        say_into(out, len, "region %s read the team size (%u) without thread numbers: watching each region once",
-                 what, team);
-        return;
-    case SCAF_WHY_ESCAPED_TID:
-        say_into(out, len, "a region numbers threads without omp_get_num_threads(); region %s read the team "
-                 "size without thread numbers", what);
-        return;
-    case SCAF_WHY_TID_ONLY: {
-        void *tid_fn = atomic_load(&M.tid_only_fn);
-        describe(tid_fn ? tid_fn : fn, other, sizeof other);
-        say_into(out, len, "region %s numbers threads without omp_get_num_threads(); %s", other, who);
-        return;
-    }
-    case SCAF_WHY_SET_TID: {
-        void *tid_fn = atomic_load(&M.tid_fn);
-        char set_who[96];
-        describe(tid_fn ? tid_fn : fn, other, sizeof other);
-        describe(atomic_load(&M.set_caller), set_who, sizeof set_who);
-        say_into(out, len, "region %s numbers threads; omp_set_num_threads(%d) outside regions from %s", other,
-                 atomic_load(&M.set_count), set_who);
-        return;
-    }
-    case SCAF_WHY_TLS_CARRIED:
-        say_into(out, len, "region %s depends on thread-local (threadprivate) data left by earlier regions",
-                 what);
-        return;
-    case SCAF_WHY_TLS_UNCHECKED:
-        say_into(out, len, "region %s runs in code with thread-local (threadprivate) data that could not be "
-                 "checked", what);
-        return;
-    case SCAF_WHY_TLS_WAIT:
-        say_into(out, len, "%s held for the thread-local check: region %s runs in code with thread-local "
-                 "(threadprivate) data, checking whether it outlives the region", held_text(other, sizeof other),
-                 what);
-        return;
-    case SCAF_WHY_TLS_HELD:
-        say_into(out, len, "%s still held for the thread-local check (region %s was settled)",
-                 held_text(other, sizeof other), what);
-        return;
-    case SCAF_WHY_CLEAN:
-        if (atomic_load(&M.query_caller))
-            say_into(out, len, "%s, but every region seen reads its own team size or none", who);
-        else
-            say_into(out, len, "its thread-local data is per-region scratch (region %s checked)", what);
-        return;
-    default:
-        say_into(out, len, "region %s", what);
-        return;
-    }
+    pthread_mutex_lock(&M.lock);
+    atomic_fetch_or(&M.ev, EV_FORCED);
+    set_verdict_locked(verdict, SCAF_SOURCE_RULES, reason, 0);
+    pthread_mutex_unlock(&M.lock);
 }
 
 /* ---- evidence outside regions ---- */
@@ -404,7 +218,7 @@ static void reason_for(int why, void *fn, unsigned team, char *out, size_t len)
 /* The program read (`set` 0) or set its count: the first known count is remembered, then judged. */
 static void count_known(void *caller, int set, int team)
 {
-    char reason[SCAF_REASON_MAX], who[96];
+    char reason[SCAF_REASON_MAX];
     struct scaf_evidence ev;
     uint32_t verdict;
     int why;
@@ -423,15 +237,10 @@ static void count_known(void *caller, int set, int team)
     verdict = scaf_verdict_count_known(&ev, set != 0, &why);
     if (verdict != ev.verdict || why != SCAF_WHY_NONE) {
         if (why != SCAF_WHY_NONE) {
-            reason_for(why, NULL, 0, reason, sizeof reason);
+            struct scaf_reason_facts f = facts();
+            scaf_reason_for(why, NULL, 0, &f, reason, sizeof reason);
         } else {
-            describe(caller, who, sizeof who);
-            if (set)
-                say_into(reason, sizeof reason,
-                         "omp_set_num_threads(%d) outside regions from %s: watching each region once", team, who);
-            else
-                say_into(reason, sizeof reason,
-                         "omp_get_max_threads() outside regions from %s: watching each region once", who);
+            scaf_reason_count_known(caller, set, team, reason, sizeof reason);
         }
         set_verdict_locked(verdict, SCAF_SOURCE_EVIDENCE, reason, 0);
     }
@@ -440,7 +249,7 @@ static void count_known(void *caller, int set, int team)
 
 void scaf_malleable_query(void *caller)
 {
-    if (scaf_experiment_in_child() || ev_has(EV_QUERIED))
+    if (scaf_sandbox_in_child() || ev_has(EV_QUERIED))
         return;
     if (ev_has(EV_FORCED)) {
         /* Remembered for reasons, judged by nobody. */
@@ -452,7 +261,7 @@ void scaf_malleable_query(void *caller)
 
 void scaf_malleable_set(void *caller, int team)
 {
-    if (scaf_experiment_in_child())
+    if (scaf_sandbox_in_child())
         return;
     /* Every team is bounded by what the program asked for from now on, whatever the verdict. */
     atomic_store(&M.bound, team < 1 ? 1u : (unsigned)team);
@@ -479,70 +288,6 @@ void scaf_malleable_saw_tid(unsigned epoch)
 void scaf_malleable_saw_nth(unsigned epoch)
 {
     atomic_store_explicit(&scaf_mall_nth_epoch, epoch, memory_order_relaxed);
-}
-
-struct obj_search {
-    uintptr_t addr;
-    struct tls_obj found;
-    int hit;
-};
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct obj_search *s = arg;
-    int tls = 0, in = 0;
-
-    (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-        if (ph->p_type == PT_TLS && ph->p_memsz > 0)
-            tls = 1;
-        if (ph->p_type == PT_LOAD && s->addr >= lo && s->addr < lo + ph->p_memsz) {
-            in = 1;
-            s->found.lo = lo;
-            s->found.hi = lo + ph->p_memsz;
-        }
-    }
-    if (!in)
-        return 0;
-    s->found.tls = tls;
-    s->hit = 1;
-    return 1;
-}
-
-/* Whether the object holding `fn` has thread-local storage (threadprivate, __thread). Cached. */
-static int object_has_tls(void (*fn)(void *))
-{
-    uintptr_t a = (uintptr_t)(void *)fn;
-    struct obj_search s = {.addr = a};
-    int tls;
-
-    pthread_mutex_lock(&M.lock);
-    for (int i = 0; i < M.nobjs; i++)
-        if (a >= M.objs[i].lo && a < M.objs[i].hi) {
-            tls = M.objs[i].tls;
-            pthread_mutex_unlock(&M.lock);
-            return tls;
-        }
-    pthread_mutex_unlock(&M.lock);
-    dl_iterate_phdr(find_object, &s);
-    if (!s.hit)
-        return 0;
-    pthread_mutex_lock(&M.lock);
-    if (M.nobjs < OBJ_CACHE)
-        M.objs[M.nobjs++] = s.found;
-    pthread_mutex_unlock(&M.lock);
-    return s.found.tls;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
 }
 
 int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *),
@@ -572,12 +317,12 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *si
     mi.site = site ? atomic_load_explicit(&site->verdict, memory_order_relaxed) : 0;
     /* The object lookup only for a site not seen yet; a seen one carries the answer in its bits. */
     mi.tls = mi.site ? (mi.site & SCAF_SITE_TLS) != 0 : (mi.clause != SCAF_CLAUSE_OTHER && !mi.fixed &&
-                                                         !mi.ev.forced && object_has_tls(fn));
+                                                         !mi.ev.forced && scaf_tlsobj_has_tls(fn));
     m->tls = mi.tls;
     m->mode = in->mode = scaf_verdict_mode(&mi);
     if (m->mode == SCAF_TEAM_CHECK) {
         uint64_t i = atomic_fetch_add_explicit(&M.check_index, 1, memory_order_relaxed);
-        in->check_team = 1 + (unsigned)(mix64(M.check_seed * 0x100000001b3ull ^ mix64(i)) % in->bound);
+        in->check_team = scaf_checkteam_pick(M.check_seed, i, in->bound);
     } else if (m->mode == SCAF_TEAM_WATCH && m->tls) {
         /* State handed from the latest region in such code stays with the threads that made it. */
         unsigned t = atomic_load_explicit(&M.tls_team, memory_order_relaxed);
@@ -670,7 +415,8 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         pthread_mutex_unlock(&M.lock);
     }
     if (j.why != SCAF_WHY_NONE) {
-        reason_for(j.why, (void *)m->fn, team, reason, sizeof reason);
+        struct scaf_reason_facts f = facts();
+        scaf_reason_for(j.why, (void *)m->fn, team, &f, reason, sizeof reason);
         /* Thread-local state handed between regions stays right only at the team that made it. */
         set_verdict(j.verdict, SCAF_SOURCE_EVIDENCE, reason,
                     j.why == SCAF_WHY_TLS_CARRIED || j.why == SCAF_WHY_TLS_UNCHECKED
@@ -699,59 +445,21 @@ static unsigned watch_team(void)
 
 /* ---- SCAF_REPORT: one JSON line at exit, for scaf check ---- */
 
-static const char *verdict_word(uint32_t v)
-{
-    return v == SCAF_VERDICT_FIXED ? "fixed" : v == SCAF_VERDICT_MALLEABLE ? "malleable" : "undecided";
-}
-
-static const char *source_word(uint32_t s)
-{
-    static const char *const w[] = {"default", "evidence", "user", "rules", "check"};
-    return s < sizeof w / sizeof w[0] ? w[s] : "default";
-}
-
 __attribute__((destructor)) static void report_at_exit(void)
 {
-    char buf[1024], esc[2 * SCAF_REASON_MAX];
-    size_t k = 0;
-    int n, fd, first = 1;
+    struct scaf_report r = {.pid = (int)getpid()};
+    char reason[SCAF_REASON_MAX];
 
-    if (!M.report_path || atomic_load(&M.regions) == 0 || scaf_experiment_in_child())
+    if (!M.report_path || atomic_load(&M.regions) == 0 || scaf_sandbox_in_child())
         return;
     pthread_mutex_lock(&M.lock);
-    for (const char *p = M.reason; *p && k + 2 < sizeof esc; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '"' || c == '\\')
-            esc[k++] = '\\';
-        esc[k++] = c < 0x20 ? ' ' : (char)c;
-    }
-    esc[k] = 0;
-    char exe[512] = "";
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[el > 0 ? el : 0] = 0;
-    for (char *q = exe; *q; q++)
-        if (*q == '"' || *q == '\\' || (unsigned char)*q < 0x20)
-            *q = '?';
-    n = snprintf(buf, sizeof buf,
-                 "{\"pid\":%d,\"exe\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\",\"reason\":\"%s\",\"regions\":%llu,"
-                 "\"teams\":[",
-                 (int)getpid(), exe, verdict_word(atomic_load(&M.verdict)),
-                 source_word(atomic_load(&M.source)), esc,
-                 (unsigned long long)atomic_load(&M.regions));
+    memcpy(reason, M.reason, sizeof reason);
+    r.reason = reason;
+    r.verdict = atomic_load(&M.verdict);
+    r.source = atomic_load(&M.source);
+    r.regions = atomic_load(&M.regions);
     pthread_mutex_unlock(&M.lock);
-    for (int t = 1; t <= SCAF_MAX_CPUS && n > 0 && n < (int)sizeof buf - 16; t++)
-        if (atomic_load(&M.team_bits[(t - 1) / 64]) & (1ull << ((t - 1) % 64))) {
-            n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%d", first ? "" : ",", t);
-            first = 0;
-        }
-    if (n <= 0 || n > (int)sizeof buf - 3)
-        return;
-    n += snprintf(buf + n, sizeof buf - (size_t)n, "]}\n");
-    fd = open(M.report_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
-    /* One write: lines of several processes appending to one file never interleave. */
-    if (write(fd, buf, (size_t)n) < 0)
-        scaf_layer_log("SCAF_REPORT %s: %s", M.report_path, strerror(errno));
-    close(fd);
+    for (int w = 0; w < SCAF_CPUSET_WORDS; w++)
+        r.team_bits[w] = atomic_load(&M.team_bits[w]);
+    scaf_report_write(M.report_path, &r);
 }

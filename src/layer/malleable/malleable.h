@@ -5,8 +5,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "../core/team.h"
 #include "scaf/proto.h"
-#include "team.h"
 
 /*
  * Takes SCAF_MALLEABLE, SCAF_CHECK_SEED and SCAF_REPORT from the settings
@@ -16,7 +16,7 @@
  */
 void scaf_malleable_init(void);
 
-/* Reads the rules files once (before the first HELLO, so that it can carry the verdict). */
+/* Reads the rules files once, through rules.c (before the first HELLO, so that it can carry the verdict). */
 void scaf_malleable_prepare(void);
 
 /* Evidence from an adapter's omp_* wrappers, each called only outside any parallel region. */

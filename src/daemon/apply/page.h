@@ -1,0 +1,23 @@
+/* page.h — the daemon half of a client's shared page: made and sealed, written, the client woken (not an installed interface). */
+#ifndef SCAFD_APPLY_PAGE_H
+#define SCAFD_APPLY_PAGE_H
+
+#include "scaf/proto.h"
+
+#include <stdint.h>
+
+/*
+ * A new page: a sealed memfd (the client can neither shrink it, which would be
+ * a SIGBUS here, nor grow it), mapped at *out, threads 1 until the referee
+ * writes. Returns the memfd for the WELCOME, or -1 with errno.
+ */
+int scaf_page_create(uint32_t cpus, struct scaf_page **out);
+void scaf_page_unmap(struct scaf_page *pg);
+
+/* Seqlock write of the daemon half, then a FUTEX_WAKE for the client's helper thread. */
+void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
+                     uint32_t nclients, uint32_t cpus);
+/* The gang word (enum scaf_gang), outside the seqlock; woken only when it changes. */
+void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
+
+#endif

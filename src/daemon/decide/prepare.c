@@ -1,0 +1,21 @@
+/* prepare.c — one client made the referee's input: report collected and clamped, uid, rigid team and policy state stepped. */
+#include "prepare.h"
+#include "clamp.h"
+#include "referee.h"
+#include "rigid.h"
+#include "scaf/policy.h"
+
+void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *rigid, struct scaf_client_state *state,
+                         const struct scaf_prepare_turn *turn, struct scaf_referee_client *out)
+{
+    const struct scaf_page_report *r = in->report;
+
+    scaf_referee_collect(r, in->max_threads, in->alloc, out);
+    scaf_referee_clamp(out, turn->cpus);
+    out->uid = in->uid;
+    out->rigid_team = scaf_rigid_step(rigid, turn->now_ns, r->rigid_regions, r->rigid_team, r->long_region,
+                                      r->last_team);
+    scaf_client_state_step(state, turn->now_ns, turn->probe_interval_ns, in->alloc ? in->alloc->share : 0,
+                           turn->chunk, r->eff_team, r->estimate == SCAF_ESTIMATE_NONE ? -1.0 : r->efficiency,
+                           &out->pol);
+}

@@ -1,0 +1,40 @@
+/* prepare.h — one client as the referee's input: its report collected and clamped, its rigid team and policy state stepped (not an installed interface). */
+#ifndef SCAFD_PREPARE_H
+#define SCAFD_PREPARE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct scaf_client_state;
+struct scaf_page_report;
+struct scaf_referee_alloc;
+struct scaf_referee_client;
+struct scaf_rigid;
+
+/* What every client's preparation in one turn shares. */
+struct scaf_prepare_turn {
+    uint64_t now_ns;            /* CLOCK_MONOTONIC of the turn */
+    uint64_t probe_interval_ns; /* --probe-interval */
+    uint32_t chunk;
+    uint32_t cpus;
+};
+
+/* One client as the daemon knows it. */
+struct scaf_prepare_in {
+    const struct scaf_page_report *report;  /* its page as last decoded */
+    uint32_t max_threads;                   /* from HELLO */
+    const struct scaf_referee_alloc *alloc; /* as last written to its page; NULL before the first */
+    uid_t uid;
+};
+
+/*
+ * Fills the referee's entry for one client: its report and allocation as the
+ * referee reads them (scaf_referee_collect), clamped (decide/clamp.c), its
+ * uid, the team of the regions the daemon did not choose (scaf_rigid_step,
+ * which steps *rigid) and its policy state (scaf_client_state_step, which
+ * steps *state).
+ */
+void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *rigid, struct scaf_client_state *state,
+                         const struct scaf_prepare_turn *turn, struct scaf_referee_client *out);
+
+#endif

@@ -1,0 +1,74 @@
+/* tlsobj.c — finds the loaded object that holds a code address and whether it has thread-local storage, with a small cache. */
+#include "tlsobj.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define OBJ_CACHE 32
+
+struct tls_obj {
+    uintptr_t lo, hi; /* an executable PT_LOAD range of the object */
+    int tls;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct tls_obj objs[OBJ_CACHE];
+    int nobjs;
+} C = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+struct obj_search {
+    uintptr_t addr;
+    struct tls_obj found;
+    int hit;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct obj_search *s = arg;
+    int tls = 0, in = 0;
+
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type == PT_TLS && ph->p_memsz > 0)
+            tls = 1;
+        if (ph->p_type == PT_LOAD && s->addr >= lo && s->addr < lo + ph->p_memsz) {
+            in = 1;
+            s->found.lo = lo;
+            s->found.hi = lo + ph->p_memsz;
+        }
+    }
+    if (!in)
+        return 0;
+    s->found.tls = tls;
+    s->hit = 1;
+    return 1;
+}
+
+int scaf_tlsobj_has_tls(void (*fn)(void *))
+{
+    uintptr_t a = (uintptr_t)(void *)fn;
+    struct obj_search s = {.addr = a};
+    int tls;
+
+    pthread_mutex_lock(&C.lock);
+    for (int i = 0; i < C.nobjs; i++)
+        if (a >= C.objs[i].lo && a < C.objs[i].hi) {
+            tls = C.objs[i].tls;
+            pthread_mutex_unlock(&C.lock);
+            return tls;
+        }
+    pthread_mutex_unlock(&C.lock);
+    dl_iterate_phdr(find_object, &s);
+    if (!s.hit)
+        return 0;
+    pthread_mutex_lock(&C.lock);
+    if (C.nobjs < OBJ_CACHE)
+        C.objs[C.nobjs++] = s.found;
+    pthread_mutex_unlock(&C.lock);
+    return s.found.tls;
+}

@@ -1,0 +1,60 @@
+/* sandbox.h — the steps that make a freshly forked child a sandboxed one, shared by the estimator's experiment and the TLS check's runs. */
+#ifndef SCAF_LAYER_SANDBOX_H
+#define SCAF_LAYER_SANDBOX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Copy-on-write: a child pays a page copy for every page its region writes,
+ * and so does the parent. That cost grows with the heap, like the fork itself
+ * (page tables), so a child's CPU-time bound grows with the time the fork
+ * took, by this factor. Measured here: a region writing all of a 1 GiB heap
+ * pays 50-65x the fork time in copy-on-write faults, more on a loaded
+ * machine; twice that keeps such a child inside its bound. The bound is for
+ * stuck children, so generous costs nothing.
+ */
+#define SCAF_SANDBOX_COW_ALLOWANCE 128
+
+/*
+ * A forked child becomes a sandboxed one in three steps, in this order; each
+ * returns 0 or -1, and after a failure the child must _exit without running
+ * program code.
+ *
+ * enter: marks the process a sandboxed child (regions run on one thread, the
+ * daemon is never touched: scaf_sandbox_in_child), runs the adapter's child
+ * preparation, dies with `parent` (-1: already orphaned), sets the
+ * synchronous signals to their defaults and blocks every other one, leaves no
+ * core file.
+ */
+int scaf_sandbox_enter(pid_t parent);
+
+/*
+ * isolate: makes writable shared mappings private (small ones) or read-only
+ * (large ones), and ends the child (SIGPROF) after `bound_ns` of CPU time.
+ */
+int scaf_sandbox_isolate(uint64_t bound_ns);
+
+/* filter: seccomp, so that only `write_fd` can be written and only `read_fd` (or nothing, -1) read. */
+int scaf_sandbox_filter(int write_fd, int read_fd);
+
+/* A child's CPU-time bound: `bound_ns` plus the copy-on-write allowance for a fork that began at fork_t0. */
+uint64_t scaf_sandbox_bound_ns(uint64_t bound_ns, uint64_t fork_t0);
+
+/*
+ * Nonzero in a sandboxed child (once scaf_sandbox_enter ran in it): regions
+ * then run with one thread. Either fn(data) directly or the real entry with
+ * num_threads 1 works; a team of 2 or more hangs there, because the runtime's
+ * pool threads were not copied by fork.
+ */
+int scaf_sandbox_in_child(void);
+
+/*
+ * An adapter's preparation of a child, called first in every sandboxed child,
+ * before the sandbox: a runtime that re-initialises itself in a forked child
+ * (LLVM's libomp, Intel's libiomp5) finishes that here, where its system
+ * calls are allowed. Set once, from the adapter's constructor; NULL: none.
+ */
+void scaf_sandbox_set_child_prepare(void (*prepare)(void));
+
+#endif
