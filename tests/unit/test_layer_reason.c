@@ -44,8 +44,11 @@ static const struct {
      "region 0x2000 depends on thread-local (threadprivate) data left by earlier regions"},
     {"thread-local state unchecked", SCAF_WHY_TLS_UNCHECKED, A2, 0, &none,
      "region 0x2000 runs in code with thread-local (threadprivate) data that could not be checked"},
-    {"thread-local state being checked", SCAF_WHY_TLS_WAIT, A2, 0, &none,
-     "region 0x2000 runs in code with thread-local (threadprivate) data: checking whether it outlives the region"},
+    {"thread-local state being checked", SCAF_WHY_TLS_WAIT, A2, 0, &(const struct scaf_reason_facts){.tls_held = 1},
+     "1 site held for the thread-local check: region 0x2000 runs in code with thread-local (threadprivate) data, "
+     "checking whether it outlives the region"},
+    {"a site settled while others are held", SCAF_WHY_TLS_HELD, A2, 0, &(const struct scaf_reason_facts){.tls_held = 2},
+     "2 sites still held for the thread-local check (region 0x2000 was settled)"},
     {"clean after a query", SCAF_WHY_CLEAN, A2, 0, &queried,
      "omp_get_max_threads() outside regions from 0x1000, but every region seen reads its own team size or none"},
     {"clean after a TLS check", SCAF_WHY_CLEAN, A2, 0, &none,
