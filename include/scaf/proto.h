@@ -18,7 +18,7 @@
  * (src/common/wire.c), which scafd and the layer both use.
  */
 #define SCAF_PROTO_MAGIC 0x46414353u /* "SCAF" read as little-endian bytes */
-#define SCAF_PROTO_VERSION 5u
+#define SCAF_PROTO_VERSION 6u
 
 #define SCAF_NAME_MAX 16     /* like TASK_COMM_LEN, NUL included */
 #define SCAF_CPUSET_WORDS 16 /* 1024 CPUs */
@@ -34,6 +34,8 @@ enum scaf_msg_type {
     SCAF_MSG_REFUSE = 3,       /* daemon -> client: why not; the daemon closes afterwards */
     SCAF_MSG_STATUS_REQ = 4,   /* anyone -> daemon: ask for the state as JSON */
     SCAF_MSG_STATUS_REPLY = 5, /* daemon -> asker: header, then `length - 16` bytes of JSON */
+    SCAF_MSG_MEMORY = 6,       /* anyone -> daemon (protocol 6): recall, forget or remember a program */
+    SCAF_MSG_MEMORY_REPLY = 7, /* daemon -> asker: the answer to MEMORY */
 };
 
 enum scaf_refuse_reason {
@@ -62,9 +64,13 @@ struct scaf_msg_hello {
     uint32_t max_threads; /* 1..SCAF_MAX_CPUS: the largest team the program could have seen */
     uint32_t flags;       /* SCAF_HELLO_F_*; unknown bits are malformed */
     char name[SCAF_NAME_MAX]; /* informational only; the daemon prefers /proc/PID/comm */
-    uint32_t reserved[4];     /* must be 0 */
+    /* The program's identity (include/scaf/progkey.h), protocol 6: what the daemon's memory of it is
+     * kept under, for this user only. 0: none, nothing is recalled or remembered. */
+    uint64_t key;
+    uint32_t reserved[2]; /* must be 0 */
 };
 static_assert(sizeof(struct scaf_msg_hello) == 56, "wire size");
+static_assert(offsetof(struct scaf_msg_hello, key) == 40, "tests/support/wire.py packs HELLO by this layout");
 
 struct scaf_msg_welcome {
     struct scaf_msg_header h;
@@ -84,6 +90,52 @@ struct scaf_msg_refuse {
 static_assert(sizeof(struct scaf_msg_refuse) == 144, "wire size");
 
 /* STATUS_REQ is a bare header with length 16. */
+
+/*
+ * MEMORY (protocol 6): what the daemon remembers of a program between its
+ * runs (docs/memory.md), asked on a connection of its own by anyone; the
+ * daemon answers MEMORY_REPLY and closes. Each user's memory is their own:
+ * the daemon acts on the asker's uid (SO_PEERCRED), never on a uid the asker
+ * names. A client connection never sends it (it gets its memory on its page).
+ */
+enum scaf_memory_op {
+    SCAF_MEMORY_RECALL = 1,   /* what is remembered of `key`, and the team it would start with now */
+    SCAF_MEMORY_FORGET = 2,   /* forget `key`; key 0: every program of this user */
+    SCAF_MEMORY_REMEMBER = 3, /* record `verdict` for `key` as scaf check's (source SCAF_SOURCE_CHECK) */
+};
+
+#define SCAF_MEMORY_NAME 48 /* how status names a remembered program, NUL included */
+
+struct scaf_msg_memory {
+    struct scaf_msg_header h;
+    uint32_t op;          /* enum scaf_memory_op */
+    uint32_t max_threads; /* RECALL: the program's bound, 1..SCAF_MAX_CPUS; otherwise 0 */
+    uint64_t key;         /* RECALL, REMEMBER: nonzero; FORGET: 0 for all */
+    uint32_t verdict;     /* REMEMBER: SCAF_VERDICT_FIXED or SCAF_VERDICT_MALLEABLE; otherwise 0 */
+    uint32_t reserved;    /* must be 0 */
+    char name[SCAF_MEMORY_NAME]; /* REMEMBER: the program's name for status (NUL-terminated); else zeros */
+};
+static_assert(sizeof(struct scaf_msg_memory) == 88, "wire size");
+
+enum scaf_memory_status {
+    SCAF_MEMORY_OK = 0,
+    SCAF_MEMORY_OFF = 1,       /* the daemon keeps no memory (scafd --no-memory, or no state directory) */
+    SCAF_MEMORY_UNKNOWN = 2,   /* RECALL, FORGET of one key: nothing is remembered of it */
+    SCAF_MEMORY_FAILED = 3,    /* the daemon could not do it (its state directory, its table) */
+};
+
+struct scaf_msg_memory_reply {
+    struct scaf_msg_header h;
+    uint32_t op;         /* the request's */
+    uint32_t status;     /* enum scaf_memory_status */
+    uint32_t runs;       /* RECALL: the runs remembered */
+    uint32_t verdict;    /* RECALL: enum scaf_verdict remembered */
+    uint32_t source;     /* RECALL: enum scaf_verdict_source of that verdict */
+    uint32_t start_team; /* RECALL: the team the program would start with if it arrived now; 0 = as usual */
+    uint32_t forgotten;  /* FORGET: programs forgotten */
+    uint32_t reserved;   /* 0 */
+};
+static_assert(sizeof(struct scaf_msg_memory_reply) == 48, "wire size");
 
 /* ---- the shared page: one per client, a memfd the daemon creates ---- */
 
@@ -127,6 +179,28 @@ enum scaf_verdict_source {
 };
 
 #define SCAF_REASON_MAX 200 /* NUL included */
+
+/*
+ * One region site as the memory keeps it (protocol 6): the object its code is
+ * in (include/scaf/progkey.h: a hash of the object's build ID, or of its
+ * path, size and mtime), the site's offset in it, and what was learned.
+ */
+struct scaf_site_memo {
+    uint64_t object;
+    uint32_t offset;
+    uint32_t bits; /* enum scaf_memo_bits */
+};
+static_assert(sizeof(struct scaf_site_memo) == 16, "wire size");
+
+enum scaf_memo_bits {
+    SCAF_MEMO_CLEAN = 1u << 0,     /* seen, and nothing it called bound its team: steered from its first instance */
+    SCAF_MEMO_TLS = 1u << 1,       /* its code's object has thread-local storage ... */
+    SCAF_MEMO_TLS_CLEAR = 1u << 2, /* ... which its check showed to be per-region scratch */
+    SCAF_MEMO_FIXES = 1u << 3,     /* the evidence at this site fixed the program's team */
+};
+#define SCAF_MEMO_ALL 0xfu
+
+#define SCAF_MEMORY_SITES 64 /* sites a page carries each way */
 
 enum scaf_estimate {
     SCAF_ESTIMATE_NONE = 0,     /* no estimate yet */
@@ -187,10 +261,30 @@ struct scaf_page {
      * more, so the other clients get those contexts meanwhile. */
     _Atomic uint32_t wanted;
     uint8_t client_reserved[52];
+
+    /* ---- protocol 6: what the daemon remembers of the program (docs/memory.md) ---- */
+
+    /* daemon -> client: written before WELCOME is sent, never after, so read without a seqlock. */
+    uint32_t start_team;     /* the program's share at its arrival: the team a program known to keep
+                              * its team starts with, as a static split would give it; 0 = none */
+    uint32_t memory_runs;    /* runs of this program remembered; 0 = nothing known (the rest is 0) */
+    uint32_t memory_verdict; /* enum scaf_verdict remembered */
+    uint32_t memory_source;  /* enum scaf_verdict_source remembered */
+    uint32_t known_sites;    /* entries of known[] (at most SCAF_MEMORY_SITES) */
+    uint32_t reserved2;
+    struct scaf_site_memo known[SCAF_MEMORY_SITES];
+
+    /* client -> daemon: the layer writes an entry of learned[], then makes it count (release); the
+     * daemon reads learned_sites (acquire) and that many entries when the client leaves. */
+    _Atomic uint32_t started_with;  /* the team the layer started the program with; 0 = as usual */
+    _Atomic uint32_t learned_sites; /* entries of learned[] that are whole */
+    struct scaf_site_memo learned[SCAF_MEMORY_SITES];
 };
 static_assert(sizeof(struct scaf_page) <= SCAF_PAGE_SIZE, "page fits");
-static_assert(sizeof(struct scaf_page) == 552, "page layout is part of the protocol");
+static_assert(sizeof(struct scaf_page) == 2632, "page layout is part of the protocol");
 static_assert(offsetof(struct scaf_page, eff_team) == 236, "tests/support/wire.py mirrors the page by offsets");
+static_assert(offsetof(struct scaf_page, start_team) == 552, "tests/support/wire.py mirrors the page by offsets");
+static_assert(offsetof(struct scaf_page, started_with) == 1600, "tests/support/wire.py mirrors the page by offsets");
 
 /* Efficiency E in [0, 1] travels as parts per million; these two are the only conversions. */
 static inline uint32_t scaf_efficiency_to_ppm(double e)

@@ -27,24 +27,53 @@ struct scaf_wire_refusal {
 
 /* ---- client -> daemon ---- */
 
+/* The longest message a peer may send the daemon: the size of its input buffer. */
+#define SCAF_WIRE_REQUEST_MAX (sizeof(struct scaf_msg_memory) > sizeof(struct scaf_msg_hello) \
+                                   ? sizeof(struct scaf_msg_memory)                        \
+                                   : sizeof(struct scaf_msg_hello))
+
 /* A decoded HELLO: every field checked. */
 struct scaf_wire_hello {
     uint32_t max_threads;     /* 1..SCAF_MAX_CPUS */
     uint32_t flags;           /* SCAF_HELLO_F_* only */
+    uint64_t key;             /* the program's identity, any value (0: none) */
     char name[SCAF_NAME_MAX]; /* the client's word, NUL-terminated (may hold any other byte) */
 };
 
 /* Fills *m with a HELLO of this protocol; max_threads is clamped to SCAF_MAX_CPUS, name truncated and NUL-padded. */
-void scaf_wire_encode_hello(struct scaf_msg_hello *m, uint32_t max_threads, uint32_t flags, const char *name);
+void scaf_wire_encode_hello(struct scaf_msg_hello *m, uint32_t max_threads, uint32_t flags, const char *name,
+                            uint64_t key);
+
+/* A decoded MEMORY request: every field checked for its op. */
+struct scaf_wire_memory {
+    uint32_t op;          /* enum scaf_memory_op */
+    uint64_t key;         /* nonzero but for FORGET of everything */
+    uint32_t max_threads; /* RECALL: 1..SCAF_MAX_CPUS */
+    uint32_t verdict;     /* REMEMBER: SCAF_VERDICT_FIXED or SCAF_VERDICT_MALLEABLE */
+    char name[SCAF_MEMORY_NAME]; /* REMEMBER: NUL-terminated */
+};
+
+/* Fills *m with a MEMORY request of this protocol (what scaf run, scaf forget and scaf check send). */
+void scaf_wire_encode_memory(struct scaf_msg_memory *m, uint32_t op, uint64_t key, uint32_t max_threads,
+                             uint32_t verdict, const char *name);
+/*
+ * Decodes a complete MEMORY (its header passed scaf_wire_check_header).
+ * Returns 0, or -1 with *why filled (SCAF_REFUSE_MALFORMED): an unknown op, a
+ * field its op does not take set, a key of 0 where one is needed, a
+ * max_threads outside 1..SCAF_MAX_CPUS for RECALL, a verdict other than fixed
+ * or malleable for REMEMBER, a name without its NUL, a nonzero reserved word.
+ */
+int scaf_wire_decode_memory(const void *msg, struct scaf_wire_memory *out, struct scaf_wire_refusal *why);
 /* A STATUS_REQ: a bare header. */
 struct scaf_msg_header scaf_wire_encode_status_req(void);
 
 /*
  * The daemon's check of a complete header from a peer, in this order: magic,
- * version (SCAF_REFUSE_VERSION), type (HELLO or STATUS_REQ), exact length,
- * reserved, and a second HELLO when `client_id` is nonzero (the connection
- * already said one: SCAF_REFUSE_DUPLICATE). Returns the whole message's length
- * (at most sizeof(struct scaf_msg_hello)), or 0 with *why filled.
+ * version (SCAF_REFUSE_VERSION), type (HELLO, STATUS_REQ or MEMORY), exact
+ * length, reserved, and a second HELLO when `client_id` is nonzero (the
+ * connection already said one: SCAF_REFUSE_DUPLICATE), or a MEMORY on a
+ * client's connection (SCAF_REFUSE_MALFORMED). Returns the whole message's
+ * length (at most sizeof(struct scaf_msg_memory)), or 0 with *why filled.
  */
 uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client_id, struct scaf_wire_refusal *why);
 /*
@@ -56,6 +85,13 @@ uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client
 int scaf_wire_decode_hello(const void *msg, struct scaf_wire_hello *out, struct scaf_wire_refusal *why);
 
 /* ---- daemon -> client ---- */
+
+/* The daemon's answer to MEMORY, field by field (struct scaf_msg_memory_reply says what each means). */
+struct scaf_wire_memory_reply {
+    uint32_t op, status, runs, verdict, source, start_team, forgotten;
+};
+
+void scaf_wire_encode_memory_reply(struct scaf_msg_memory_reply *m, const struct scaf_wire_memory_reply *r);
 
 /* Fills *m with a REFUSE of this protocol carrying why's reason and text. */
 void scaf_wire_encode_refuse(struct scaf_msg_refuse *m, const struct scaf_wire_refusal *why);

@@ -25,12 +25,14 @@ static struct scaf_msg_header header(uint16_t type, uint32_t length)
 
 /* ---- client -> daemon ---- */
 
-void scaf_wire_encode_hello(struct scaf_msg_hello *m, uint32_t max_threads, uint32_t flags, const char *name)
+void scaf_wire_encode_hello(struct scaf_msg_hello *m, uint32_t max_threads, uint32_t flags, const char *name,
+                            uint64_t key)
 {
     memset(m, 0, sizeof *m);
     m->h = header(SCAF_MSG_HELLO, sizeof *m);
     m->max_threads = max_threads > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : max_threads;
     m->flags = flags;
+    m->key = key;
     /* NUL-padded to the end: no byte of the program's memory travels beyond the name. */
     if (name)
         memcpy(m->name, name, strnlen(name, sizeof m->name - 1));
@@ -62,6 +64,9 @@ uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client
     case SCAF_MSG_STATUS_REQ:
         want = sizeof(struct scaf_msg_header);
         break;
+    case SCAF_MSG_MEMORY:
+        want = sizeof(struct scaf_msg_memory);
+        break;
     default:
         refusal(why, SCAF_REFUSE_MALFORMED, "unexpected message type %u", h->type);
         return 0;
@@ -77,6 +82,11 @@ uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client
     }
     if (h->type == SCAF_MSG_HELLO && client_id != 0) {
         refusal(why, SCAF_REFUSE_DUPLICATE, "this connection already said HELLO (client %u)", client_id);
+        return 0;
+    }
+    /* A client gets its memory on its page: MEMORY is for a connection of its own. */
+    if (h->type == SCAF_MSG_MEMORY && client_id != 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY on a client's connection (client %u)", client_id);
         return 0;
     }
     return want;
@@ -103,6 +113,77 @@ int scaf_wire_decode_hello(const void *msg, struct scaf_wire_hello *out, struct 
         }
     out->max_threads = m.max_threads;
     out->flags = m.flags;
+    out->key = m.key;
+    memcpy(out->name, m.name, sizeof out->name);
+    out->name[sizeof out->name - 1] = '\0';
+    return 0;
+}
+
+void scaf_wire_encode_memory(struct scaf_msg_memory *m, uint32_t op, uint64_t key, uint32_t max_threads,
+                             uint32_t verdict, const char *name)
+{
+    memset(m, 0, sizeof *m);
+    m->h = header(SCAF_MSG_MEMORY, sizeof *m);
+    m->op = op;
+    m->key = key;
+    m->max_threads = max_threads > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : max_threads;
+    m->verdict = verdict;
+    if (name)
+        memcpy(m->name, name, strnlen(name, sizeof m->name - 1));
+}
+
+/* Every byte of `p` is 0. */
+static int all_zero(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
+int scaf_wire_decode_memory(const void *msg, struct scaf_wire_memory *out, struct scaf_wire_refusal *why)
+{
+    struct scaf_msg_memory m;
+
+    memcpy(&m, msg, sizeof m);
+    if (m.reserved != 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "nonzero reserved field in MEMORY");
+        return -1;
+    }
+    switch (m.op) {
+    case SCAF_MEMORY_RECALL:
+        if (m.key == 0 || m.max_threads == 0 || m.max_threads > SCAF_MAX_CPUS || m.verdict != 0 ||
+            !all_zero(m.name, sizeof m.name)) {
+            refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY recall needs a key and max_threads 1..%u, nothing else",
+                    SCAF_MAX_CPUS);
+            return -1;
+        }
+        break;
+    case SCAF_MEMORY_FORGET:
+        if (m.max_threads != 0 || m.verdict != 0 || !all_zero(m.name, sizeof m.name)) {
+            refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY forget takes a key (or 0 for all) and nothing else");
+            return -1;
+        }
+        break;
+    case SCAF_MEMORY_REMEMBER:
+        if (m.key == 0 || m.max_threads != 0 ||
+            (m.verdict != SCAF_VERDICT_FIXED && m.verdict != SCAF_VERDICT_MALLEABLE) ||
+            !memchr(m.name, '\0', sizeof m.name)) {
+            refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY remember needs a key, a verdict (fixed or malleable) and "
+                    "a NUL-terminated name");
+            return -1;
+        }
+        break;
+    default:
+        refusal(why, SCAF_REFUSE_MALFORMED, "unknown MEMORY op %u", m.op);
+        return -1;
+    }
+    out->op = m.op;
+    out->key = m.key;
+    out->max_threads = m.max_threads;
+    out->verdict = m.verdict;
     memcpy(out->name, m.name, sizeof out->name);
     out->name[sizeof out->name - 1] = '\0';
     return 0;
@@ -117,6 +198,19 @@ void scaf_wire_encode_refuse(struct scaf_msg_refuse *m, const struct scaf_wire_r
     m->reason = why->reason;
     m->daemon_version = SCAF_PROTO_VERSION;
     snprintf(m->text, sizeof m->text, "%s", why->text);
+}
+
+void scaf_wire_encode_memory_reply(struct scaf_msg_memory_reply *m, const struct scaf_wire_memory_reply *r)
+{
+    memset(m, 0, sizeof *m);
+    m->h = header(SCAF_MSG_MEMORY_REPLY, sizeof *m);
+    m->op = r->op;
+    m->status = r->status;
+    m->runs = r->runs;
+    m->verdict = r->verdict;
+    m->source = r->source;
+    m->start_team = r->start_team;
+    m->forgotten = r->forgotten;
 }
 
 void scaf_wire_encode_welcome(struct scaf_msg_welcome *m, uint32_t client_id, uint32_t cpus)

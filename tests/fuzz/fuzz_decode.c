@@ -46,10 +46,25 @@ static void hello_round_trip(const struct scaf_wire_hello *m)
     struct scaf_wire_refusal why;
     struct scaf_wire_hello back;
 
-    scaf_wire_encode_hello(&again, m->max_threads, m->flags, m->name);
+    scaf_wire_encode_hello(&again, m->max_threads, m->flags, m->name, m->key);
     check(scaf_wire_check_header(&again.h, 0, &why) == sizeof again);
     check(scaf_wire_decode_hello(&again, &back, &why) == 0);
-    check(back.max_threads == m->max_threads && back.flags == m->flags && strcmp(back.name, m->name) == 0);
+    check(back.max_threads == m->max_threads && back.flags == m->flags && back.key == m->key &&
+          strcmp(back.name, m->name) == 0);
+}
+
+/* What scaf's encoder makes of a decoded MEMORY request, scafd decodes to the same request. */
+static void memory_round_trip(const struct scaf_wire_memory *m)
+{
+    struct scaf_msg_memory again;
+    struct scaf_wire_refusal why;
+    struct scaf_wire_memory back;
+
+    scaf_wire_encode_memory(&again, m->op, m->key, m->max_threads, m->verdict, m->name);
+    check(scaf_wire_check_header(&again.h, 0, &why) == sizeof again);
+    check(scaf_wire_decode_memory(&again, &back, &why) == 0);
+    check(back.op == m->op && back.key == m->key && back.max_threads == m->max_threads &&
+          back.verdict == m->verdict && strcmp(back.name, m->name) == 0);
 }
 
 /* What scafd's encoders make of a decoded answer, the layer decodes to the same answer. */
@@ -99,7 +114,7 @@ static void fuzz_stream(const uint8_t *data, size_t size)
             return;
         }
         /* Accepted lengths must fit conn.c's input buffer, whatever the header said. */
-        check(want >= sizeof h && want <= sizeof(struct scaf_msg_hello) && want == h.length);
+        check(want >= sizeof h && want <= SCAF_WIRE_REQUEST_MAX && want == h.length);
         if (size - off < want)
             return; /* a truncated message: conn.c keeps waiting for the rest */
         if (h.type == SCAF_MSG_HELLO) {
@@ -114,6 +129,17 @@ static void fuzz_stream(const uint8_t *data, size_t size)
             check(memchr(m.name, 0, sizeof m.name) != NULL);
             hello_round_trip(&m);
             client_id = 1;
+        } else if (h.type == SCAF_MSG_MEMORY) {
+            struct scaf_wire_memory m;
+            if (scaf_wire_decode_memory(data + off, &m, &why) < 0) {
+                check(why.reason == SCAF_REFUSE_MALFORMED);
+                check(memchr(why.text, 0, sizeof why.text) != NULL);
+                return;
+            }
+            check(m.op >= SCAF_MEMORY_RECALL && m.op <= SCAF_MEMORY_REMEMBER);
+            check(memchr(m.name, 0, sizeof m.name) != NULL);
+            memory_round_trip(&m);
+            check(client_id == 0);
         } else {
             struct scaf_msg_header req = scaf_wire_encode_status_req();
             check(h.type == SCAF_MSG_STATUS_REQ && memcmp(&req, &h, sizeof h) == 0);

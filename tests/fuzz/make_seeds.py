@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 MAGIC = 0x46414353
-VERSION = 5
+VERSION = 6
 PAGE_MAGIC = 0x45474150
 
 
@@ -15,8 +15,13 @@ def header(typ: int, length: int, magic: int = MAGIC, version: int = VERSION, re
     return struct.pack("<IHHII", magic, version, typ, length, reserved)
 
 
-def hello(max_threads: int = 4, flags: int = 0, name: bytes = b"prog", reserved: int = 0) -> bytes:
-    return header(1, 56) + struct.pack("<II16s4I", max_threads, flags, name, reserved, 0, 0, 0)
+def hello(max_threads: int = 4, flags: int = 0, name: bytes = b"prog", reserved: int = 0, key: int = 0) -> bytes:
+    return header(1, 56) + struct.pack("<II16sQ2I", max_threads, flags, name, key, 0, reserved)
+
+
+def memory(op: int = 1, max_threads: int = 4, key: int = 42, verdict: int = 0, name: bytes = b"",
+           reserved: int = 0) -> bytes:
+    return header(6, 88) + struct.pack("<IIQII48s", op, max_threads, key, verdict, reserved, name)
 
 
 def welcome(client_id: int = 7, page_size: int = 4096, cpus: int = 8, version: int = VERSION,
@@ -45,8 +50,13 @@ def page(fields: dict[str, int], reason: bytes = b"") -> bytes:
     client += struct.pack("<4I", fields.get("verdict", 0), fields.get("verdict_source", 0),
                           fields.get("reason_seq", 0), 0)
     client += reason.ljust(200, b"\0")[:200] + bytes(64)
-    img = daemon + client
-    assert len(img) == 552, len(img)
+    # protocol 6: the daemon's memory half (start team, runs, verdict, source, known sites), then the client's.
+    memory = struct.pack("<6I", 1, 2, 2, 1, 0, 0) + bytes(64 * 16)
+    learned = fields.get("learned", [])
+    memory += struct.pack("<II", fields.get("started_with", 0), fields.get("learned_sites", len(learned)))
+    memory += b"".join(struct.pack("<QII", *e) for e in learned).ljust(64 * 16, b"\0")[:64 * 16]
+    img = daemon + client + memory
+    assert len(img) == 2632, len(img)
     return img
 
 
@@ -69,6 +79,14 @@ def seeds() -> dict[str, bytes]:
         "stream-hello-many-threads": hello(max_threads=1025),
         "stream-hello-flags": hello(flags=0x80),
         "stream-hello-reserved": hello(reserved=7),
+        "stream-hello-key": hello(key=0x0123456789ABCDEF),
+        "stream-memory-recall": memory(),
+        "stream-memory-forget-all": memory(op=2, max_threads=0, key=0),
+        "stream-memory-remember": memory(op=3, max_threads=0, verdict=2, name=b"xgboost train.py"),
+        "stream-memory-remember-unterminated": memory(op=3, max_threads=0, verdict=2, name=b"x" * 48),
+        "stream-memory-op": memory(op=9),
+        "stream-memory-status": memory() + header(4, 16),
+        "stream-hello-memory": hello() + memory(),
     }
     answers = {
         "answer-welcome": welcome() + page_head(),
@@ -98,6 +116,8 @@ def seeds() -> dict[str, bytes]:
         "page-torn": page({"client_seq": 1, "reason_seq": 3, "estimate": 1}, b"x"),
         "page-fixed": page({"client_flags": 3, "fixed_team": 8, "experiment_pid": -1}, b"\x01\x1b[31mred\x7f"),
         "page-reason-full": page({"estimate": 3, "efficiency_ppm": 5}, b"A" * 200),
+        "page-learned": page({"started_with": 2, "learned": [(0xABCDEF, 0x1580, 1), (0xABCDEF, 0x1600, 0xB)]}),
+        "page-learned-liar": page({"learned_sites": 0xFFFFFFFF, "learned": [(0, 0xFFFFFFFF, 0xFFFFFFFF)] * 64}),
     }
     for name, img in pages.items():
         s[name] = b"\x01" + ctx + img

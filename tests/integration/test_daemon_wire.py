@@ -67,11 +67,11 @@ def stderr_lines(d: Daemon) -> int:
 
 
 def hello_fields(
-    max_threads: int = 4, flags: int = 0, reserved: tuple[int, int, int, int] = (0, 0, 0, 0),
+    max_threads: int = 4, flags: int = 0, key: int = 0, reserved: tuple[int, int] = (0, 0),
     version: int = wire.VERSION, length: int = wire.HELLO.size, hreserved: int = 0, magic: int = wire.MAGIC,
     mtype: int = wire.MSG_HELLO,
 ) -> bytes:
-    return wire.HELLO.pack(magic, version, mtype, length, hreserved, max_threads, flags, b"bad", *reserved)
+    return wire.HELLO.pack(magic, version, mtype, length, hreserved, max_threads, flags, b"bad", key, *reserved)
 
 
 # (name, bytes to send, expected reason, substring of the REFUSE text)
@@ -93,7 +93,7 @@ MALFORMED = [
     ("max_threads too big", hello_fields(max_threads=1025), wire.REFUSE_MALFORMED, "max_threads 1025"),
     ("max_threads huge", hello_fields(max_threads=0xFFFFFFFF), wire.REFUSE_MALFORMED, "max_threads"),
     ("unknown flag bits", hello_fields(flags=0x80), wire.REFUSE_MALFORMED, "flags"),
-    ("nonzero hello reserved", hello_fields(reserved=(0, 0, 7, 0)), wire.REFUSE_MALFORMED, "reserved"),
+    ("nonzero hello reserved", hello_fields(reserved=(0, 7)), wire.REFUSE_MALFORMED, "reserved"),
 ]
 
 

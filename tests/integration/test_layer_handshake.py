@@ -76,7 +76,8 @@ class Peer:
             "max_threads": f[5],
             "flags": f[6],
             "name": f[7].rstrip(b"\0").decode(),
-            "tail": f[8:],
+            "key": f[8],
+            "tail": f[9:],
         }
         return conn, hello
 
@@ -169,7 +170,7 @@ def test_hello_fields_and_allocation_capped_by_bound(probe: Path, peer: Peer, st
     conn, hello = peer.accept()
     assert hello["magic"] == wire.MAGIC and hello["version"] == wire.VERSION
     assert hello["type"] == wire.MSG_HELLO and hello["length"] == wire.HELLO.size
-    assert hello["reserved"] == 0 and hello["tail"] == (0, 0, 0, 0)
+    assert hello["reserved"] == 0 and hello["tail"] == (0, 0)
     assert hello["max_threads"] == 2 and hello["flags"] == 0
     assert hello["name"] == "omp_probe"
     # A peer offering more than the program could have seen: the layer still caps at 2.

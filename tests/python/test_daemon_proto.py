@@ -37,7 +37,7 @@ def test_page_layout_matches_c(tmp_path: Path) -> None:
                                                         check=True).stdout.splitlines())
     for f in FIELDS:
         assert int(out[f]) == wire.PAGE_OFFSETS[f], f
-    assert int(out["page"]) == 552
+    assert int(out["page"]) == 2632
     assert int(out["hello"]) == wire.HELLO.size and int(out["welcome"]) == wire.WELCOME.size
     assert int(out["refuse"]) == wire.REFUSE.size
     assert int(out["cpuset_words"]) == wire.CPUSET_WORDS and int(out["page_size"]) == wire.PAGE_SIZE

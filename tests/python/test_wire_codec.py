@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from scaf.lib import proto
 from support import wire
 
 # Each line: a name and the message the C codec (src/common/wire.c) encodes, in hex.
@@ -32,10 +33,21 @@ int main(void)
     struct scaf_wire_refusal why = {.reason = SCAF_REFUSE_FULL};
     struct scaf_msg_header h;
 
-    scaf_wire_encode_hello(&hello, 8, 0, "pytest");
+    struct scaf_msg_memory memory;
+    struct scaf_msg_memory_reply memory_reply;
+    const struct scaf_wire_memory_reply r = {SCAF_MEMORY_RECALL, SCAF_MEMORY_OK, 3, SCAF_VERDICT_FIXED,
+                                             SCAF_SOURCE_EVIDENCE, 2, 0};
+
+    scaf_wire_encode_hello(&hello, 8, 0, "pytest", 0);
     show("hello", &hello, sizeof hello);
-    scaf_wire_encode_hello(&hello, 3, SCAF_HELLO_F_NONMALLEABLE, "fixed");
+    scaf_wire_encode_hello(&hello, 3, SCAF_HELLO_F_NONMALLEABLE, "fixed", 0x0123456789abcdefull);
     show("hello_fixed", &hello, sizeof hello);
+    scaf_wire_encode_memory(&memory, SCAF_MEMORY_RECALL, 0xfedcba9876543210ull, 16, 0, NULL);
+    show("memory_recall", &memory, sizeof memory);
+    scaf_wire_encode_memory(&memory, SCAF_MEMORY_REMEMBER, 42, 0, SCAF_VERDICT_FIXED, "xgboost train.py");
+    show("memory_remember", &memory, sizeof memory);
+    scaf_wire_encode_memory_reply(&memory_reply, &r);
+    show("memory_reply", &memory_reply, sizeof memory_reply);
     scaf_wire_encode_welcome(&welcome, 7, 12);
     show("welcome", &welcome, sizeof welcome);
     snprintf(why.text, sizeof why.text, "client table full");
@@ -63,7 +75,13 @@ def test_python_twin_encodes_as_the_c_codec(tmp_path: Path) -> None:
     c = {name: bytes.fromhex(hexed) for name, hexed in (line.split() for line in out.splitlines())}
     py = {
         "hello": wire.hello(8),
-        "hello_fixed": wire.hello(3, name=b"fixed", flags=wire.HELLO_F_NONMALLEABLE),
+        "hello_fixed": wire.hello(3, name=b"fixed", flags=wire.HELLO_F_NONMALLEABLE, key=0x0123456789ABCDEF),
+        "memory_recall": proto.memory_request(proto.MEMORY_RECALL, key=0xFEDCBA9876543210, max_threads=16),
+        "memory_remember": proto.memory_request(proto.MEMORY_REMEMBER, key=42, verdict=wire.VERDICT_FIXED,
+                                                name=b"xgboost train.py"),
+        "memory_reply": proto.MEMORY_REPLY.pack(wire.MAGIC, wire.VERSION, proto.MSG_MEMORY_REPLY,
+                                                proto.MEMORY_REPLY.size, 0, proto.MEMORY_RECALL, proto.MEMORY_OK, 3,
+                                                wire.VERDICT_FIXED, 1, 2, 0, 0),
         "welcome": wire.WELCOME.pack(wire.MAGIC, wire.VERSION, wire.MSG_WELCOME, wire.WELCOME.size, 0, 7,
                                      wire.PAGE_SIZE, 12, 0),
         "refuse": wire.REFUSE.pack(wire.MAGIC, wire.VERSION, wire.MSG_REFUSE, wire.REFUSE.size, 0, wire.REFUSE_FULL,

@@ -41,15 +41,15 @@ REFUSE_FULL = 3
 REFUSE_INTERNAL = 4
 REFUSE_DUPLICATE = 5
 
-HELLO = struct.Struct("=IHHII II 16s 4I")
+HELLO = struct.Struct("=IHHII II 16s Q 2I")
 WELCOME = struct.Struct("=IHHII IIII")
 REFUSE = struct.Struct("=IHHII II 120s")
 
 assert HELLO.size == 56 and WELCOME.size == 32 and REFUSE.size == 144
 
 
-def hello(max_threads: int, name: bytes = b"pytest", flags: int = 0, version: int = VERSION) -> bytes:
-    return HELLO.pack(MAGIC, version, MSG_HELLO, HELLO.size, 0, max_threads, flags, name, 0, 0, 0, 0)
+def hello(max_threads: int, name: bytes = b"pytest", flags: int = 0, version: int = VERSION, key: int = 0) -> bytes:
+    return HELLO.pack(MAGIC, version, MSG_HELLO, HELLO.size, 0, max_threads, flags, name, key, 0, 0)
 
 
 # ---- the shared page (struct scaf_page); offsets checked against offsetof() in
@@ -72,7 +72,13 @@ PAGE_OFFSETS = {
     "efficiency_ppm": 240, "estimate": 244, "experiment_pid": 248, "client_seq": 252,
     "regions": 256, "experiments": 264, "verdict": 272, "verdict_source": 276, "reason_seq": 280,
     "reason": 288, "rigid_team": 488, "rigid_regions": 492, "wanted": 496,
+    # protocol 6: the memory (docs/memory.md)
+    "start_team": 552, "memory_runs": 556, "memory_verdict": 560, "memory_source": 564, "known_sites": 568,
+    "known": 576, "started_with": 1600, "learned_sites": 1604, "learned": 1608,
 }
+MEMORY_SITES = 64
+SITE_MEMO = struct.Struct("=QII")  # struct scaf_site_memo: object, offset, bits
+MEMO_CLEAN, MEMO_TLS, MEMO_TLS_CLEAR, MEMO_FIXES = 0x1, 0x2, 0x4, 0x8
 VERDICT_UNDECIDED, VERDICT_MALLEABLE, VERDICT_FIXED = 0, 1, 2
 GANG_OFF, GANG_RUN, GANG_WAIT = 0, 1, 2
 REASON_MAX = 200

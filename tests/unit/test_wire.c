@@ -17,7 +17,8 @@ static struct scaf_msg_header hdr(uint32_t magic, uint16_t version, uint16_t typ
 
 static void headers(void)
 {
-    const uint32_t M = SCAF_PROTO_MAGIC, V = SCAF_PROTO_VERSION, HL = sizeof(struct scaf_msg_hello);
+    const uint32_t M = SCAF_PROTO_MAGIC, V = SCAF_PROTO_VERSION, HL = sizeof(struct scaf_msg_hello),
+                   ML = sizeof(struct scaf_msg_memory);
     const struct {
         const char *name;
         struct scaf_msg_header h;
@@ -38,6 +39,12 @@ static void headers(void)
         {"reserved header field", hdr(M, V, SCAF_MSG_STATUS_REQ, 16, 7), 0, 0, SCAF_REFUSE_MALFORMED, "reserved"},
         {"second HELLO", hdr(M, V, SCAF_MSG_HELLO, HL, 0), 5, 0, SCAF_REFUSE_DUPLICATE,
          "already said HELLO (client 5)"},
+        {"valid MEMORY", hdr(M, V, SCAF_MSG_MEMORY, ML, 0), 0, ML, 0, ""},
+        {"MEMORY too short", hdr(M, V, SCAF_MSG_MEMORY, ML - 8, 0), 0, 0, SCAF_REFUSE_MALFORMED, "expected 88"},
+        {"MEMORY on a client's connection", hdr(M, V, SCAF_MSG_MEMORY, ML, 0), 4, 0, SCAF_REFUSE_MALFORMED,
+         "client's connection (client 4)"},
+        {"a reply is not a request", hdr(M, V, SCAF_MSG_MEMORY_REPLY, 48, 0), 0, 0, SCAF_REFUSE_MALFORMED,
+         "unexpected message type 7"},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_wire_refusal why = {0};
@@ -73,7 +80,7 @@ static void hellos(void)
         memset(&m, 0, sizeof m);
         m.max_threads = cases[t].max_threads;
         m.flags = cases[t].flags;
-        m.reserved[3] = cases[t].reserved;
+        m.reserved[1] = cases[t].reserved;
         memset(m.name, 'x', sizeof m.name); /* unterminated: the decoder terminates it */
         rc = scaf_wire_decode_hello(&m, &got, &why);
         CHECK(rc == cases[t].want_rc, "%s: rc %d", cases[t].name, rc);
@@ -85,6 +92,85 @@ static void hellos(void)
                       strlen(got.name) == SCAF_NAME_MAX - 1,
                   "%s: decoded %u %u '%s'", cases[t].name, got.max_threads, got.flags, got.name);
     }
+}
+
+/* MEMORY: each op takes its own fields and nothing else; what scaf sends, the daemon reads back. */
+static void memories(void)
+{
+    const struct {
+        const char *name;
+        uint32_t op, max_threads, verdict, reserved;
+        uint64_t key;
+        const char *prog; /* NULL: all zeros; "~": 48 bytes without a NUL */
+        int want_rc;
+        const char *want_text;
+    } cases[] = {
+        {"recall", SCAF_MEMORY_RECALL, 8, 0, 0, 42, NULL, 0, ""},
+        {"recall without a key", SCAF_MEMORY_RECALL, 8, 0, 0, 0, NULL, -1, "recall needs a key"},
+        {"recall, max_threads 0", SCAF_MEMORY_RECALL, 0, 0, 0, 42, NULL, -1, "max_threads 1..1024"},
+        {"recall, max_threads 1025", SCAF_MEMORY_RECALL, 1025, 0, 0, 42, NULL, -1, "max_threads 1..1024"},
+        {"recall with a verdict", SCAF_MEMORY_RECALL, 8, SCAF_VERDICT_FIXED, 0, 42, NULL, -1, "nothing else"},
+        {"recall with a name", SCAF_MEMORY_RECALL, 8, 0, 0, 42, "ep", -1, "nothing else"},
+        {"forget one", SCAF_MEMORY_FORGET, 0, 0, 0, 42, NULL, 0, ""},
+        {"forget all", SCAF_MEMORY_FORGET, 0, 0, 0, 0, NULL, 0, ""},
+        {"forget with max_threads", SCAF_MEMORY_FORGET, 4, 0, 0, 42, NULL, -1, "nothing else"},
+        {"remember fixed", SCAF_MEMORY_REMEMBER, 0, SCAF_VERDICT_FIXED, 0, 42, "xgb train.py", 0, ""},
+        {"remember malleable", SCAF_MEMORY_REMEMBER, 0, SCAF_VERDICT_MALLEABLE, 0, 42, "ep", 0, ""},
+        {"remember undecided", SCAF_MEMORY_REMEMBER, 0, SCAF_VERDICT_UNDECIDED, 0, 42, "ep", -1, "a verdict"},
+        {"remember verdict 7", SCAF_MEMORY_REMEMBER, 0, 7, 0, 42, "ep", -1, "a verdict"},
+        {"remember without a key", SCAF_MEMORY_REMEMBER, 0, SCAF_VERDICT_FIXED, 0, 0, "ep", -1, "needs a key"},
+        {"remember, unterminated name", SCAF_MEMORY_REMEMBER, 0, SCAF_VERDICT_FIXED, 0, 42, "~", -1, "NUL"},
+        {"reserved field", SCAF_MEMORY_FORGET, 0, 0, 1, 0, NULL, -1, "nonzero reserved field in MEMORY"},
+        {"op 0", 0, 0, 0, 0, 0, NULL, -1, "unknown MEMORY op 0"},
+        {"op 4", 4, 0, 0, 0, 0, NULL, -1, "unknown MEMORY op 4"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_msg_memory m;
+        struct scaf_wire_memory got;
+        struct scaf_wire_refusal why = {0};
+        int rc;
+
+        memset(&m, 0, sizeof m);
+        m.op = cases[t].op;
+        m.max_threads = cases[t].max_threads;
+        m.verdict = cases[t].verdict;
+        m.reserved = cases[t].reserved;
+        m.key = cases[t].key;
+        if (cases[t].prog && strcmp(cases[t].prog, "~") == 0)
+            memset(m.name, 'x', sizeof m.name);
+        else if (cases[t].prog)
+            memcpy(m.name, cases[t].prog, strlen(cases[t].prog));
+        rc = scaf_wire_decode_memory(&m, &got, &why);
+        CHECK(rc == cases[t].want_rc, "memory %s: rc %d (%s)", cases[t].name, rc, why.text);
+        if (rc < 0)
+            CHECK(why.reason == SCAF_REFUSE_MALFORMED && strstr(why.text, cases[t].want_text), "memory %s: %u '%s'",
+                  cases[t].name, why.reason, why.text);
+        else
+            CHECK(got.op == cases[t].op && got.key == cases[t].key && got.max_threads == cases[t].max_threads &&
+                      got.verdict == cases[t].verdict && strcmp(got.name, cases[t].prog ? cases[t].prog : "") == 0,
+                  "memory %s: decoded %u %#llx %u %u '%s'", cases[t].name, got.op, (unsigned long long)got.key,
+                  got.max_threads, got.verdict, got.name);
+    }
+    /* Round trip: what the encoder writes passes, its padding zeroed. */
+    struct scaf_msg_memory m;
+    struct scaf_wire_memory got;
+    struct scaf_wire_refusal why = {0};
+
+    memset(&m, 0xa5, sizeof m);
+    scaf_wire_encode_memory(&m, SCAF_MEMORY_REMEMBER, 7, 0, SCAF_VERDICT_FIXED,
+                            "a name longer than forty-seven bytes, cut short there");
+    CHECK(scaf_wire_check_header(&m.h, 0, &why) == sizeof m, "memory encoded: header refused: %s", why.text);
+    CHECK(scaf_wire_decode_memory(&m, &got, &why) == 0 && strlen(got.name) == SCAF_MEMORY_NAME - 1 &&
+              m.reserved == 0 && m.h.reserved == 0,
+          "memory encoded: body refused or not padded: %s", why.text);
+    struct scaf_msg_memory_reply r;
+    const struct scaf_wire_memory_reply want = {SCAF_MEMORY_RECALL, SCAF_MEMORY_OK, 3, SCAF_VERDICT_FIXED,
+                                                SCAF_SOURCE_EVIDENCE, 2, 0};
+    memset(&r, 0xa5, sizeof r);
+    scaf_wire_encode_memory_reply(&r, &want);
+    CHECK(r.h.magic == SCAF_PROTO_MAGIC && r.h.type == SCAF_MSG_MEMORY_REPLY && r.h.length == sizeof r &&
+              r.runs == 3 && r.start_team == 2 && r.reserved == 0,
+          "memory reply encoded");
 }
 
 /* What the layer sends, read back by what the daemon checks: the two halves of the codec agree. */
@@ -109,14 +195,15 @@ static void hello_round_trip(void)
         struct scaf_wire_refusal why = {0};
 
         memset(&m, 0xa5, sizeof m);
-        scaf_wire_encode_hello(&m, cases[t].max_threads, cases[t].flags, cases[t].prog);
+        scaf_wire_encode_hello(&m, cases[t].max_threads, cases[t].flags, cases[t].prog, 0x1234567890abcdefull + t);
         CHECK(scaf_wire_check_header(&m.h, 0, &why) == sizeof m, "%s: header refused: %s", cases[t].name, why.text);
         CHECK(scaf_wire_decode_hello(&m, &got, &why) == 0, "%s: body refused: %s", cases[t].name, why.text);
         CHECK(got.max_threads == cases[t].want_threads && got.flags == cases[t].flags &&
-                  strcmp(got.name, cases[t].want_name) == 0,
-              "%s: %u %u '%s'", cases[t].name, got.max_threads, got.flags, got.name);
+                  strcmp(got.name, cases[t].want_name) == 0 && got.key == 0x1234567890abcdefull + t,
+              "%s: %u %u '%s' %#llx", cases[t].name, got.max_threads, got.flags, got.name,
+              (unsigned long long)got.key);
         /* Nothing of the encoder's stack or the program's memory travels in the padding. */
-        CHECK(m.name[SCAF_NAME_MAX - 1] == 0 && m.reserved[0] == 0 && m.reserved[3] == 0 && m.h.reserved == 0,
+        CHECK(m.name[SCAF_NAME_MAX - 1] == 0 && m.reserved[0] == 0 && m.reserved[1] == 0 && m.h.reserved == 0,
               "%s: padding zeroed", cases[t].name);
     }
     struct scaf_msg_header s = scaf_wire_encode_status_req();
@@ -254,7 +341,8 @@ static void pages(void)
         {"valid", SCAF_PAGE_MAGIC, SCAF_PROTO_VERSION, 0, 0, ""},
         {"bad magic", 0x12345678, SCAF_PROTO_VERSION, -1, SCAF_REFUSE_MALFORMED, "page magic 0x12345678"},
         {"page of protocol 4", SCAF_PAGE_MAGIC, 4, -1, SCAF_REFUSE_VERSION, "page of protocol 4"},
-        {"page of protocol 6", SCAF_PAGE_MAGIC, SCAF_PROTO_VERSION + 1, -1, SCAF_REFUSE_VERSION, "protocol 6"},
+        {"page of the next protocol", SCAF_PAGE_MAGIC, SCAF_PROTO_VERSION + 1, -1, SCAF_REFUSE_VERSION, "protocol 7"},
+        {"page of protocol 5", SCAF_PAGE_MAGIC, 5, -1, SCAF_REFUSE_VERSION, "page of protocol 5"},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_wire_refusal why = {0};
@@ -333,6 +421,7 @@ int main(void)
     headers();
     hellos();
     hello_round_trip();
+    memories();
     answers();
     answer_round_trip();
     pages();

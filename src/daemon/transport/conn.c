@@ -7,6 +7,7 @@
 #include "../scafd.h"
 #include "../report/jsonbuf.h"
 #include "../report/refusals.h"
+#include "../memory/memory.h"
 #include "../report/status.h"
 #include "scaf/clock.h"
 #include "scaf/wire.h"
@@ -47,7 +48,7 @@ struct scafd_conn {
     uint32_t gen; /* bumped on reuse, so stale epoll events for an old fd are ignored */
 
     /* input: one message at a time; nothing is acted on until it is complete */
-    unsigned char in[sizeof(struct scaf_msg_hello)];
+    unsigned char in[SCAF_WIRE_REQUEST_MAX];
     size_t inlen;
     bool status_wanted; /* a STATUS_REQ waits for the end of the batch; input waits with it */
 
@@ -300,6 +301,32 @@ static void hello(struct scafd *d, struct scafd_conn *c)
     d->welcomes_due = true;
 }
 
+/* A complete MEMORY request: decoded here, answered by the memory (memory/memory.c) for this peer's uid. */
+static void memory(struct scafd *d, struct scafd_conn *c)
+{
+    struct scaf_wire_memory_reply r = {0};
+    struct scaf_msg_memory_reply *out;
+    struct scaf_wire_refusal why;
+    struct scaf_wire_memory m;
+
+    if (scaf_wire_decode_memory(c->in, &m, &why) < 0) {
+        refuse(d, c, &why);
+        return;
+    }
+    scaf_memory_answer(d, c->uid, &m, &r);
+    out = malloc(sizeof *out);
+    if (!out) {
+        refuse_text(d, c, SCAF_REFUSE_INTERNAL, "out of memory for the reply");
+        return;
+    }
+    scaf_wire_encode_memory_reply(out, &r);
+    c->out = (char *)out;
+    c->outlen = sizeof *out;
+    c->outoff = 0;
+    c->out_since = scaf_clock_s(CLOCK_MONOTONIC);
+    (void)flush_out(d, c);
+}
+
 /* Checks a complete header. Returns the message's full length, or 0 after refusing. */
 static uint32_t check_header(struct scafd *d, struct scafd_conn *c)
 {
@@ -357,6 +384,8 @@ static void on_readable(struct scafd *d, struct scafd_conn *c)
             /* Either answer waits for the end of this batch; so does the rest of this peer's input. */
             if (h.type == SCAF_MSG_HELLO) {
                 hello(d, c);
+            } else if (h.type == SCAF_MSG_MEMORY) {
+                memory(d, c);
             } else {
                 c->status_wanted = true;
                 d->status_due = true;

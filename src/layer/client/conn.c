@@ -178,7 +178,7 @@ static enum scaf_conn_result exchange(int fd, const char *path, unsigned bound, 
     uint32_t len;
 
     program_name(name);
-    scaf_wire_encode_hello(&hello, bound, atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0, name);
+    scaf_wire_encode_hello(&hello, bound, atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0, name, 0);
     if (send_all(fd, &hello, sizeof hello) != 0) {
         scaf_layer_log("HELLO not sent: %s", strerror(errno));
         return SCAF_CONN_BROKEN;
