@@ -36,6 +36,8 @@ enum scaf_msg_type {
     SCAF_MSG_STATUS_REPLY = 5, /* daemon -> asker: header, then `length - 16` bytes of JSON */
     SCAF_MSG_MEMORY = 6,       /* anyone -> daemon (protocol 6): recall, forget or remember a program */
     SCAF_MSG_MEMORY_REPLY = 7, /* daemon -> asker: the answer to MEMORY */
+    SCAF_MSG_WAKE = 8,         /* client -> daemon (protocol 6): a bare header, on a client's connection
+                                * only: its page said idle and it runs a region again; no answer */
 };
 
 enum scaf_refuse_reason {
@@ -230,7 +232,11 @@ struct scaf_page {
     uint32_t reserved0;
     _Atomic uint64_t cpuset[SCAF_CPUSET_WORDS]; /* real CPU numbers for this client */
     _Atomic uint32_t gang; /* enum scaf_gang; a single word outside the seqlock, FUTEX_WAKEd */
-    uint8_t daemon_reserved[60];
+    /* Protocol 6: nonzero while the daemon counts the client idle (no region and next to no CPU for a
+     * while): its share went to the busy clients. A single word outside the seqlock. The layer reads it
+     * at each outermost region; the first region that finds it set sends one WAKE and runs at once. */
+    _Atomic uint32_t idle;
+    uint8_t daemon_reserved[56];
 
     /* client -> daemon */
     _Atomic uint32_t client_flags;   /* SCAF_CLIENT_* */
@@ -285,6 +291,7 @@ static_assert(sizeof(struct scaf_page) == 2632, "page layout is part of the prot
 static_assert(offsetof(struct scaf_page, eff_team) == 236, "tests/support/wire.py mirrors the page by offsets");
 static_assert(offsetof(struct scaf_page, start_team) == 552, "tests/support/wire.py mirrors the page by offsets");
 static_assert(offsetof(struct scaf_page, started_with) == 1600, "tests/support/wire.py mirrors the page by offsets");
+static_assert(offsetof(struct scaf_page, idle) == 164, "tests/support/wire.py mirrors the page by offsets");
 
 /* Efficiency E in [0, 1] travels as parts per million; these two are the only conversions. */
 static inline uint32_t scaf_efficiency_to_ppm(double e)

@@ -66,13 +66,15 @@ void scaf_wire_encode_memory(struct scaf_msg_memory *m, uint32_t op, uint64_t ke
 int scaf_wire_decode_memory(const void *msg, struct scaf_wire_memory *out, struct scaf_wire_refusal *why);
 /* A STATUS_REQ: a bare header. */
 struct scaf_msg_header scaf_wire_encode_status_req(void);
+/* A WAKE: a bare header (a client whose page says idle runs a region again). */
+struct scaf_msg_header scaf_wire_encode_wake(void);
 
 /*
  * The daemon's check of a complete header from a peer, in this order: magic,
- * version (SCAF_REFUSE_VERSION), type (HELLO, STATUS_REQ or MEMORY), exact
- * length, reserved, and a second HELLO when `client_id` is nonzero (the
- * connection already said one: SCAF_REFUSE_DUPLICATE), or a MEMORY on a
- * client's connection (SCAF_REFUSE_MALFORMED). Returns the whole message's
+ * version (SCAF_REFUSE_VERSION), type (HELLO, STATUS_REQ, MEMORY or WAKE),
+ * exact length, reserved, and a second HELLO when `client_id` is nonzero (the
+ * connection already said one: SCAF_REFUSE_DUPLICATE), a MEMORY on a client's
+ * connection or a WAKE on any other (SCAF_REFUSE_MALFORMED). Returns the whole message's
  * length (at most sizeof(struct scaf_msg_memory)), or 0 with *why filled.
  */
 uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client_id, struct scaf_wire_refusal *why);

@@ -43,6 +43,11 @@ struct scaf_msg_header scaf_wire_encode_status_req(void)
     return header(SCAF_MSG_STATUS_REQ, sizeof(struct scaf_msg_header));
 }
 
+struct scaf_msg_header scaf_wire_encode_wake(void)
+{
+    return header(SCAF_MSG_WAKE, sizeof(struct scaf_msg_header));
+}
+
 uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client_id, struct scaf_wire_refusal *why)
 {
     uint32_t want;
@@ -67,6 +72,9 @@ uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client
     case SCAF_MSG_MEMORY:
         want = sizeof(struct scaf_msg_memory);
         break;
+    case SCAF_MSG_WAKE:
+        want = sizeof(struct scaf_msg_header);
+        break;
     default:
         refusal(why, SCAF_REFUSE_MALFORMED, "unexpected message type %u", h->type);
         return 0;
@@ -82,6 +90,10 @@ uint32_t scaf_wire_check_header(const struct scaf_msg_header *h, uint32_t client
     }
     if (h->type == SCAF_MSG_HELLO && client_id != 0) {
         refusal(why, SCAF_REFUSE_DUPLICATE, "this connection already said HELLO (client %u)", client_id);
+        return 0;
+    }
+    if (h->type == SCAF_MSG_WAKE && client_id == 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "WAKE before HELLO: only a client wakes");
         return 0;
     }
     /* A client gets its memory on its page: MEMORY is for a connection of its own. */

@@ -140,6 +140,9 @@ static void fuzz_stream(const uint8_t *data, size_t size)
             check(memchr(m.name, 0, sizeof m.name) != NULL);
             memory_round_trip(&m);
             check(client_id == 0);
+        } else if (h.type == SCAF_MSG_WAKE) {
+            struct scaf_msg_header wake = scaf_wire_encode_wake();
+            check(client_id != 0 && memcmp(&wake, &h, sizeof h) == 0);
         } else {
             struct scaf_msg_header req = scaf_wire_encode_status_req();
             check(h.type == SCAF_MSG_STATUS_REQ && memcmp(&req, &h, sizeof h) == 0);

@@ -87,6 +87,8 @@ def seeds() -> dict[str, bytes]:
         "stream-memory-op": memory(op=9),
         "stream-memory-status": memory() + header(4, 16),
         "stream-hello-memory": hello() + memory(),
+        "stream-hello-wake": hello() + header(8, 16) + header(4, 16),
+        "stream-wake-first": header(8, 16),
     }
     answers = {
         "answer-welcome": welcome() + page_head(),

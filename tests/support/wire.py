@@ -68,7 +68,7 @@ CPUSET_WORDS = 16
 
 PAGE_OFFSETS = {
     "magic": 0, "version": 4, "seq": 8, "threads": 12, "control": 16, "cpus": 20, "nclients": 24,
-    "cpuset": 32, "gang": 160, "client_flags": 224, "fixed_team": 228, "last_team": 232, "eff_team": 236,
+    "cpuset": 32, "gang": 160, "idle": 164, "client_flags": 224, "fixed_team": 228, "last_team": 232, "eff_team": 236,
     "efficiency_ppm": 240, "estimate": 244, "experiment_pid": 248, "client_seq": 252,
     "regions": 256, "experiments": 264, "verdict": 272, "verdict_source": 276, "reason_seq": 280,
     "reason": 288, "rigid_team": 488, "rigid_regions": 492, "wanted": 496,

@@ -45,6 +45,9 @@ static void headers(void)
          "client's connection (client 4)"},
         {"a reply is not a request", hdr(M, V, SCAF_MSG_MEMORY_REPLY, 48, 0), 0, 0, SCAF_REFUSE_MALFORMED,
          "unexpected message type 7"},
+        {"WAKE from a client", hdr(M, V, SCAF_MSG_WAKE, 16, 0), 2, 16, 0, ""},
+        {"WAKE before HELLO", hdr(M, V, SCAF_MSG_WAKE, 16, 0), 0, 0, SCAF_REFUSE_MALFORMED, "only a client wakes"},
+        {"WAKE with a body", hdr(M, V, SCAF_MSG_WAKE, 20, 0), 2, 0, SCAF_REFUSE_MALFORMED, "length 20"},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         struct scaf_wire_refusal why = {0};

@@ -386,6 +386,9 @@ static void on_readable(struct scafd *d, struct scafd_conn *c)
                 hello(d, c);
             } else if (h.type == SCAF_MSG_MEMORY) {
                 memory(d, c);
+            } else if (h.type == SCAF_MSG_WAKE) {
+                /* Nothing is idle yet: a WAKE asks for nothing. */
+                continue;
             } else {
                 c->status_wanted = true;
                 d->status_due = true;
