@@ -112,16 +112,25 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
     scaf_page_write_memory(cl->page, &pm);
 }
 
-/* The points of the curve the daemon measured in this run (none when it measured nothing). */
-static uint32_t measured_points(const struct scaf_client *cl, struct scaf_memo_point *out)
+/*
+ * The points of the curve measured in this run: its last report as the page
+ * says it now (a short run may leave before a turn has seen it), then the
+ * points the policy state kept at other team sizes. None when it measured
+ * nothing (the state may still hold the points the memory seeded).
+ */
+static uint32_t measured_points(const struct scaf_client *cl, const struct scaf_page_report *last,
+                                struct scaf_memo_point *out)
 {
+    bool now = last->estimate >= SCAF_ESTIMATE_MEASURED && last->eff_team >= 2 && last->efficiency > 0;
     uint32_t n = 0;
 
+    if (now)
+        out[n++] = (struct scaf_memo_point){last->eff_team, scaf_efficiency_to_ppm(last->efficiency)};
     if (!cl->memo.measured)
-        return 0;
+        return n;
     for (uint32_t i = 0; i < SCAF_POINTS_MAX && n < SCAF_MEMO_POINTS; i++) {
         uint32_t ppm = scaf_efficiency_to_ppm(cl->state.points.e[i]);
-        if (cl->state.points.p[i] >= 2 && ppm > 0)
+        if (cl->state.points.p[i] >= 2 && ppm > 0 && !(now && cl->state.points.p[i] == last->eff_team))
             out[n++] = (struct scaf_memo_point){cl->state.points.p[i], ppm};
     }
     return n;
@@ -155,7 +164,7 @@ void scaf_memory_leave(struct scafd *d, struct scaf_client *cl)
         .sites = sites,
         .nsites = scaf_memo_sites_clean(sites, raw, n),
         .points = points,
-        .npoints = measured_points(cl, points),
+        .npoints = measured_points(cl, &rep, points),
         .peers = seconds > 0 ? mm->peer_s / seconds : 0.0,
         .seconds = seconds,
     };
