@@ -124,7 +124,7 @@ class Daemon(daemon.PrivateDaemon):
         self.args = args
         # A memory of its own (kept across start() after stop(): a restart remembers), unless the test chose.
         self.state_dir = os.path.join(self.dir or "", "state")
-        if not {"--state-dir", "--no-memory"} & set(args):
+        if not {"--state-dir", "--no-memory"} & set(args) and not {"STATE_DIRECTORY", "XDG_STATE_HOME"} & set(env or {}):
             self.argv += ["--state-dir", self.state_dir]
         try:
             self.start()

@@ -393,3 +393,30 @@ def test_an_unusable_state_dir(scafd_factory: Callable[..., Daemon], tmp_path: P
                          check=False)
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("cannot keep a memory of programs in") == 1 and "memory off" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("where", ["systemd", "xdg", "home"])
+def test_the_default_state_directory(scafd_factory: Callable[..., Daemon], tmp_path: Path, where: str) -> None:
+    uid = os.getuid()
+    if where == "systemd":
+        # Under DynamicUser=yes, $STATE_DIRECTORY is /var/lib/scaf, a link to /var/lib/private/scaf.
+        real = tmp_path / "private" / "scaf"
+        real.mkdir(parents=True, mode=0o700)
+        (tmp_path / "scaf").symlink_to(real)
+        env = {"STATE_DIRECTORY": str(tmp_path / "scaf"), "XDG_STATE_HOME": str(tmp_path / "not-this")}
+    elif where == "xdg":
+        real = tmp_path / "xdg" / "scaf"  # $XDG_STATE_HOME itself is missing too
+        env = {"XDG_STATE_HOME": str(tmp_path / "xdg")}
+    else:
+        real = tmp_path / "home" / ".local" / "state" / "scaf"
+        (tmp_path / "home").mkdir()
+        env = {"XDG_STATE_HOME": "", "HOME": str(tmp_path / "home")}
+    d = scafd_factory("--cpus", "4", "--no-lookout", env=env)
+    one_run(d, KEY_A)
+    d.stop()
+    said = tmp_path / "scaf" if where == "systemd" else real  # the path systemd gave, as it gave it
+    assert f"memory in {said}\n" in d.stderr(), d.stderr()
+    assert (real / f"memory-{uid}.bin").is_file()
+    for p in (real, *([real.parent] if where == "xdg" else [real.parent, real.parent.parent] if where == "home" else [])):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
+    assert not (tmp_path / "not-this").exists()
