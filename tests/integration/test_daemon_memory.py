@@ -420,3 +420,14 @@ def test_the_default_state_directory(scafd_factory: Callable[..., Daemon], tmp_p
     for p in (real, *([real.parent] if where == "xdg" else [real.parent, real.parent.parent] if where == "home" else [])):
         assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
     assert not (tmp_path / "not-this").exists()
+
+
+def test_the_daemon_closes_after_a_memory_reply(scafd: Daemon) -> None:
+    sock = wire.connect(scafd.socket, 5)
+    try:
+        sock.sendall(proto.memory_request(proto.MEMORY_RECALL, KEY_A, 4))
+        reply = wire.recv_exact(sock, proto.MEMORY_REPLY.size)
+        assert proto.MEMORY_REPLY.unpack(reply)[6] == proto.MEMORY_UNKNOWN
+        assert sock.recv(16) == b""  # closed: the answer was its last message
+    finally:
+        sock.close()
