@@ -518,8 +518,6 @@ int main(int argc, char **argv)
     }
     if (scaf_alloclog_open(&d.log, d.opt.log_path) < 0)
         goto out;
-    if (scaf_memory_open(&d.memory, &d.opt.memory) < 0)
-        goto out;
     switch (scaf_activation_take(&listener.fd, d.opt.socket, sizeof d.opt.socket)) {
     case SCAF_ACTIVATION_NONE:
         break;
@@ -537,6 +535,9 @@ int main(int argc, char **argv)
     if (scaf_listener_open(&listener) < 0)
         goto out;
     d.listen_fd = listener.fd;
+    /* After the socket: a daemon that cannot serve says that alone, not where it would have remembered. */
+    if (scaf_memory_open(&d.memory, &d.opt.memory) < 0)
+        goto out;
     if (d.capacity.quota)
         snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.capacity.cgroup_version, d.capacity.quota,
                  d.capacity.quota_file);

@@ -297,6 +297,8 @@ static void test_statedir(void)
         {"", "", "/home/u/.st", "/home/u", "/home/u/.st/scaf", SCAF_STATEDIR_XDG},
         {NULL, NULL, "relative", "/home/u", "/home/u/.local/state/scaf", SCAF_STATEDIR_HOME},
         {NULL, "relative", "", "/home/u", "/home/u/.local/state/scaf", SCAF_STATEDIR_HOME},
+        {NULL, NULL, NULL, "/", "/.local/state/scaf", SCAF_STATEDIR_HOME},
+        {NULL, NULL, NULL, "/home/u/", "/home/u/.local/state/scaf", SCAF_STATEDIR_HOME},
         {NULL, NULL, NULL, "", "", SCAF_STATEDIR_NONE},
         {NULL, NULL, NULL, "relative-home", "", SCAF_STATEDIR_NONE},
     };

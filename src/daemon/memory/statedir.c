@@ -38,8 +38,12 @@ enum scaf_statedir_from scaf_statedir_choose(const char *option, const char *sta
         return put(out, len, SCAF_STATEDIR_SYSTEMD, "%.*s", state_directory, strcspn(state_directory, ":"));
     if (usable(xdg_state_home))
         return put(out, len, SCAF_STATEDIR_XDG, "%.*s/scaf", xdg_state_home, strlen(xdg_state_home));
-    if (usable(home))
-        return put(out, len, SCAF_STATEDIR_HOME, "%.*s/.local/state/scaf", home, strlen(home));
+    if (usable(home)) {
+        size_t n = strlen(home);
+        while (n > 1 && home[n - 1] == '/')
+            n--; /* HOME=/ (system users): "/.local/state/scaf", not "//.local/state/scaf" */
+        return put(out, len, SCAF_STATEDIR_HOME, n == 1 ? "%.*s.local/state/scaf" : "%.*s/.local/state/scaf", home, n);
+    }
     if (len)
         out[0] = '\0';
     return SCAF_STATEDIR_NONE;
