@@ -1,5 +1,6 @@
 /* file.c — one user's memory file: checked field by field before it is believed, written through a temporary file and a rename, set aside when damaged. */
 #include "file.h"
+#include "scaf/procfs.h"
 #include "scaf/rundir.h"
 
 #include <errno.h>
@@ -105,27 +106,21 @@ const char *scaf_memfile_check(const void *buf, size_t len, uid_t uid, uint32_t 
 /* Reads all of fd (at most max bytes; one more tells a file that is too long) into a malloc'd buffer. */
 static ssize_t read_all(int fd, size_t max, unsigned char **out)
 {
-    unsigned char *buf = malloc(max + 1);
-    size_t len = 0;
+    /* Room for max + 1 bytes and the NUL the reader adds. */
+    char *buf = malloc(max + 2);
+    ssize_t len;
 
     if (!buf)
         return -1;
-    while (len <= max) {
-        ssize_t n = read(fd, buf + len, max + 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int err = errno;
-            free(buf);
-            errno = err;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
+    len = scaf_procfs_read_fd(fd, buf, max + 2);
+    if (len < 0) {
+        int err = errno;
+        free(buf);
+        errno = err;
+        return -1;
     }
-    *out = buf;
-    return (ssize_t)len;
+    *out = (unsigned char *)buf;
+    return len;
 }
 
 enum scaf_memfile_load scaf_memfile_load(int dirfd, uid_t uid, struct scaf_memo_record **recs, uint32_t *count,
