@@ -184,6 +184,9 @@ static void test_remember(void)
     CHECK(rec.verdict == F && rec.source == CHK && rec.runs == 1 && strcmp(rec.name, "xgboost train.py") == 0 &&
               rec.last_seen_ns == 20,
           "scaf check's verdict: %u %u runs %u name %s", rec.verdict, rec.source, rec.runs, rec.name);
+    scaf_memo_remember(&rec, F, "two\nlines\033[31m", 25);
+    CHECK(strcmp(rec.name, "two?lines?[31m") == 0, "control bytes in a name: %s", rec.name);
+    scaf_memo_remember(&rec, F, "xgboost train.py", 20);
     rec.runs = 7;
     scaf_memo_remember(&rec, M, "", 30);
     CHECK(rec.verdict == M && rec.runs == 7 && strcmp(rec.name, "xgboost train.py") == 0,

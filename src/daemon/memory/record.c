@@ -24,6 +24,15 @@ static void copy_text(char *dst, size_t len, const char *src)
         memcpy(dst, src, n);
 }
 
+/* A name for people (log lines, status): a client's command line or scaf check's word, control bytes made '?'. */
+static void copy_name(char *dst, size_t len, const char *src)
+{
+    copy_text(dst, len, src);
+    for (char *p = dst; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
 static const struct scaf_site_memo *find_site(const struct scaf_site_memo *sites, uint32_t n, uint64_t object,
                                               uint32_t offset)
 {
@@ -139,7 +148,7 @@ void scaf_memo_learn(struct scaf_memo_record *rec, const struct scaf_memo_run *r
     if (run->now_ns > rec->last_seen_ns)
         rec->last_seen_ns = run->now_ns;
     if (run->name && run->name[0])
-        copy_text(rec->name, sizeof rec->name, run->name);
+        copy_name(rec->name, sizeof rec->name, run->name);
     if (run->verdict == SCAF_VERDICT_UNDECIDED)
         return; /* an undecided run: nothing but runs and last seen */
     /* The verdict first: it weighs this run's sites against the remembered ones. */
@@ -155,7 +164,7 @@ void scaf_memo_remember(struct scaf_memo_record *rec, uint32_t verdict, const ch
     rec->source = SCAF_SOURCE_CHECK;
     copy_text(rec->reason, sizeof rec->reason, "scaf check");
     if (name && name[0])
-        copy_text(rec->name, sizeof rec->name, name);
+        copy_name(rec->name, sizeof rec->name, name);
     if (now_ns > rec->last_seen_ns)
         rec->last_seen_ns = now_ns;
     if (rec->runs == 0)
