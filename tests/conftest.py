@@ -103,6 +103,14 @@ def short_tmpdir() -> str:
     return d
 
 
+# The daemons the suite starts keep their memory of programs (docs/memory.md) under the suite's own
+# state directory, never the user's: a daemon that `scaf run` starts by itself, or a test's own scafd
+# without --state-dir, would otherwise learn from one test and apply it in the next, and from the
+# user's own runs. The conftest Daemon gives each daemon a directory of its own besides.
+os.environ.pop("STATE_DIRECTORY", None)
+os.environ["XDG_STATE_HOME"] = short_tmpdir()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for d in _short_dirs:
         shutil.rmtree(d, ignore_errors=True)
@@ -114,6 +122,10 @@ class Daemon(daemon.PrivateDaemon):
     def __init__(self, binary: Path, args: list[str], env: dict[str, str] | None = None):
         super().__init__(args, binary=binary, log=True, env=dict(os.environ, **(env or {})), prefix="scaf-t-")
         self.args = args
+        # A memory of its own (kept across start() after stop(): a restart remembers), unless the test chose.
+        self.state_dir = os.path.join(self.dir or "", "state")
+        if not {"--state-dir", "--no-memory"} & set(args) and not {"STATE_DIRECTORY", "XDG_STATE_HOME"} & set(env or {}):
+            self.argv += ["--state-dir", self.state_dir]
         try:
             self.start()
         except BaseException:

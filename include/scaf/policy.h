@@ -321,4 +321,16 @@ void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint6
 /* sizeof(struct scaf_client_state), for ctypes mirrors. */
 size_t scaf_client_state_size(void);
 
+/*
+ * The team a program starts with (docs/memory.md, "The start team"): the share
+ * a static split would give it, floor(available / (1 + max(busy, peers))),
+ * clamped to [1, bound]. `available` is the contexts clients may use now (0 is
+ * read as 1), `busy` the other clients running now, `peers` the (rounded)
+ * mean of other busy clients while the program ran before, 0 when nothing is
+ * remembered, `bound` the program's max_threads (0 = none). Counting the
+ * programs it usually runs beside keeps a program that starts first from
+ * taking the whole machine it will share a moment later. Pure.
+ */
+uint32_t scaf_start_team(uint32_t available, uint32_t busy, uint32_t peers, uint32_t bound);
+
 #endif

@@ -14,6 +14,9 @@
  */
 ssize_t scaf_procfs_read(const char *path, char *buf, size_t len);
 
+/* The same from an open descriptor (left open): up to len-1 bytes, NUL-terminated, read until EOF or full. */
+ssize_t scaf_procfs_read_fd(int fd, char *buf, size_t len);
+
 /*
  * /proc/PID/<name> for pid > 0, /proc/self/<name> for pid <= 0, read as above,
  * with a trailing newline removed. Returns as scaf_procfs_read; ENAMETOOLONG

@@ -12,10 +12,33 @@
 /* Past this, a /proc file is not one scaf should be reading whole. */
 #define PROCFS_GROW_MAX (64u << 20)
 
-ssize_t scaf_procfs_read(const char *path, char *buf, size_t len)
+ssize_t scaf_procfs_read_fd(int fd, char *buf, size_t len)
 {
     size_t got = 0;
-    int fd;
+
+    if (len == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* /proc files are generated per read(); loop so a file larger than one page still reads whole. */
+    while (got < len - 1) {
+        ssize_t n = read(fd, buf + got, len - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+ssize_t scaf_procfs_read(const char *path, char *buf, size_t len)
+{
+    ssize_t got;
+    int fd, saved;
 
     if (len == 0) {
         errno = EINVAL;
@@ -24,24 +47,11 @@ ssize_t scaf_procfs_read(const char *path, char *buf, size_t len)
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    /* /proc files are generated per read(); loop so a file larger than one page still reads whole. */
-    while (got < len - 1) {
-        ssize_t n = read(fd, buf + got, len - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
+    got = scaf_procfs_read_fd(fd, buf, len);
+    saved = errno;
     close(fd);
-    buf[got] = '\0';
-    return (ssize_t)got;
+    errno = saved;
+    return got;
 }
 
 ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)

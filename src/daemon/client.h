@@ -6,6 +6,7 @@
 #include "collect/page.h"
 #include "decide/referee.h"
 #include "decide/rigid.h"
+#include "memory/recall.h"
 #include "scaf/proto.h"
 
 #include <stdbool.h>
@@ -31,6 +32,7 @@ struct scaf_client {
     struct scaf_lookout_client lookout;
     struct scaf_client_state state; /* probes, the noise of E, its curve's points (scaf_client_state_step) */
     struct scaf_rigid rigid;        /* teams it ran that the daemon did not choose (scaf_rigid_step) */
+    struct scaf_client_memory memo; /* what the memory recalled of its program, and its run's tally (memory/) */
 };
 
 #endif

@@ -6,6 +6,7 @@
 #include "apply/page.h"
 #include "collect/lookout.h"
 #include "collect/page.h"
+#include "memory/memory.h"
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
 
@@ -120,6 +121,8 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
     cl->id = ++d->next_id;
     scaf_page_report_init(&cl->report, cl->max_threads);
     scaf_lookout_client_start(&cl->lookout, cl->pid);
+    /* Before it is in the table (its start team counts the others) and before its WELCOME. */
+    scaf_memory_arrive(d, cl, m->key);
     d->clients[d->nclients++] = cl;
     d->members_changed = true;
     if (d->opt.verbose)
@@ -147,6 +150,8 @@ void scaf_clients_leave(struct scafd *d, struct scaf_client *cl)
 {
     uint32_t k = 0;
 
+    /* While it is still in the table and its page mapped, killed or not. */
+    scaf_memory_leave(d, cl);
     while (k < d->nclients && d->clients[k] != cl)
         k++;
     if (k < d->nclients) {

@@ -27,15 +27,17 @@ struct scaf_clients_refusal {
  * Checks, in this order: the table's room, the user's quota (--shared), the
  * peer's identity (SO_PEERCRED: the kernel's word, never the client's), a pid
  * this daemon can see (its PID namespace). Then makes the page, reads the
- * name and session from /proc, takes the lookout baseline and enters `cl` in
- * d->clients (d->members_changed). Returns the page's memfd for the WELCOME,
+ * name and session from /proc, takes the lookout baseline, writes the page's
+ * memory half (memory/memory.c: the start team, what is remembered of HELLO's
+ * key) and enters `cl` in d->clients (d->members_changed). Returns the page's memfd for the WELCOME,
  * or -1 with *no filled: nothing was registered, the caller refuses and closes.
  */
 int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t uid, const struct scaf_wire_hello *m,
                         struct scaf_clients_refusal *no);
 
 /*
- * Client `cl` leaves (its connection closed or was dropped): out of the table,
+ * Client `cl` leaves (its connection closed or was dropped): its run learned
+ * by the memory (memory/memory.c, from its page), out of the table,
  * its CPU time handed to the lookout, a kill noted (d->killed_sid) when it did
  * not end through exit() and its process is gone or dying, its page unmapped.
  * The end-of-batch step gives its share back (d->members_changed).

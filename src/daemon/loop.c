@@ -6,6 +6,7 @@
 #include "scafd.h"
 #include "apply/apply.h"
 #include "collect/lookout.h"
+#include "memory/keep.h"
 #include "report/scoreboard.h"
 #include "transport/conn.h"
 #include "scaf/procfs.h"
@@ -288,6 +289,8 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
     case TAG_LOOKOUT:
         drain(d->lookout_tfd);
         on_lookout(d);
+        /* The memories that departures changed, each at most once a second. */
+        scaf_memory_flush(&d->memory, scaf_clock_s(CLOCK_MONOTONIC), false);
         scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
         listen_resume(d, true);
         if (d->opt.exit_with && d->owner_fd < 0 && kill(d->opt.exit_with, 0) < 0 && errno == ESRCH)

@@ -6,6 +6,8 @@
 #include "scafd.h"
 #include "collect/capacity.h"
 #include "collect/lookout.h"
+#include "memory/file.h"
+#include "memory/keep.h"
 #include "report/alloclog.h"
 #include "transport/conn.h"
 #include "transport/activation.h"
@@ -42,7 +44,8 @@ static void help(void)
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
            "          [--no-lookout] [--gang-quantum MS] [--probe-interval SECS]\n"
            "          [--min-gain G] [--shared [--user-clients N]] [--job ID]\n"
-           "          [--exit-with PID] [-v] [--help] [--version]\n"
+           "          [--exit-with PID] [--state-dir DIR | --no-memory]\n"
+           "          [--memory-programs N] [-v] [--help] [--version]\n"
            "\n"
            "DESCRIPTION\n"
            "    scafd decides how many threads each client program may use. Programs become\n"
@@ -117,6 +120,25 @@ static void help(void)
            "                       left: a daemon that lives as long as a job's script or shell.\n"
            "                       Clients still running when PID ends are waited for, so their\n"
            "                       departures are seen. PID must exist at start\n"
+           "    --state-dir DIR    keep the memory here: what scafd learned of each program\n"
+           "                       (whether it must keep its team, its region sites known to\n"
+           "                       be safe to steer, its speedup curve, the programs it runs\n"
+           "                       beside), so that the next run of the same code starts from\n"
+           "                       it. One file per user, DIR/memory-UID.bin (mode 0600), each\n"
+           "                       user's own: every request is answered for the uid the kernel\n"
+           "                       gives for the connection. Default: $STATE_DIRECTORY (systemd's\n"
+           "                       StateDirectory=, /var/lib/scaf for the system-wide unit), else\n"
+           "                       $XDG_STATE_HOME/scaf, else ~/.local/state/scaf. A missing DIR\n"
+           "                       is created (mode 0700; for the defaults, the XDG directories\n"
+           "                       above it too); an existing one must be a real directory of\n"
+           "                       yours, writable by nobody else. A DIR given here that cannot\n"
+           "                       be used is an error; a default one turns the memory off, with\n"
+           "                       one line saying why\n"
+           "    --no-memory        keep no memory: every run is learned afresh, and scaf run,\n"
+           "                       scaf forget and scaf check are told that the daemon keeps none\n"
+           "    --memory-programs N\n"
+           "                       the most programs remembered per user (1 to %u, default\n"
+           "                       %u); past it the least recently seen is forgotten\n"
            "    -v, --verbose      log arrivals, departures and allocations on stderr\n"
            "    -h, --help         show this help and exit\n"
            "    -V, --version      show version and protocol and exit\n"
@@ -139,6 +161,14 @@ static void help(void)
            "                       serves a path; a socket left by a dead daemon is replaced. It\n"
            "                       names the holder's pid and --idle-exit, so that a second\n"
            "                       daemon can say who is there and whether it leaves by itself\n"
+           "    DIR/memory-UID.bin\n"
+           "                       the memory of user UID's programs (--state-dir): read at that\n"
+           "                       user's first program or request, written at most once a\n"
+           "                       second after a program of theirs leaves and at exit, always\n"
+           "                       whole (a temporary file, fsynced, renamed over it). A file\n"
+           "                       that is damaged or not scafd's is never believed: it is\n"
+           "                       renamed DIR/memory-UID.bin.bad-TIMESTAMP, with one line on\n"
+           "                       stderr, and the user starts with an empty memory\n"
            "\n"
            "EXIT STATUS\n"
            "    0  exited on SIGTERM/SIGINT, --idle-exit or --exit-with\n"
@@ -162,8 +192,9 @@ static void help(void)
            "                                           script (what scaf's Slurm TaskProlog runs)\n"
            "\n"
            "SEE ALSO\n"
-           "    scaf(1): scaf run, scaf status; docs/daemon.md in the source tree\n",
-           SCAFD_MAX_CLIENTS_LIMIT);
+           "    scaf(1): scaf run, scaf status; docs/daemon.md and docs/memory.md in the\n"
+           "    source tree\n",
+           SCAFD_MAX_CLIENTS_LIMIT, SCAF_MEMFILE_MAX_RECORDS, SCAF_MEMORY_PROGRAMS_DEFAULT);
 }
 
 static int bad(const char *opt, const char *arg, const char *why)
@@ -236,7 +267,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH, O_STATEDIR, O_NOMEMORY, O_MEMPROGS };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -255,6 +286,9 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"user-clients", required_argument, NULL, O_USERC},
         {"job", required_argument, NULL, O_JOB},
         {"exit-with", required_argument, NULL, O_EXITWITH},
+        {"state-dir", required_argument, NULL, O_STATEDIR},
+        {"no-memory", no_argument, NULL, O_NOMEMORY},
+        {"memory-programs", required_argument, NULL, O_MEMPROGS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -329,6 +363,15 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             o->exit_with = (pid_t)pid;
             break;
         }
+        case O_STATEDIR:
+            o->memory.state_dir = optarg;
+            break;
+        case O_NOMEMORY:
+            o->memory.off = true;
+            break;
+        case O_MEMPROGS:
+            r = parse_u32("--memory-programs", optarg, 1, SCAF_MEMFILE_MAX_RECORDS, &o->memory.programs);
+            break;
         case 'v':
             o->verbose++;
             break;
@@ -363,6 +406,15 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
     }
     if (!o->user_clients)
         o->user_clients = o->max_clients / 4 ? o->max_clients / 4 : 1;
+    if (o->memory.state_dir && !*o->memory.state_dir) {
+        fprintf(stderr, "scafd: --state-dir needs a path, not an empty string\n%s", USAGE);
+        return PARSE_USAGE;
+    }
+    if (o->memory.off && (o->memory.state_dir || o->memory.programs)) {
+        fprintf(stderr, "scafd: --no-memory keeps no memory: --state-dir and --memory-programs do not go with it\n%s",
+                USAGE);
+        return PARSE_USAGE;
+    }
 
     d->policy = policy ? scaf_policy_lookup(policy) : scaf_policy_lookup("speedup");
     if (!d->policy && policy) {
@@ -424,6 +476,7 @@ int main(int argc, char **argv)
     d.killed_sid = -1;
     d.listen_fd = listener.fd = listener.lockfd = -1;
     d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = d.owner_fd = -1;
+    d.memory.dirfd = -1;
     switch (parse_args(&d, argc, argv)) {
     case PARSE_RUN:
         break;
@@ -482,17 +535,23 @@ int main(int argc, char **argv)
     if (scaf_listener_open(&listener) < 0)
         goto out;
     d.listen_fd = listener.fd;
+    /* After the socket: a daemon that cannot serve says that alone, not where it would have remembered. */
+    if (scaf_memory_open(&d.memory, &d.opt.memory) < 0)
+        goto out;
     if (d.capacity.quota)
         snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.capacity.cgroup_version, d.capacity.quota,
                  d.capacity.quota_file);
     else if (d.capacity.cgroup_version)
         snprintf(quota, sizeof quota, ", cgroup v%d: no quota", d.capacity.cgroup_version);
-    scaf_say("serving %s%s%s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s", d.opt.socket,
-             listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
+    scaf_say("serving %s%s%s%s: policy %s, %u contexts (%u CPUs in affinity%s%s), chunk %u, lookout %s, memory %s%s",
+             d.opt.socket, listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
              d.opt.job ? d.opt.job : "", d.policy->name, d.capacity.cpus,
-             d.capacity.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off");
+             d.capacity.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off",
+             d.memory.on ? "in " : "off", d.memory.on ? d.memory.dir : "");
     rc = scaf_loop_run(&d);
 out:
+    /* What the last departures taught is written before the daemon goes (SIGTERM, --idle-exit, --exit-with). */
+    scaf_memory_close(&d.memory);
     scaf_listener_close(&listener);
     scaf_clients_free(&d);
     scaf_conn_table_free(&d);

@@ -65,14 +65,24 @@ static int decide(struct scafd *d)
 
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
+        bool remembered;
+
+        /* The remembered curve stands in until the first measured report, then never again. */
+        if (c->report.estimate >= SCAF_ESTIMATE_MEASURED)
+            c->memo.measured = true;
+        remembered = !c->memo.measured && c->memo.npoints > 0;
         struct scaf_prepare_in in = {
             .report = &c->report,
             .max_threads = c->max_threads,
             .alloc = c->applied ? &c->alloc : NULL,
             .uid = c->uid,
+            .remembered = remembered ? c->memo.points : NULL,
+            .nremembered = remembered ? c->memo.npoints : 0,
         };
 
         scaf_prepare_client(&in, &c->rigid, &c->state, &turn, &d->rclients[i]);
+        c->memo.standin_team = remembered ? d->rclients[i].pol.eff_team : 0;
+        c->memo.standin_e = remembered ? d->rclients[i].pol.efficiency : 0.0;
     }
     snap = (struct scaf_referee_snapshot){
         .available = d->lookout.available,

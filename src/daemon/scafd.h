@@ -6,6 +6,7 @@
 #include "collect/capacity.h"
 #include "collect/foreign.h"
 #include "collect/lookout.h"
+#include "memory/keep.h"
 #include "report/alloclog.h"
 #include "report/refusals.h"
 #include "report/status.h"
@@ -38,6 +39,7 @@ struct scafd_opts {
     uint32_t user_clients;   /* --shared: the most clients one user may hold (--user-clients) */
     const char *job;         /* --job: the batch system's job this daemon serves (status, log); NULL = none */
     pid_t exit_with;         /* --exit-with: exit once this process has ended and no client is left; 0 = off */
+    struct scaf_memory_opts memory; /* --state-dir, --no-memory, --memory-programs */
     int verbose;
 };
 
@@ -67,6 +69,7 @@ struct scafd {
 
     struct scaf_lookout lookout;
     struct scaf_foreign foreign; /* the non-clients behind the foreign load, named */
+    struct scaf_memory memory;   /* what is remembered of each user's programs (memory/) */
 
     /* turning peers away without being stalled or spun by them (transport/conn.c, loop.c) */
     struct scaf_refusals refusals;

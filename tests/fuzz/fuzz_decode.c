@@ -160,7 +160,7 @@ static void check_report(const struct scaf_page_report *r, uint32_t max_threads,
     else
         check(r->efficiency >= 0.0 && r->efficiency <= 1.0);
     check(r->fixed_team >= 1 && r->fixed_team <= SCAF_MAX_CPUS);
-    (void)max_threads;
+    check(r->started_with <= max_threads);
     check(r->verdict <= SCAF_VERDICT_FIXED);
     if (hello_fixed || (r->flags & SCAF_CLIENT_NONMALLEABLE))
         check(r->verdict == SCAF_VERDICT_FIXED);
@@ -192,6 +192,11 @@ static void fuzz_page(const uint8_t *data, size_t size)
     scaf_page_report_init(&r, max_threads);
     (void)scaf_page_read(pg, max_threads, hello_fixed, &r);
     check_report(&r, max_threads, hello_fixed);
+    {
+        /* What a departing client learned: never more entries than the page holds, whatever it says. */
+        struct scaf_site_memo learned[SCAF_MEMORY_SITES];
+        check(scaf_page_read_learned(pg, learned) <= SCAF_MEMORY_SITES);
+    }
     /* The daemon writes its half over whatever the client left there, then reads again. */
     scaf_page_write(pg, max_threads, SCAF_CONTROL_THREADS, cpuset, 2, 64);
     check((atomic_load(&pg->seq) & 1) == 0);

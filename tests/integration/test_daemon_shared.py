@@ -369,3 +369,94 @@ def test_user_clients_needs_shared(tmp_path: Any) -> None:
                         str(tmp_path / "s")], check=False, capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "more than --max-clients" in r.stderr, r.stderr
 
+
+
+def test_each_user_has_a_memory_of_their_own(
+    users: list[pwd.struct_passwd], scafd_factory: Callable[..., Daemon], children: list[AsUser]
+) -> None:
+    """docs/memory.md, "Each user's own": the same program of two users, remembered apart, neither able to
+    read, recall, forget or overwrite the other's memory; status shows one's own clients' memory only."""
+    from pathlib import Path
+
+    from scaf.lib import proto
+
+    one, two = users
+    d = shared_daemon(scafd_factory, "--cpus", "4")
+    key = 0x5AFE
+
+    def do(user: pwd.struct_passwd, work: Callable[[Callable[[Any], None]], None]) -> Any:
+        child = AsUser(user, work)
+        children.append(child)
+        got = child.next()
+        assert child.stop() == 0
+        children.remove(child)
+        return got
+
+    def run(verdict: int) -> Callable[[Callable[[Any], None]], None]:
+        def work(report: Callable[[Any], None]) -> None:
+            sock, page, _ = wire.register(d.socket, 4, b"mem", key=key)
+            report({"runs": page.u32("memory_runs"), "known": page.known()})
+            page.learn([(0x77, 0x10, wire.MEMO_CLEAN)])
+            page.decide(verdict, wire.SOURCE_EVIDENCE)
+            sock.close()
+
+        return work
+
+    def ask(op: int, k: int = key, verdict: int = 0) -> Callable[[Callable[[Any], None]], None]:
+        def work(report: Callable[[Any], None]) -> None:
+            r = proto.memory(d.socket, op, k, 4 if op == proto.MEMORY_RECALL else 0, verdict,
+                             b"checked" if op == proto.MEMORY_REMEMBER else b"")
+            report(vars(r))
+
+        return work
+
+    assert do(one, run(wire.VERDICT_FIXED))["runs"] == 0
+    d.wait_for(lambda st: st["clients"] == [], what="the first user's run gone")
+    # The other user has nothing of it, and forgetting "everything" forgets only their own.
+    assert do(two, ask(proto.MEMORY_RECALL))["status"] == proto.MEMORY_UNKNOWN
+    r = do(two, ask(proto.MEMORY_FORGET, 0))
+    assert (r["status"], r["forgotten"]) == (proto.MEMORY_OK, 0)
+    r = do(two, ask(proto.MEMORY_FORGET))
+    assert (r["status"], r["forgotten"]) == (proto.MEMORY_UNKNOWN, 0)
+    assert do(two, ask(proto.MEMORY_REMEMBER, verdict=wire.VERDICT_MALLEABLE))["status"] == proto.MEMORY_OK
+    # Each user's program is recalled from that user's memory.
+    got = do(one, run(wire.VERDICT_FIXED))
+    assert got["runs"] == 1 and got["known"] == [[0x77, 0x10, wire.MEMO_CLEAN]], got
+    d.wait_for(lambda st: st["clients"] == [], what="the second run gone")
+    r = do(one, ask(proto.MEMORY_RECALL))
+    assert (r["runs"], r["verdict"], r["source"]) == (2, wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE), r
+    r = do(two, ask(proto.MEMORY_RECALL))
+    assert (r["runs"], r["verdict"], r["source"]) == (1, wire.VERDICT_MALLEABLE, wire.SOURCE_CHECK), r
+
+    # A remembered client of one user: the other user's status shows it only as a count, memory included.
+    def hold(report: Callable[[Any], None]) -> None:
+        sock, page, _ = wire.register(d.socket, 4, b"mem", key=key)
+        report(page.u32("memory_runs"))
+        AsUser.hold()
+        sock.close()
+
+    held = AsUser(one, hold)
+    children.append(held)
+    assert held.next() == 2
+    (c,) = d.status()["clients"]  # root sees every client, with its memory
+    assert c["memory"] == {"runs": 2, "verdict": "fixed", "source": "evidence"}, c
+    st = do(two, lambda report: report(wire.status(d.socket, timeout=10)))
+    assert st["clients"] == [] and st["other_clients"] == 1 and "memory" not in json.dumps(st), st
+    assert held.stop() == 0
+    children.remove(held)
+
+    # The files: each user's own name, the daemon's alone to read.
+    d.stop()
+    for u in users:
+        f = Path(d.state_dir) / f"memory-{u.pw_uid}.bin"
+        assert f.stat().st_mode & 0o777 == 0o600 and f.stat().st_uid == os.geteuid(), f
+
+    def peek(report: Callable[[Any], None]) -> None:
+        try:
+            with open(Path(d.state_dir) / f"memory-{one.pw_uid}.bin", "rb") as f:
+                f.read(1)
+            report("read")
+        except PermissionError:
+            report("denied")
+
+    assert do(two, peek) == "denied"

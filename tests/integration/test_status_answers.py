@@ -62,6 +62,9 @@ MALFORMED = {
     "no-clients": b'{"policy": "speedup", "cpus": 4}',
     "client-pid-bool": b'{"policy": "speedup", "cpus": 4, "clients": [{"pid": true, "name": "x", "threads": 1}]}',
     "cpuset-of-strings": b'{"policy": "p", "cpus": 4, "clients": [{"pid": 1, "name": "x", "threads": 1, "cpuset": ["a"]}]}',
+    "memory-a-number": b'{"policy": "p", "cpus": 4, "clients": [{"pid": 1, "name": "x", "memory": 3}]}',
+    "memory-runs-string": b'{"policy": "p", "cpus": 4, "clients": [{"pid": 1, "name": "x", "memory": {"runs": "3"}}]}',
+    "started-with-bool": b'{"policy": "p", "cpus": 4, "clients": [{"pid": 1, "name": "x", "started_with": true}]}',
 }
 
 
@@ -96,3 +99,26 @@ def test_wellformed_fake_answer_is_shown() -> None:
         f.close()
     assert r.returncode == 0, r.stderr
     assert "42" in r.stdout and 'p[[[[[[[[[[["[x' in r.stdout  # brackets in a string are no nesting
+
+
+def test_what_was_remembered_is_shown() -> None:
+    """A client the daemon remembered, started with its share: the table's REMEMBERED cell and the why-line."""
+    body = (b'{"version": 6, "daemon_pid": 1, "policy": "speedup", "cpus": 2, "available": 2, "foreign": 0.0,'
+            b' "clients": [{"pid": 42, "name": "xgb", "threads": 1, "share": 1, "malleable": false,'
+            b' "verdict": "fixed", "verdict_source": "evidence", "reason": "omp_set_num_threads(2)",'
+            b' "estimate": "remembered", "efficiency": 0.5, "cpuset": [0], "control": "cpuset",'
+            b' "memory": {"runs": 3, "verdict": "fixed", "source": "evidence"}, "start_team": 1, "started_with": 1},'
+            b' {"pid": 43, "name": "ep", "threads": 1, "share": 1, "malleable": true, "cpuset": [],'
+            b' "memory": null, "start_team": 1, "started_with": 0}]}')
+    f = FakeDaemon(body)
+    try:
+        r = subprocess.run([str(SCAF), "status", "-v", "--socket", f.path], capture_output=True, text=True,
+                           timeout=60, check=False)
+    finally:
+        f.close()
+    assert r.returncode == 0, r.stderr
+    (row,) = [ln for ln in r.stdout.splitlines() if ln.split()[:2] == ["42", "xgb"]]
+    assert "fixed, 3 runs" in row and " remembered " in row, r.stdout
+    assert "fixed (by evidence): omp_set_num_threads(2); fixed, remembered from 3 runs; started with 1 of 2 contexts " \
+           "(cannot grow)" in r.stdout, r.stdout
+    assert "43 ep: malleable (by -): (not given)\n" in r.stdout, r.stdout

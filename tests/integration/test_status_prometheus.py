@@ -128,3 +128,21 @@ def test_shared_daemon_shows_each_clients_user(scafd_factory) -> None:
         os.close(hold)
         _, code = os.waitpid(other, 0)
     assert code == 0
+
+
+def test_remembered_runs_of_a_remembered_client(scafd_factory) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    s, page, _ = wire.register(d.socket, 4, key=0x5CAF)
+    page.decide(wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    s.close()
+    d.wait_for(lambda st: st["clients"] == [], what="the first run gone")
+    held = [wire.register(d.socket, 4, key=0x5CAF), wire.register(d.socket, 4, name=b"new")]
+    try:
+        res = status("--socket", d.socket)
+    finally:
+        for sock, _, _ in held:
+            sock.close()
+    assert res.returncode == 0, res.stderr
+    # One sample: the remembered client's; the new program has none (nothing remembered, not a made-up 0).
+    (sample,) = families(res.stdout)["scaf_client_remembered_runs"].samples
+    assert sample.value == 1 and sample.labels["pid"] == str(os.getpid()), sample

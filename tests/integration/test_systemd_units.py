@@ -93,6 +93,8 @@ def test_system_units_are_the_documented_shared_daemon() -> None:
         assert svc[key] == "yes", key
     assert svc["ProtectSystem"] == "strict"
     assert svc["RestrictAddressFamilies"] == "AF_UNIX"
+    # The memory (docs/memory.md) in a directory systemd makes and hands over as $STATE_DIRECTORY.
+    assert svc["StateDirectory"] == "scaf" and svc["StateDirectoryMode"] == "0700"
     deploy = (ROOT / "docs" / "deploy.md").read_text()
     assert "/run/scaf/scafd.sock" in deploy and "User=scaf" in deploy
 

@@ -80,6 +80,7 @@ MEMORY_SITES = 64
 SITE_MEMO = struct.Struct("=QII")  # struct scaf_site_memo: object, offset, bits
 MEMO_CLEAN, MEMO_TLS, MEMO_TLS_CLEAR, MEMO_FIXES = 0x1, 0x2, 0x4, 0x8
 VERDICT_UNDECIDED, VERDICT_MALLEABLE, VERDICT_FIXED = 0, 1, 2
+SOURCE_DEFAULT, SOURCE_EVIDENCE, SOURCE_USER, SOURCE_RULES, SOURCE_CHECK = 0, 1, 2, 3, 4
 GANG_OFF, GANG_RUN, GANG_WAIT = 0, 1, 2
 REASON_MAX = 200
 _U32 = struct.Struct("=I")
@@ -117,6 +118,26 @@ class Page:
     def seq(self) -> int:
         return self.u32("seq")
 
+    def known(self) -> list[tuple[int, int, int]]:
+        """The sites the daemon remembered (known[]: object, offset, bits), as many as known_sites says."""
+        n = min(self.u32("known_sites"), MEMORY_SITES)
+        return [SITE_MEMO.unpack_from(self.buf, PAGE_OFFSETS["known"] + i * SITE_MEMO.size) for i in range(n)]
+
+    def learn(self, sites: list[tuple[int, int, int]], count: int | None = None) -> None:
+        """Writes sites into learned[] as the layer does, then learned_sites (COUNT: any value, to lie)."""
+        for i, site in enumerate(sites[:MEMORY_SITES]):
+            SITE_MEMO.pack_into(self.buf, PAGE_OFFSETS["learned"] + i * SITE_MEMO.size, *site)
+        self.set_u32("learned_sites", len(sites) if count is None else count)
+
+    def decide(self, verdict: int, source: int, reason: bytes = b"") -> None:
+        """The verdict, its source and reason, as the layer publishes them (reason under its seqlock)."""
+        self.set_u32("reason_seq", self.u32("reason_seq") + 1)
+        self.buf[PAGE_OFFSETS["reason"]:PAGE_OFFSETS["reason"] + REASON_MAX] = reason[:REASON_MAX - 1].ljust(
+            REASON_MAX, b"\0")
+        self.set_u32("reason_seq", self.u32("reason_seq") + 1)
+        self.set_u32("verdict_source", source)
+        self.set_u32("verdict", verdict)
+
     def cpuset(self) -> list[int]:
         """The CPU list, read under the seqlock (retry while seq is odd or moved)."""
         while True:
@@ -127,12 +148,13 @@ class Page:
 
 
 def register(
-    path: str, max_threads: int, name: bytes = b"pytest", flags: int = 0, timeout: float = 2.0
+    path: str, max_threads: int, name: bytes = b"pytest", flags: int = 0, timeout: float = 2.0, key: int = 0
 ) -> tuple[socket.socket, Page, int]:
-    """HELLO as a client would: returns (connection, mapped page, client id); raises Refused."""
+    """HELLO as a client would (KEY: the program's, for the daemon's memory): returns (connection, mapped page,
+    client id); raises Refused."""
     sock = connect(path, timeout)
     try:
-        sock.sendall(hello(max_threads, name, flags))
+        sock.sendall(hello(max_threads, name, flags, key=key))
         msg, fds, _, _ = socket.recv_fds(sock, WELCOME.size, 1)
         if len(msg) >= HEADER.size and HEADER.unpack_from(msg)[2] == MSG_REFUSE:
             msg += recv_exact(sock, REFUSE.size - len(msg))

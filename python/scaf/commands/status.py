@@ -40,7 +40,12 @@ then one row per client program:
   CPUSET      the CPUs a non-malleable client is confined to
   NLWP        the threads the process has (from /proc)
   EFFICIENCY  its estimated parallel efficiency (- when not known yet)
-  ESTIMATE    where that comes from: none, assumed, measured or counters
+  ESTIMATE    where that comes from: none, assumed, measured or counters;
+              remembered: the speedup the daemon kept from the program's
+              earlier runs, until it reports a measured one
+  REMEMBERED  what the daemon remembered of the program when it arrived: the
+              verdict and the runs it was learned from (- when nothing: a
+              first run, scaf run --no-memory, scafd --no-memory)
   USER        whose program it is (the kernel's word, SO_PEERCRED): on a
               shared daemon, each user's programs
 
@@ -52,7 +57,9 @@ another daemon's socket, ...). They need the daemon's lookout (not with
 --no-lookout).
 
 --verbose adds, under the table, the reason for each client's verdict: the
-call, function and object that decided it, or the rule's file and line.
+call, function and object that decided it, or the rule's file and line; then
+what was remembered of it, and the team it started with when scaf chose it
+(a program known to keep its team starts with its share and cannot grow).
 --json prints the daemon's reply as it is (fields: docs/cli.md in scaf's
 source tree).
 --prometheus prints it in the Prometheus text format (scaf_* metrics: cpus,
@@ -128,6 +135,41 @@ def verdict_of(c: dict) -> tuple[str, str]:
     return word, src if isinstance(src, str) and src else "-"
 
 
+def _count(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def remembered_cell(c: dict) -> str:
+    """The REMEMBERED cell: 'fixed, 3 runs', '1 run' (nothing decided), or '-' when nothing was remembered."""
+    mem = c.get("memory")
+    runs = _count(mem.get("runs")) if isinstance(mem, dict) else None
+    if not runs:
+        return "-"
+    text = f"{runs} run" + ("s" if runs != 1 else "")
+    verdict = mem.get("verdict") if isinstance(mem, dict) else None
+    return f"{verdict}, {text}" if verdict in ("fixed", "malleable") else text
+
+
+def memory_words(c: dict, cpus: object) -> str:
+    """What the why-line adds about the memory: '; fixed, remembered from 3 runs; started with 1 of 2 contexts
+    (cannot grow)', or '' when there is nothing to say."""
+    out = ""
+    mem = c.get("memory")
+    runs = _count(mem.get("runs")) if isinstance(mem, dict) else None
+    if runs:
+        verdict = mem.get("verdict") if isinstance(mem, dict) else None
+        source = mem.get("source") if isinstance(mem, dict) else None
+        what = f"{verdict}, remembered" if verdict in ("fixed", "malleable") else "remembered"
+        by = " by scaf check" if source == "check" else ""
+        out += f"; {what}{by} from {runs} run" + ("s" if runs != 1 else "")
+    started = _count(c.get("started_with"))
+    if started:
+        total = _count(cpus)
+        of = f" of {total} contexts" if total else ""
+        out += f"; started with {started}{of} (cannot grow)"
+    return out
+
+
 def user_name(uid: object) -> str:
     """uid -> login name, or the number when the account is unknown here (another container's user)."""
     if not isinstance(uid, int) or isinstance(uid, bool):
@@ -156,7 +198,7 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
 
     console = Console()
     if not console.is_terminal:
-        console.width = max(console.width, 120)  # pipes and logs: do not fold the table
+        console.width = max(console.width, 140)  # pipes and logs: do not fold the table
     summary = (
         f"[bold]policy[/] {st.get('policy', '?')}   [bold]cpus[/] {st.get('cpus', '?')}   "
         f"[bold]available[/] {st.get('available', '?')}"
@@ -180,7 +222,7 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
-                "ESTIMATE", "USER"):
+                "ESTIMATE", "REMEMBERED", "USER"):
         right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     total = 0
@@ -199,10 +241,11 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             str(c.get("nlwp", "-")),
             _fmt_eff(c.get("efficiency")),
             str(c.get("estimate", "-")),
+            remembered_cell(c),
             user_name(c.get("uid")),
         )
     table.add_section()
-    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "", "")
+    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "", "", "")
     console.print(table)
     if others is not None:
         console.print(others, highlight=False)
@@ -215,7 +258,8 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             word = {"yes": "malleable", "no": "fixed"}.get(word, word)
             reason = c.get("reason") if isinstance(c.get("reason"), str) and c.get("reason") else "(not given)"
             console.print(f"  {c.get('pid', '?')} {escape(str(c.get('name', '?')))}: {word} "
-                          f"(by {src}): {escape(reason)}", highlight=False, soft_wrap=True)
+                          f"(by {src}): {escape(reason)}{escape(memory_words(c, st.get('cpus')))}",
+                          highlight=False, soft_wrap=True)
     render_foreign(console, st)
 
 

@@ -107,4 +107,8 @@ def exposition(st: dict | None, socket: str) -> str:
                                verdict=verdict, **({"job_id": client_job} if client_job else {}))))
     for name, kind, text, key in CLIENT:
         family(name, kind, text, [(lab, v) for c, lab in ids if (v := _num(c.get(key))) is not None])
+    # What the daemon remembered of the program at its arrival (docs/memory.md): absent when nothing.
+    family("scaf_client_remembered_runs", "gauge", "runs of the client's program the daemon remembered at its arrival",
+           [(lab, v) for c, lab in ids
+            if isinstance(c.get("memory"), dict) and (v := _num(c["memory"].get("runs"))) is not None])
     return "\n".join(out) + "\n"

@@ -28,9 +28,12 @@ CLIENT: dict[str, tuple[type, ...]] = {
     "cpuset": (list,), "nlwp": (int,), "max_threads": (int,), "last_team": (int,), "regions": (int,),
     "coef": NUMBER, "estimate": (str,), "verdict": (str,), "verdict_source": (str,), "reason": (str,),
     "efficiency": NUMBER, "control": (str,), "rigid_team": (int,), "wanted": (int,),
+    "memory": (dict,), "start_team": (int,), "started_with": (int,),
 }
+# A client's "memory" object (docs/memory.md): what the daemon remembered of its program at its arrival.
+MEMORY: dict[str, tuple[type, ...]] = {"runs": (int,), "verdict": (str,), "source": (str,)}
 CLIENT_REQUIRED: tuple[str, ...] = ()  # a daemon may show other users' clients with fewer fields
-NULLABLE = {"efficiency", "reason", "verdict_source"}
+NULLABLE = {"efficiency", "reason", "verdict_source", "memory"}
 
 
 class BadStatus(ValueError):
@@ -108,4 +111,7 @@ def parse(body: bytes) -> dict:
                 _typed(f"clients[{i}].{k}", c[k], kinds, k in NULLABLE)
         for j, cpu in enumerate(c.get("cpuset") or []):
             _typed(f"clients[{i}].cpuset[{j}]", cpu, (int,), False)
+        for k, kinds in MEMORY.items():
+            if isinstance(c.get("memory"), dict) and k in c["memory"]:
+                _typed(f"clients[{i}].memory.{k}", c["memory"][k], kinds, False)
     return st

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -64,4 +65,19 @@ void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang)
         return;
     atomic_store_explicit(&pg->gang, gang, memory_order_release);
     syscall(SYS_futex, &pg->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_memory *m)
+{
+    uint32_t n = m->nsites > SCAF_MEMORY_SITES ? SCAF_MEMORY_SITES : m->nsites;
+
+    /* Written before the WELCOME leaves (a system call orders it): the client maps the page only after. */
+    pg->start_team = m->start_team;
+    pg->memory_runs = m->runs;
+    pg->memory_verdict = m->runs ? m->verdict : SCAF_VERDICT_UNDECIDED;
+    pg->memory_source = m->runs ? m->source : SCAF_SOURCE_DEFAULT;
+    memset(pg->known, 0, sizeof pg->known);
+    if (n && m->sites)
+        memcpy(pg->known, m->sites, n * sizeof pg->known[0]);
+    pg->known_sites = m->sites ? n : 0;
 }

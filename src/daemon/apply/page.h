@@ -20,4 +20,17 @@ void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, c
 /* The gang word (enum scaf_gang), outside the seqlock; woken only when it changes. */
 void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
 
+/* The daemon's memory half of a page (protocol 6, docs/memory.md). */
+struct scaf_page_memory {
+    uint32_t start_team; /* the program's share at its arrival; 0 = none */
+    uint32_t runs;       /* runs remembered; 0 = nothing known */
+    uint32_t verdict;    /* enum scaf_verdict remembered */
+    uint32_t source;     /* enum scaf_verdict_source of it */
+    uint32_t nsites;     /* entries of sites, at most SCAF_MEMORY_SITES (more are cut) */
+    const struct scaf_site_memo *sites;
+};
+
+/* Writes the memory half once, before the WELCOME is sent and never after: the layer reads it without a seqlock. */
+void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_memory *m);
+
 #endif

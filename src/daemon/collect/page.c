@@ -94,8 +94,21 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
         verdict = SCAF_VERDICT_FIXED;
     r->verdict = verdict;
     r->source = source > SCAF_SOURCE_CHECK ? SCAF_SOURCE_DEFAULT : source;
+    r->started_with = atomic_load_explicit(&pg->started_with, memory_order_relaxed);
+    if (r->started_with > max_threads)
+        r->started_with = max_threads; /* the page is untrusted: never more than the program could have seen */
     read_reason(pg, r->reason);
     return whole ? SCAF_PAGE_WHOLE : SCAF_PAGE_TORN;
+}
+
+uint32_t scaf_page_read_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES])
+{
+    uint32_t n = atomic_load_explicit(&pg->learned_sites, memory_order_acquire);
+
+    if (n > SCAF_MEMORY_SITES)
+        n = SCAF_MEMORY_SITES; /* the page is untrusted: a count beyond the array is the array */
+    memcpy(out, pg->learned, n * sizeof out[0]);
+    return n;
 }
 
 const char *scaf_verdict_name(uint32_t v)

@@ -29,6 +29,7 @@ struct scaf_page_report {
     uint64_t experiments;
     uint32_t verdict;     /* enum scaf_verdict, validated; FIXED also for the HELLO flag or the page flag */
     uint32_t source;      /* enum scaf_verdict_source, validated */
+    uint32_t started_with; /* protocol 6: the team the layer started the program with, 0..max_threads; 0 = as usual */
     char reason[SCAF_REASON_MAX]; /* printable, NUL-terminated; empty while the client rewrites it */
 };
 
@@ -48,6 +49,15 @@ void scaf_page_report_init(struct scaf_page_report *r, uint32_t max_threads);
  */
 enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
                                           struct scaf_page_report *r);
+
+/*
+ * The sites a departing client learned (protocol 6): learned_sites read with
+ * acquire (the layer counts an entry only once it is whole), at most
+ * SCAF_MEMORY_SITES of it believed, and that many entries of learned[]
+ * copied into out[] as they are (the memory checks each one:
+ * memory/record.c). Returns how many were copied.
+ */
+uint32_t scaf_page_read_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES]);
 
 const char *scaf_verdict_name(uint32_t verdict);
 const char *scaf_verdict_source_name(uint32_t source);

@@ -5,6 +5,43 @@
 #include "rigid.h"
 #include "scaf/policy.h"
 
+#include <math.h>
+
+static bool usable(const struct scaf_memo_point *p)
+{
+    return p->team >= 2 && p->team <= SCAF_MAX_CPUS && p->efficiency_ppm > 0 && p->efficiency_ppm <= 1000000u;
+}
+
+bool scaf_prepare_remembered(const struct scaf_memo_point *pts, uint32_t n, uint32_t most, uint32_t *team, double *e,
+                             uint32_t *alt_team, double *alt_e)
+{
+    int in = -1, low = -1, alt = -1;
+
+    for (uint32_t i = 0; i < n; i++) {
+        if (!usable(&pts[i]))
+            continue;
+        if (pts[i].team <= most && (in < 0 || pts[i].team > pts[in].team))
+            in = (int)i;
+        if (low < 0 || pts[i].team < pts[low].team)
+            low = (int)i;
+    }
+    if (in < 0)
+        in = low; /* nothing within reach: the smallest team, clamped as any report is (decide/clamp.c) */
+    if (in < 0)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((int)i == in || !usable(&pts[i]) || pts[i].team > most || pts[i].team == pts[in].team)
+            continue;
+        if (alt < 0 || fabs(log((double)pts[i].team / pts[in].team)) > fabs(log((double)pts[alt].team / pts[in].team)))
+            alt = (int)i;
+    }
+    *team = pts[in].team;
+    *e = scaf_efficiency_from_ppm(pts[in].efficiency_ppm);
+    *alt_team = alt < 0 ? 0 : pts[alt].team;
+    *alt_e = alt < 0 ? 0.0 : scaf_efficiency_from_ppm(pts[alt].efficiency_ppm);
+    return true;
+}
+
 void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *rigid, struct scaf_client_state *state,
                          const struct scaf_prepare_turn *turn, struct scaf_referee_client *out)
 {
@@ -18,4 +55,14 @@ void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *ri
     scaf_client_state_step(state, turn->now_ns, turn->probe_interval_ns, in->alloc ? in->alloc->share : 0,
                            turn->chunk, r->eff_team, r->estimate == SCAF_ESTIMATE_NONE ? -1.0 : r->efficiency,
                            &out->pol);
+    /* No measured report yet: what the memory kept of its curve stands in, from the first second. */
+    if (in->nremembered && r->estimate < SCAF_ESTIMATE_MEASURED) {
+        uint32_t most = out->pol.max_threads ? out->pol.max_threads : 1;
+
+        if (turn->cpus && most > turn->cpus)
+            most = turn->cpus;
+        if (scaf_prepare_remembered(in->remembered, in->nremembered, most, &out->pol.eff_team, &out->pol.efficiency,
+                                    &out->pol.alt_team, &out->pol.alt_efficiency))
+            scaf_referee_clamp(out, turn->cpus);
+    }
 }

@@ -2,6 +2,9 @@
 #ifndef SCAFD_PREPARE_H
 #define SCAFD_PREPARE_H
 
+#include "../memory/record.h"
+
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,6 +28,9 @@ struct scaf_prepare_in {
     uint32_t max_threads;                   /* from HELLO */
     const struct scaf_referee_alloc *alloc; /* as last written to its page; NULL before the first */
     uid_t uid;
+    /* Its curve as the memory kept it (memory/recall.h), until its first measured report; NULL = none. */
+    const struct scaf_memo_point *remembered;
+    uint32_t nremembered;
 };
 
 /*
@@ -32,9 +38,21 @@ struct scaf_prepare_in {
  * referee reads them (scaf_referee_collect), clamped (decide/clamp.c), its
  * uid, the team of the regions the daemon did not choose (scaf_rigid_step,
  * which steps *rigid) and its policy state (scaf_client_state_step, which
- * steps *state).
+ * steps *state). While its report is not measured (no estimate, or an assumed
+ * one) a remembered curve stands in for it (scaf_prepare_remembered).
  */
 void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *rigid, struct scaf_client_state *state,
                          const struct scaf_prepare_turn *turn, struct scaf_referee_client *out);
+
+/*
+ * The estimate a remembered curve stands for (docs/memory.md, "Known sites,
+ * and the curve"): its largest team within reach (at most `most`, the
+ * client's bound and cpus; else its smallest team) as the report, in
+ * *team and *e, and the point furthest from it in team size, within reach,
+ * as the curve's second point in *alt_team and *alt_e (0 when none). Returns
+ * false, touching nothing, when no point is usable (team >= 2, E in (0, 1]). Pure.
+ */
+bool scaf_prepare_remembered(const struct scaf_memo_point *pts, uint32_t n, uint32_t most, uint32_t *team, double *e,
+                             uint32_t *alt_team, double *alt_e);
 
 #endif

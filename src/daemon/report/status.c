@@ -10,6 +10,9 @@
 static void client_json(struct scaf_buf *b, const struct scaf_client *c)
 {
     const struct scaf_page_report *r = &c->report;
+    /* Until its first measured report, the curve the memory kept stands in for its estimate (decide/prepare.c). */
+    bool remembered = c->memo.standin_team > 0 && !c->memo.measured && r->estimate < SCAF_ESTIMATE_MEASURED;
+    uint32_t eff_team = remembered ? c->memo.standin_team : r->eff_team;
     bool first = true;
 
     scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"name\":", c->id, (int)c->pid, (unsigned)c->uid);
@@ -25,22 +28,32 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
         }
     scaf_buf_printf(b, "],\"nlwp\":%u,\"max_threads\":%u,\"last_team\":%u,\"regions\":%llu,\"efficiency\":",
                     c->lookout.nlwp, c->max_threads, r->last_team, (unsigned long long)r->regions);
-    if (r->estimate == SCAF_ESTIMATE_NONE)
+    if (remembered)
+        scaf_buf_printf(b, "%.6f", c->memo.standin_e);
+    else if (r->estimate == SCAF_ESTIMATE_NONE)
         scaf_buf_printf(b, "null");
     else
         scaf_buf_printf(b, "%.6f", r->efficiency);
     scaf_buf_printf(b, ",\"coef\":%.6g,\"estimate\":\"%s\",\"long_region\":%s,\"experiments\":%llu",
-                    isfinite(c->alloc.coef) ? c->alloc.coef : 0.0, scaf_estimate_name(r->estimate),
+                    isfinite(c->alloc.coef) ? c->alloc.coef : 0.0,
+                    remembered ? "remembered" : scaf_estimate_name(r->estimate),
                     r->long_region ? "true" : "false", (unsigned long long)r->experiments);
     scaf_buf_printf(b, ",\"gang\":%u,\"control\":\"%s\",\"rigid_team\":%u,\"wanted\":%u",
                     c->alloc.gang_slot, c->alloc.control == SCAF_CONTROL_CPUSET ? "cpuset" : "threads",
                     c->alloc.rigid, r->wanted);
-    scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", r->eff_team,
+    scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", eff_team,
                     c->state.probe.probe_since_ns || c->state.shrink.probe_since_ns ? "true" : "false");
     scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),
                     scaf_verdict_source_name(r->source));
     scaf_buf_json_string(b, r->reason);
-    scaf_buf_printf(b, "}");
+    /* What the memory knew of its program when it arrived (null: nothing), the share it was offered to start
+     * with, and the team the layer started it with (0: as usual). */
+    if (c->memo.runs)
+        scaf_buf_printf(b, ",\"memory\":{\"runs\":%u,\"verdict\":\"%s\",\"source\":\"%s\"}", c->memo.runs,
+                        scaf_verdict_name(c->memo.verdict), scaf_verdict_source_name(c->memo.source));
+    else
+        scaf_buf_printf(b, ",\"memory\":null");
+    scaf_buf_printf(b, ",\"start_team\":%u,\"started_with\":%u}", c->memo.start_team, r->started_with);
 }
 
 /* Where `cpus` comes from: which bound applies, and the cgroup quota if any. Printed before "clients",

@@ -51,6 +51,7 @@ struct scafd_conn {
     unsigned char in[SCAF_WIRE_REQUEST_MAX];
     size_t inlen;
     bool status_wanted; /* a STATUS_REQ waits for the end of the batch; input waits with it */
+    bool close_after;   /* a MEMORY_REPLY is the connection's last message: closed once it is sent */
 
     /* pending status reply (a peer that reads slowly) */
     char *out;
@@ -162,6 +163,7 @@ static void drop(struct scafd *d, struct scafd_conn *c, const char *why)
     c->outlen = c->outoff = 0;
     c->inlen = 0;
     c->status_wanted = false;
+    c->close_after = false;
     if (was_client)
         scaf_clients_leave(d, &c->client);
     else
@@ -225,7 +227,8 @@ static uint32_t count_pending(const struct scafd *d, uid_t uid)
     return n;
 }
 
-/* Writes as much of the pending status reply as the socket takes; 0, or -1 if the peer was dropped. */
+/* Writes as much of the pending reply as the socket takes; 0, or -1 if the peer was dropped (it went away, or
+ * a MEMORY_REPLY, its last message, is out). */
 static int flush_out(struct scafd *d, struct scafd_conn *c)
 {
     while (c->outoff < c->outlen) {
@@ -246,6 +249,10 @@ static int flush_out(struct scafd *d, struct scafd_conn *c)
     free(c->out);
     c->out = NULL;
     c->outlen = c->outoff = 0;
+    if (c->close_after) {
+        drop(d, c, "answered");
+        return -1;
+    }
     set_events(d, c, EPOLLIN | EPOLLRDHUP);
     return 0;
 }
@@ -323,6 +330,7 @@ static void memory(struct scafd *d, struct scafd_conn *c)
     c->out = (char *)out;
     c->outlen = sizeof *out;
     c->outoff = 0;
+    c->close_after = true; /* the answer is one MEMORY_REPLY; the daemon then closes (proto.h) */
     c->out_since = scaf_clock_s(CLOCK_MONOTONIC);
     (void)flush_out(d, c);
 }
@@ -542,6 +550,7 @@ enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
         c->uid = cred.uid;
         c->inlen = 0;
         c->status_wanted = false;
+        c->close_after = false;
         c->memfd = -1;
         c->state = CONN_OPEN;
         c->last_active = c->since = scaf_clock_s(CLOCK_MONOTONIC);

@@ -1,0 +1,32 @@
+/* recall.h — a client's part of the memory: what was recalled of its program at its arrival, and what the daemon tallies of its run until it leaves (not an installed interface). */
+#ifndef SCAFD_MEMORY_RECALL_H
+#define SCAFD_MEMORY_RECALL_H
+
+#include "record.h"
+#include "scaf/proto.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Held in struct scaf_client (client.h); filled by memory/memory.c at arrival, read there at departure. */
+struct scaf_client_memory {
+    uint64_t key;        /* HELLO's; 0 = none */
+    bool kept;           /* the memory is on for it (a key, and its user's memory loaded): learned when it leaves */
+    /* Recalled at arrival (runs 0: nothing was known). */
+    uint32_t runs;
+    uint32_t verdict;    /* enum scaf_verdict */
+    uint32_t source;     /* enum scaf_verdict_source */
+    uint32_t start_team; /* written on its page: its share at arrival */
+    struct scaf_memo_point points[SCAF_MEMO_POINTS]; /* its remembered curve, npoints of them */
+    uint32_t npoints;
+    /* The remembered curve stands in for an estimate until the first measured one (decide/prepare.c). */
+    bool measured;
+    uint32_t standin_team; /* the point that stood in at the last turn (status: estimate "remembered"); 0 = none */
+    double standin_e;
+    /* Tallied while it runs. */
+    double arrived_s;    /* CLOCK_MONOTONIC of its arrival */
+    double peer_s;       /* the integral of the other busy clients over its run so far (client-seconds) */
+    char name[SCAF_MEMORY_NAME]; /* exe and script basenames, from /proc/PID/cmdline at arrival */
+};
+
+#endif

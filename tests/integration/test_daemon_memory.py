@@ -1,0 +1,433 @@
+"""The daemon's memory of programs (docs/memory.md): real daemons, real sockets, real files.
+
+Clients are raw (tests/support/wire.py): they say HELLO with a program's key, read
+the memory the daemon wrote on their page, and write what a layer would have
+learned (learned[], the verdict) before they leave. MEMORY requests go through
+scaf's own client (scaf.lib.proto.memory). Every condition a test judges is made
+by the test: a departure is waited for in the status, a file by stopping the
+daemon, a killed write by the daemon's own death.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, Daemon, daemon_binaries, short_tmpdir
+from scaf.lib import proto
+from support import wire
+
+BINARIES = daemon_binaries()
+IDS = ["plain" if i == 0 else "asan" for i in range(len(BINARIES))]
+
+KEY_A, KEY_B, KEY_C = 0xA11CE, 0xB0B, 0xC0FFEE
+SITES = [(0x5EED, 0x1230, wire.MEMO_CLEAN), (0x5EED, 0x4560, wire.MEMO_FIXES)]
+HEADER = struct.Struct("=QIIIIII")  # struct scaf_memfile_header: magic, version, record_size, count, crc, uid, rsvd
+RECORD_SIZE = 1352
+
+
+def memfile(d: Daemon, uid: int | None = None) -> Path:
+    return Path(d.state_dir) / f"memory-{os.getuid() if uid is None else uid}.bin"
+
+
+def recall(d: Daemon, key: int, max_threads: int = 4) -> proto.MemoryReply:
+    return proto.memory(d.socket, proto.MEMORY_RECALL, key, max_threads)
+
+
+def wait_clients(d: Daemon, n: int) -> dict:
+    """The status once exactly n clients are left: a departure the daemon has acted on (and learned)."""
+    return d.wait_for(lambda st: len(st["clients"]) == n, what=f"{n} clients")
+
+
+def one_run(d: Daemon, key: int, verdict: int = wire.VERDICT_FIXED, source: int = wire.SOURCE_EVIDENCE,
+            sites: list[tuple[int, int, int]] | None = None, max_threads: int = 4) -> wire.Page:
+    """A program of `key` that arrives, decides, learns `sites` and leaves; returns its page as it arrived."""
+    before = len(d.status()["clients"])
+    s, page, _ = wire.register(d.socket, max_threads, key=key)
+    arrived = wire.Page(bytearray(page.buf[:wire.PAGE_SIZE]))  # type: ignore[arg-type]
+    page.learn(SITES if sites is None else sites)
+    page.decide(verdict, source, b"omp_set_num_threads(2) outside regions from prog+0x1230")
+    s.close()
+    wait_clients(d, before)
+    return arrived
+
+
+def test_a_program_is_remembered_when_it_leaves_and_recalled_when_it_returns(scafd: Daemon) -> None:
+    first = one_run(scafd, KEY_A)
+    # Nothing known at the first run: nothing remembered on the page, but its share at arrival.
+    assert first.u32("memory_runs") == 0 and first.known() == [] and first.u32("start_team") == 4
+    second = one_run(scafd, KEY_A)
+    assert second.u32("memory_runs") == 1
+    assert second.u32("memory_verdict") == wire.VERDICT_FIXED and second.u32("memory_source") == wire.SOURCE_EVIDENCE
+    assert second.known() == SITES
+    s, page, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    assert page.u32("memory_runs") == 2 and page.known() == SITES
+    page.set_u32("started_with", 2)
+    (c,) = scafd.status()["clients"]
+    assert c["memory"] == {"runs": 2, "verdict": "fixed", "source": "evidence"}, c
+    assert c["start_team"] == 4 and c["started_with"] == 2
+    # Another program, and a client without a key, are not this one.
+    s2, other, _ = wire.register(scafd.socket, 4, key=KEY_B)
+    s3, nokey, _ = wire.register(scafd.socket, 4)
+    assert other.u32("memory_runs") == 0 and nokey.u32("memory_runs") == 0
+    st = scafd.status()
+    assert [c["memory"] for c in sorted(st["clients"], key=lambda c: c["id"])][1:] == [None, None]
+    for x in (s, s2, s3):
+        x.close()
+    wait_clients(scafd, 0)
+    # The keyless client left nothing behind; the other program did.
+    assert recall(scafd, KEY_B).runs == 1 and recall(scafd, KEY_A).runs == 3
+
+
+def test_an_undecided_run_only_counts(scafd: Daemon) -> None:
+    one_run(scafd, KEY_A, wire.VERDICT_FIXED)
+    one_run(scafd, KEY_A, wire.VERDICT_UNDECIDED, wire.SOURCE_DEFAULT, sites=[(9, 9, wire.MEMO_CLEAN)])
+    r = recall(scafd, KEY_A)
+    assert (r.status, r.runs, r.verdict, r.source) == (proto.MEMORY_OK, 2, wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    assert one_run(scafd, KEY_A).known() == SITES  # the undecided run's site was not learned
+
+
+def test_the_users_word_is_not_remembered_as_evidence(scafd: Daemon) -> None:
+    one_run(scafd, KEY_A, wire.VERDICT_FIXED, wire.SOURCE_USER)
+    r = recall(scafd, KEY_A)
+    assert (r.runs, r.verdict, r.source) == (1, wire.VERDICT_UNDECIDED, wire.SOURCE_DEFAULT)
+
+
+# A client in a process of its own: registers with a key, writes what its layer learned, says ready, waits.
+CLIENT_PY = r"""
+import sys
+sys.path[:0] = [sys.argv[1] + "/python", sys.argv[1] + "/tests"]
+from support import wire
+sock, page, cid = wire.register(sys.argv[2], 4, key=int(sys.argv[3]))
+page.learn([(0x5EED, 0x1230, wire.MEMO_CLEAN)])
+page.decide(wire.VERDICT_MALLEABLE, wire.SOURCE_EVIDENCE, b"no team-size call")
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_program_is_remembered_too(scafd: Daemon) -> None:
+    p = subprocess.Popen([sys.executable, "-c", CLIENT_PY, str(ROOT), scafd.socket, str(KEY_C)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stdout.readline() == b"ready\n"
+        wait_clients(scafd, 1)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        for f in (p.stdin, p.stdout):
+            if f:
+                f.close()
+    wait_clients(scafd, 0)
+    r = recall(scafd, KEY_C)
+    assert (r.status, r.runs, r.verdict) == (proto.MEMORY_OK, 1, wire.VERDICT_MALLEABLE)
+
+
+def test_start_team_is_the_share_at_arrival(scafd: Daemon) -> None:
+    held = []
+    for want in (4, 2, 1, 1):  # --cpus 4: alone, one other, two others (4 // 3), three others
+        s, page, _ = wire.register(scafd.socket, 8)
+        held.append(s)
+        assert page.u32("start_team") == want
+    for s in held:
+        s.close()
+    wait_clients(scafd, 0)
+    # Bounded by what the program could see.
+    s, page, _ = wire.register(scafd.socket, 3)
+    assert page.u32("start_team") == 3
+    s.close()
+
+
+def test_start_team_counts_the_programs_it_usually_runs_beside(scafd: Daemon) -> None:
+    # A runs its whole life beside B: one peer, exactly, whatever the durations.
+    sb, _, _ = wire.register(scafd.socket, 4, key=KEY_B)
+    sa, pa, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    assert pa.u32("start_team") == 2
+    pa.decide(wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    sa.close()
+    wait_clients(scafd, 1)
+    sb.close()
+    wait_clients(scafd, 0)
+    # Alone now, A starts with the share it would have beside its usual peer; a new program gets all.
+    sa, pa, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    assert pa.u32("memory_runs") == 1 and pa.u32("start_team") == 2
+    # A RECALL counts every client now (the asker is not one): A itself here, as many as its usual peers.
+    assert recall(scafd, KEY_A).start_team == 2
+    sa.close()
+    wait_clients(scafd, 0)
+    assert recall(scafd, KEY_A).start_team == 2 and recall(scafd, 0xDEAD).start_team == 4
+
+
+def test_remembered_across_a_daemon_restart(scafd: Daemon) -> None:
+    one_run(scafd, KEY_A)
+    scafd.stop()  # SIGTERM: what the last departure taught is written before it exits
+    f = memfile(scafd)
+    assert stat.S_IMODE(f.stat().st_mode) == 0o600 and stat.S_IMODE(f.parent.stat().st_mode) == 0o700
+    assert f.stat().st_size == HEADER.size + RECORD_SIZE
+    scafd.start()
+    r = recall(scafd, KEY_A)
+    assert (r.status, r.runs, r.verdict, r.source) == (proto.MEMORY_OK, 1, wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    assert one_run(scafd, KEY_A).known() == SITES
+
+
+def test_written_within_a_second_of_a_departure(scafd: Daemon) -> None:
+    one_run(scafd, KEY_A)
+    f = memfile(scafd)
+    scafd.wait_for(lambda _: f.exists(), what="the memory file written by the loop")
+    assert f.stat().st_size == HEADER.size + RECORD_SIZE
+
+
+def test_a_daemon_killed_while_writing_leaves_the_old_file_whole(
+    scafd_factory: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    state = str(tmp_path / "state")
+    d1 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", state)
+    one_run(d1, KEY_A)
+    d1.stop()
+    old = (Path(state) / f"memory-{os.getuid()}.bin").read_bytes()
+    # The next daemon dies 100 bytes into writing the file of A and B.
+    d2 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", state, env={"SCAFD_TEST_MEMORY_KILL_AT": "100"})
+    s, _, _ = wire.register(d2.socket, 4, key=KEY_B)
+    s.close()
+    assert d2.proc is not None
+    assert d2.proc.wait(timeout=30) == -signal.SIGKILL, d2.stderr()
+    assert (Path(state) / f"memory-{os.getuid()}.bin").read_bytes() == old
+    assert (Path(state) / f"memory-{os.getuid()}.bin.tmp").stat().st_size == 100
+    d3 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", state)
+    assert recall(d3, KEY_A).runs == 1 and recall(d3, KEY_B).status == proto.MEMORY_UNKNOWN
+    # The next write goes over the half-written temporary file.
+    one_run(d3, KEY_B)
+    d3.stop()
+    d4 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", state)
+    assert recall(d4, KEY_A).runs == 1 and recall(d4, KEY_B).runs == 1
+    assert not (Path(state) / f"memory-{os.getuid()}.bin.tmp").exists()
+
+
+def damage(kind: str, data: bytes) -> bytes:
+    magic, version, size, count, crc, uid, rsvd = HEADER.unpack_from(data)
+    if kind == "foreign":
+        return b"this is not a memory file at all\n" * 3
+    if kind == "cut":
+        return data[:-7]
+    if kind == "crc":
+        return data[:HEADER.size + 60] + bytes([data[HEADER.size + 60] ^ 0x40]) + data[HEADER.size + 61:]
+    if kind == "version":
+        return HEADER.pack(magic, version + 1, size, count, crc, uid, rsvd) + data[HEADER.size:]
+    if kind == "record-size":
+        return HEADER.pack(magic, version, size + 8, count, crc, uid, rsvd) + data[HEADER.size:]
+    if kind == "empty":
+        return b""
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["foreign", "cut", "crc", "version", "record-size", "empty"])
+def test_a_damaged_file_is_set_aside_and_the_user_starts_empty(
+    scafd_factory: Callable[..., Daemon], tmp_path: Path, kind: str
+) -> None:
+    state = tmp_path / "state"
+    d1 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", str(state))
+    one_run(d1, KEY_A)
+    d1.stop()
+    f = state / f"memory-{os.getuid()}.bin"
+    bad = damage(kind, f.read_bytes())
+    f.write_bytes(bad)
+    d2 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", str(state))
+    assert recall(d2, KEY_A).status == proto.MEMORY_UNKNOWN
+    aside = list(state.glob(f"memory-{os.getuid()}.bin.bad-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == bad and not f.exists()
+    lines = [ln for ln in d2.stderr().splitlines() if " is damaged " in ln]
+    assert len(lines) == 1 and str(f) in lines[0] and aside[0].name in lines[0], d2.stderr()
+    # The user goes on with an empty memory, written whole again.
+    one_run(d2, KEY_B)
+    d2.stop()
+    d3 = scafd_factory("--cpus", "4", "--no-lookout", "--state-dir", str(state))
+    assert recall(d3, KEY_B).runs == 1 and recall(d3, KEY_A).status == proto.MEMORY_UNKNOWN
+
+
+def test_forget_one_or_all(scafd: Daemon) -> None:
+    for key in (KEY_A, KEY_B, KEY_C):
+        one_run(scafd, key)
+    r = proto.memory(scafd.socket, proto.MEMORY_FORGET, KEY_A)
+    assert (r.status, r.forgotten) == (proto.MEMORY_OK, 1)
+    assert recall(scafd, KEY_A).status == proto.MEMORY_UNKNOWN and recall(scafd, KEY_B).runs == 1
+    r = proto.memory(scafd.socket, proto.MEMORY_FORGET, KEY_A)
+    assert (r.status, r.forgotten) == (proto.MEMORY_UNKNOWN, 0)
+    r = proto.memory(scafd.socket, proto.MEMORY_FORGET, 0)
+    assert (r.status, r.forgotten) == (proto.MEMORY_OK, 2)
+    assert all(recall(scafd, k).status == proto.MEMORY_UNKNOWN for k in (KEY_A, KEY_B, KEY_C))
+    # Forgotten in the file too.
+    scafd.stop()
+    assert memfile(scafd).stat().st_size == HEADER.size
+    scafd.start()
+    assert recall(scafd, KEY_B).status == proto.MEMORY_UNKNOWN
+
+
+def test_remember_records_scaf_checks_verdict(scafd: Daemon) -> None:
+    r = proto.memory(scafd.socket, proto.MEMORY_REMEMBER, KEY_A, verdict=wire.VERDICT_FIXED, name=b"xgb train.py")
+    assert r.status == proto.MEMORY_OK
+    r = recall(scafd, KEY_A)
+    assert (r.status, r.runs, r.verdict, r.source) == (proto.MEMORY_OK, 1, wire.VERDICT_FIXED, wire.SOURCE_CHECK)
+    s, page, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    assert (page.u32("memory_verdict"), page.u32("memory_source")) == (wire.VERDICT_FIXED, wire.SOURCE_CHECK)
+    assert scafd.status()["clients"][0]["memory"] == {"runs": 1, "verdict": "fixed", "source": "check"}
+    # A run that says malleable by evidence does not undo what scaf check found.
+    page.decide(wire.VERDICT_MALLEABLE, wire.SOURCE_EVIDENCE)
+    s.close()
+    wait_clients(scafd, 0)
+    r = recall(scafd, KEY_A)
+    assert (r.runs, r.verdict, r.source) == (2, wire.VERDICT_FIXED, wire.SOURCE_CHECK)
+
+
+def test_no_memory(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--cpus", "4", "--no-lookout", "--no-memory")
+    first = one_run(d, KEY_A)
+    second = one_run(d, KEY_A)
+    # No memory, but every program still gets its share at arrival.
+    assert second.u32("memory_runs") == 0 and second.u32("start_team") == 4 == first.u32("start_team")
+    for op, key in ((proto.MEMORY_RECALL, KEY_A), (proto.MEMORY_FORGET, 0)):
+        assert proto.memory(d.socket, op, key, 4 if op == proto.MEMORY_RECALL else 0).status == proto.MEMORY_OFF
+    assert proto.memory(d.socket, proto.MEMORY_REMEMBER, KEY_A, verdict=1).status == proto.MEMORY_OFF
+    d.stop()
+    assert not Path(d.state_dir).exists()
+    assert "memory off" in d.stderr()
+
+
+def test_a_full_memory_forgets_the_least_recently_seen(scafd_factory: Callable[..., Daemon]) -> None:
+    d = scafd_factory("--cpus", "4", "--no-lookout", "--memory-programs", "2")
+    one_run(d, KEY_A)
+    one_run(d, KEY_B)
+    assert one_run(d, KEY_A).u32("memory_runs") == 1  # A seen again: B is now the least recently seen
+    one_run(d, KEY_C)
+    assert recall(d, KEY_B).status == proto.MEMORY_UNKNOWN
+    assert recall(d, KEY_A).runs == 2 and recall(d, KEY_C).runs == 1
+    # A smaller --memory-programs at the next start keeps the most recently seen.
+    d.stop()
+    d2 = scafd_factory("--cpus", "4", "--no-lookout", "--memory-programs", "1", "--state-dir", d.state_dir)
+    assert recall(d2, KEY_A).status == proto.MEMORY_UNKNOWN and recall(d2, KEY_C).runs == 1
+
+
+@pytest.mark.parametrize("binary", BINARIES, ids=IDS)
+def test_a_lying_page_never_crashes_the_daemon_and_is_clamped(
+    scafd_factory: Callable[..., Daemon], binary: Path
+) -> None:
+    d = scafd_factory("--cpus", "4", "--no-lookout", binary=binary)
+    garbage = [((i * 0x9E3779B97F4A7C15) & (2**64 - 1), i * 0x1111, 0xFFFFFFFF - i) for i in range(wire.MEMORY_SITES)]
+    garbage[3] = (0, 0x10, wire.MEMO_CLEAN)  # no object
+    garbage[4] = (5, 0x10, 0xFFFFFFF0)  # only bits nobody knows
+    s, page, _ = wire.register(d.socket, 4, key=KEY_A)
+    page.learn(garbage, count=0xFFFFFFFF)
+    page.set_u32("started_with", 0xFFFFFFFF)
+    page.set_u32("verdict", 77)
+    page.set_u32("verdict_source", 99)
+    (c,) = d.status()["clients"]
+    assert c["started_with"] == 4  # never more than the program could have seen
+    page.decide(wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    s.close()
+    wait_clients(d, 0)
+    s, page, _ = wire.register(d.socket, 4, key=KEY_A)
+    known = page.known()
+    assert page.u32("memory_runs") == 1 and 0 < len(known) <= wire.MEMORY_SITES - 2
+    assert all(obj != 0 and bits and not bits & ~0xF for obj, _, bits in known), known
+    s.close()
+    wait_clients(d, 0)
+    d.stop()
+    for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+        assert marker not in d.stderr()
+
+
+def test_a_remembered_curve_gives_a_program_that_scales_badly_its_small_share_at_once(
+    scafd_factory: Callable[..., Daemon],
+) -> None:
+    d = scafd_factory("--policy", "speedup", "--cpus", "8", "--no-lookout", "--probe-interval", "0")
+
+    def report(page: wire.Page, team: int, e: float) -> None:
+        page.set_u32("client_seq", page.u32("client_seq") + 1)
+        page.set_u32("eff_team", team)
+        page.set_u32("efficiency_ppm", int(e * 1e6))
+        page.set_u32("estimate", wire.ESTIMATE_MEASURED)
+        page.set_u32("client_seq", page.u32("client_seq") + 1)
+
+    # A's first run measures no speedup at all: 8 threads at 1/8 efficiency (a dominant critical section).
+    s, page, _ = wire.register(d.socket, 8, key=KEY_A)
+    page.decide(wire.VERDICT_MALLEABLE, wire.SOURCE_EVIDENCE)
+    report(page, 8, 0.125)
+    s.close()
+    wait_clients(d, 0)
+    r = recall(d, KEY_A, 8)
+    assert r.runs == 1
+    # Its next run, beside a program nothing is known of: before A reports anything, its curve is known.
+    sa, pa, _ = wire.register(d.socket, 8, key=KEY_A)
+    sb, pb, _ = wire.register(d.socket, 8, key=KEY_B)
+    st = d.wait_for(lambda st: len(st["clients"]) == 2, what="both")
+    a = next(c for c in st["clients"] if c["memory"])
+    assert a["estimate"] == "remembered" and a["eff_threads"] == 8 and a["efficiency"] == 0.125, a
+    assert pa.threads < pb.threads, (pa.threads, pb.threads)
+    # Its first measured report ends the stand-in.
+    report(pa, pa.threads, 0.9)
+    d.wait_for(lambda st: next(c for c in st["clients"] if c["memory"])["estimate"] == "measured",
+               what="the measured report")
+    sa.close()
+    sb.close()
+
+
+def test_an_unusable_state_dir(scafd_factory: Callable[..., Daemon], tmp_path: Path) -> None:
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("a file")
+    # Given with --state-dir: an error, the daemon does not start.
+    with pytest.raises(RuntimeError, match="cannot use --state-dir"):
+        scafd_factory("--cpus", "4", "--state-dir", str(a_file))
+    # A default one that cannot be used: the daemon serves without memory and says why, once.
+    sock = os.path.join(short_tmpdir(), "s.sock")
+    run = subprocess.run([str(daemon_binaries()[0]), "--socket", sock, "--idle-exit", "0.001"],
+                         env=dict(os.environ, XDG_STATE_HOME=str(a_file)), capture_output=True, text=True, timeout=30,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("cannot keep a memory of programs in") == 1 and "memory off" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("where", ["systemd", "xdg", "home"])
+def test_the_default_state_directory(scafd_factory: Callable[..., Daemon], tmp_path: Path, where: str) -> None:
+    uid = os.getuid()
+    if where == "systemd":
+        # Under DynamicUser=yes, $STATE_DIRECTORY is /var/lib/scaf, a link to /var/lib/private/scaf.
+        real = tmp_path / "private" / "scaf"
+        real.mkdir(parents=True, mode=0o700)
+        (tmp_path / "scaf").symlink_to(real)
+        env = {"STATE_DIRECTORY": str(tmp_path / "scaf"), "XDG_STATE_HOME": str(tmp_path / "not-this")}
+    elif where == "xdg":
+        real = tmp_path / "xdg" / "scaf"  # $XDG_STATE_HOME itself is missing too
+        env = {"XDG_STATE_HOME": str(tmp_path / "xdg")}
+    else:
+        real = tmp_path / "home" / ".local" / "state" / "scaf"
+        (tmp_path / "home").mkdir()
+        env = {"XDG_STATE_HOME": "", "HOME": str(tmp_path / "home")}
+    d = scafd_factory("--cpus", "4", "--no-lookout", env=env)
+    one_run(d, KEY_A)
+    d.stop()
+    said = tmp_path / "scaf" if where == "systemd" else real  # the path systemd gave, as it gave it
+    assert f"memory in {said}\n" in d.stderr(), d.stderr()
+    assert (real / f"memory-{uid}.bin").is_file()
+    for p in (real, *([real.parent] if where == "xdg" else [real.parent, real.parent.parent] if where == "home" else [])):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
+    assert not (tmp_path / "not-this").exists()
+
+
+def test_the_daemon_closes_after_a_memory_reply(scafd: Daemon) -> None:
+    sock = wire.connect(scafd.socket, 5)
+    try:
+        sock.sendall(proto.memory_request(proto.MEMORY_RECALL, KEY_A, 4))
+        reply = wire.recv_exact(sock, proto.MEMORY_REPLY.size)
+        assert proto.MEMORY_REPLY.unpack(reply)[6] == proto.MEMORY_UNKNOWN
+        assert sock.recv(16) == b""  # closed: the answer was its last message
+    finally:
+        sock.close()
