@@ -128,6 +128,8 @@ static void init(void)
 
     resolve_all();
     rt.level = scaf_real.get_level;
+    rt.get_threads = scaf_real.get_max_threads;
+    rt.set_threads = scaf_real.set_num_threads;
     /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. In
      * libscaf_omp.so the runtime is libomp or libiomp5, which initialises itself on this call. */
     rt.max_threads = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
@@ -172,9 +174,11 @@ static void note_query(void *caller)
     errno = saved;
 }
 
+/* The program's own count, set before the runtime's: a start team no longer applies (client/start.h). */
 SCAF_EXPORT void omp_set_num_threads(int n)
 {
     pthread_once(&init_once, init);
+    scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads, "omp_set_num_threads")(n);
     if (outside_parallel())
         note_set(__builtin_return_address(0));
@@ -183,6 +187,7 @@ SCAF_EXPORT void omp_set_num_threads(int n)
 SCAF_EXPORT void omp_set_num_threads_(const int *n)
 {
     pthread_once(&init_once, init);
+    scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads_f, "omp_set_num_threads_")(n);
     if (outside_parallel())
         note_set(__builtin_return_address(0));
@@ -191,20 +196,27 @@ SCAF_EXPORT void omp_set_num_threads_(const int *n)
 SCAF_EXPORT void omp_set_num_threads_8_(const int64_t *n)
 {
     pthread_once(&init_once, init);
+    scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads_8_f, "omp_set_num_threads_8_")(n);
     if (outside_parallel())
         note_set(__builtin_return_address(0));
 }
 
 /*
- * Returns exactly what plain libgomp returns: the layer never changes
- * nthreads-var. Outside a region the call is evidence (a count the program
- * may divide work by), not a verdict; inside one it is the task's own ICV.
+ * Returns exactly what plain libgomp returns. The layer changes nthreads-var
+ * at one moment only, the program's first touch of the API (this call, if it
+ * comes first), and only to start a program that keeps its team with its
+ * share, as OMP_NUM_THREADS would have (client/start.h). Outside a region
+ * the call is evidence (a count the program may divide work by), not a
+ * verdict; inside one it is the task's own ICV.
  */
 SCAF_EXPORT int omp_get_max_threads(void)
 {
-    int n = REAL(get_max_threads, "omp_get_max_threads")();
+    int n;
 
+    pthread_once(&init_once, init);
+    scaf_start_touch(SCAF_TOUCH_QUERY);
+    n = REAL(get_max_threads, "omp_get_max_threads")();
     if (outside_parallel())
         note_query(__builtin_return_address(0));
     return n;
@@ -212,8 +224,11 @@ SCAF_EXPORT int omp_get_max_threads(void)
 
 SCAF_EXPORT int omp_get_max_threads_(void)
 {
-    int n = REAL(get_max_threads_f, "omp_get_max_threads_")();
+    int n;
 
+    pthread_once(&init_once, init);
+    scaf_start_touch(SCAF_TOUCH_QUERY);
+    n = REAL(get_max_threads_f, "omp_get_max_threads_")();
     if (outside_parallel())
         note_query(__builtin_return_address(0));
     return n;
