@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scaf.lib import autostart, paths, procs, progkey, proto, rules, rundir
+from scaf.lib import autostart, paths, procs, progkey, proto, rules
 from scaf.lib.check import (
     EXIT_MALLEABLE,
     EXIT_NOT_MALLEABLE,
@@ -280,10 +280,12 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
         _err(f"not remembered: {key.name} cannot be named (its code comes from stdin or a terminal)")
         return None
     sock = paths.default_socket()
-    why = _daemon_for_memory(sock)
-    if why:
-        _err(f"not remembered: {why}")
+    got = autostart.daemon_for(sock, autostart.own_socket(sock))
+    if got.problem:
+        _err(f"not remembered: {got.message}")
         return None
+    if got.started:
+        _err(f"{autostart.started_line(got.started)} (to record the verdict)")
     try:
         r = proto.memory(sock, proto.MEMORY_REMEMBER, key=key.key,
                          verdict=proto.VERDICT_MALLEABLE if verdict == "malleable" else proto.VERDICT_FIXED,
@@ -299,21 +301,6 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
         after = "scaf run starts it with its share from now on" if verdict == "fixed" else             "its regions are judged by evidence as before"
         print(f"remembered: {key.name} {verdict} ({after}; scaf forget -- {shlex.join(argv)} forgets it)")
     return {"name": key.name, "key": f"{key.key:016x}", "verdict": verdict, "socket": sock}
-
-
-def _daemon_for_memory(sock: str) -> str | None:
-    """None when a daemon we trust answers on SOCK (ours started on our own socket if none does), else why not."""
-    own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
-    try:
-        if not own:
-            return None if autostart.answers(sock) is not None else f"no daemon answers on {sock}"
-        started = autostart.ensure_daemon(sock)
-    except (rundir.UnsafeDir, proto.UntrustedDaemon, proto.BadStatus, autostart.StartError) as e:
-        return f"{sock}: {e}"
-    if started:
-        _err(f"started a daemon on {started.socket} (pid {started.pid}) to record the verdict; "
-             f"it exits after {autostart.IDLE_EXIT_S} s without clients")
-    return None
 
 
 def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int:

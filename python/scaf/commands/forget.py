@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from scaf.lib import autostart, paths, progkey, proto, rundir
+from scaf.lib import autostart, paths, progkey, proto
 from scaf.lib.launch import resolve
 
 # Exit statuses (EPILOG).
@@ -92,34 +92,6 @@ def _usage(args: argparse.Namespace, msg: str) -> int:
     return EXIT_USAGE
 
 
-def _daemon(sock: str, no_start: bool) -> int:
-    """0 when a daemon we trust answers on SOCK (starting ours on our own socket if needed), else the exit status."""
-    own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
-    try:
-        if not own or no_start:
-            if autostart.answers(sock) is None:
-                _err(f"no daemon answers on {sock}")
-                return EXIT_NO_DAEMON
-            return 0
-        started = autostart.ensure_daemon(sock)
-    except rundir.UnsafeDir as e:
-        _err(f"cannot use {sock}: {e}")
-        return EXIT_UNSAFE
-    except proto.UntrustedDaemon as e:
-        _err(str(e))
-        return EXIT_UNSAFE
-    except proto.BadStatus as e:
-        _err(f"what answers on {sock} is not a scaf daemon: {e}")
-        return EXIT_NO_DAEMON
-    except autostart.StartError as e:
-        _err(f"cannot start a daemon on {sock}: {e}")
-        return EXIT_SCAF
-    if started:
-        _err(f"started a daemon on {started.socket} (pid {started.pid}); "
-             f"it exits after {autostart.IDLE_EXIT_S} s without clients")
-    return 0
-
-
 def main(args: argparse.Namespace) -> int:
     argv = list(args.argv)
     if argv and argv[0] == "--":
@@ -142,9 +114,13 @@ def main(args: argparse.Namespace) -> int:
             print(f"nothing remembered of {key.name}: it cannot be named (its code comes from stdin or a terminal)")
             return EXIT_NOTHING
     sock = args.socket or paths.default_socket()
-    code = _daemon(sock, args.no_start)
-    if code:
-        return code
+    got = autostart.daemon_for(sock, autostart.own_socket(sock) and not args.no_start)
+    if got.problem:
+        _err(got.message)
+        return {"unsafe-dir": EXIT_UNSAFE, "untrusted": EXIT_UNSAFE, "failed": EXIT_SCAF}.get(got.problem,
+                                                                                             EXIT_NO_DAEMON)
+    if got.started:
+        _err(autostart.started_line(got.started))
     try:
         r = proto.memory(sock, proto.MEMORY_FORGET, key=key.key if key else 0)
     except proto.UntrustedDaemon as e:

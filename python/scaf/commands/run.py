@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, progkey, proto, rundir, runtimes, startteam
+from scaf.lib import autostart, paths, progkey, proto, runtimes, startteam
 from scaf.lib.launch import append_preload, resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -288,25 +288,17 @@ def _ensure(sock: str, own: bool, args: argparse.Namespace) -> int:
     extra = _daemon_args(args)
     if extra is None:
         return 2
-    try:
-        started = autostart.ensure_daemon(sock, extra)
-    except rundir.UnsafeDir as e:
-        _err(f"cannot use {sock}: {e}")
-        _err("(remove it if it is yours to remove, or set XDG_RUNTIME_DIR or SCAF_SOCKET elsewhere)")
-        return EXIT_UNSAFE
-    except proto.UntrustedDaemon as e:
-        _err(str(e))
-        return EXIT_UNSAFE
-    except proto.BadStatus as e:
-        _err(f"what answers on {sock} is not a scaf daemon: {e}")
-        return EXIT_UNSAFE
-    except autostart.StartError as e:
-        _err(f"cannot start a daemon on {sock}: {e}")
-        _err("(run with --no-start to run the program without one)")
-        return EXIT_SCAF
+    got = autostart.daemon_for(sock, True, extra)
+    if got.problem:
+        _err(got.message)
+        if got.problem == "unsafe-dir":
+            _err("(remove it if it is yours to remove, or set XDG_RUNTIME_DIR or SCAF_SOCKET elsewhere)")
+        if got.problem == "failed":
+            _err("(run with --no-start to run the program without one)")
+        return EXIT_SCAF if got.problem == "failed" else EXIT_UNSAFE
+    started = got.started
     if started:
-        _err(f"started a daemon on {started.socket} (pid {started.pid}); "
-             f"it exits after {autostart.IDLE_EXIT_S} s without clients")
+        _err(autostart.started_line(started))
     elif args.policy or args.daemon_arg:
         try:
             st = autostart.answers(sock)
@@ -376,7 +368,7 @@ def main(args: argparse.Namespace) -> int:
             return EXIT_SCAF
     sock = args.socket or paths.default_socket()
     # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
-    own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
+    own = autostart.own_socket(sock)
     if not args.no_start:
         code = _ensure(sock, own, args)
         if code:
