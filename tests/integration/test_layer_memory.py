@@ -23,6 +23,7 @@ from elftools.elf.elffile import ELFFile
 from scaf.lib import paths, progkey
 from support import wire
 from test_kmpc import IOMP5, RUNTIMES
+from test_kmpc import build_probe as kmpc_build_probe
 from test_layer import MAXSEC, QUIET, Probe, build_probe, plain_env
 from test_layer_handshake import Peer, wait
 
@@ -106,6 +107,15 @@ def build_pertd(rt: str, out_dir: Path) -> Path:
     else:
         subprocess.run([cc, *flags, *link, "-o", str(out), str(PERTD)], check=True)
     return out
+
+
+def build_probe_for(rt: str, out_dir: Path) -> Path:
+    """tests/progs/omp_probe.c for "gomp" (gcc, libgomp) or one of test_kmpc's RUNTIMES."""
+    if rt == "gomp":
+        out = out_dir / "omp_probe"
+        subprocess.run(["gcc", "-fopenmp", "-O2", "-o", str(out), str(PERTD.parent / "omp_probe.c")], check=True)
+        return out
+    return kmpc_build_probe(rt, out_dir)
 
 
 def cpus() -> int:
@@ -228,6 +238,29 @@ def test_a_remembered_fixed_program_starts_with_its_share(rt: str, peer: Peer, r
     assert reason(mm) == f"started with 1 of {cpus()} contexts: remembered fixed from 3 runs; cannot grow"
     assert hello["max_threads"] == cpus()  # the HELLO went before the start: the bound it could have seen
     conn.close()
+
+
+@needs_two
+@pytest.mark.parametrize("rt", ["gomp", *sorted(RUNTIMES)])
+def test_a_first_region_is_a_first_touch(rt: str, peer: Peer, tmp_path: Path) -> None:
+    """omp_probe's follow mode reads no count: its first region (GOMP_parallel, __kmpc_fork_call) is its first
+    touch of OpenMP, and it runs the start team, as every region after it."""
+    if "iomp5" in rt and not IOMP5.exists():
+        pytest.fail(f"{IOMP5} missing: the intel-openmp wheel (requirements.txt) is not installed")
+    exe = build_probe_for(rt, tmp_path)
+    p = Probe(exe, ["follow", "STOP", MAXSEC], env_for(peer, layer="gomp" if rt == "gomp" else "omp"))
+    try:
+        conn, _ = peer.accept()
+        mm = peer.welcome(conn, threads=cpus(), cpus=cpus(), page_init=memory(**REMEMBERED_FIXED))
+        assert mm is not None
+        wait(lambda: u32(mm, "regions") > 30, "regions")
+        rc, text = p.finish()
+        assert rc == 0, text
+        assert set(p.teams()) == {1} and u32(mm, "started_with") == 1, text
+        assert "kinds" in text and all(kv.endswith("=1") for kv in text.split("kinds ")[1].split()[:11]), text
+        conn.close()
+    finally:
+        p.kill()
 
 
 @needs_two
