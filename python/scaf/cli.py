@@ -15,6 +15,7 @@ COMMANDS = [
     "daemon",
     "run",
     "check",
+    "forget",
     "rules",
     "status",
     "allocate",

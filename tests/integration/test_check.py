@@ -27,6 +27,8 @@ def clean_env(**kw: str) -> dict[str, str]:
             "SCAF_REPORT")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["SCAF_RULES"] = ""  # no rules of the machine's or the user's
+    # The verdict's record goes nowhere (test_cli_memory.py tests it): no daemon is started for it.
+    env["SCAF_SOCKET"] = "/nonexistent/scaf-test/none.sock"
     env.update(kw)
     return env
 

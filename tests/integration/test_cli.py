@@ -180,7 +180,7 @@ def test_run_unknown_option_is_usage_error() -> None:
 
 @pytest.mark.parametrize("path", [
     ["run"], ["status"], ["bench"], ["bench", "pairs"], ["bench", "solo"], ["bench", "report", "/tmp"],
-    ["bench", "overhead"], ["doctor"], ["demo"], ["trace"], ["check"], ["rules"], ["plot"],
+    ["bench", "overhead"], ["doctor"], ["demo"], ["trace"], ["check"], ["forget"], ["rules"], ["plot"],
     ["plot", "trace", "x.trace"], ["sim"], ["sim", "run", "x.toml"], ["allocate", "--cpus", "2", "1:1"],
 ], ids=lambda p: " ".join(p))
 def test_unknown_option_prints_the_subcommands_usage(path: list[str]) -> None:

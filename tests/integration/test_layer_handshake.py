@@ -92,14 +92,20 @@ class Peer:
         page_version: int = wire.VERSION,
         header_version: int = wire.VERSION,
         page_size: int = PAGE_SIZE,
+        cpus: int = 4,
+        page_init: Callable[[mmap.mmap], None] | None = None,
     ) -> mmap.mmap | None:
+        """Maps a page, fills it (page_init writes more, such as the memory half, before WELCOME, as scafd
+        does) and sends WELCOME with its descriptor."""
         fd = os.memfd_create("scaf-test-page")
         try:
             os.ftruncate(fd, file_size)
             mm = None
             if file_size >= PAGE_SIZE:
                 mm = mmap.mmap(fd, PAGE_SIZE)
-                struct.pack_into("=IIIIIIII", mm, 0, page_magic, page_version, 0, threads, 0, 4, 1, 0)
+                struct.pack_into("=IIIIIIII", mm, 0, page_magic, page_version, 0, threads, 0, cpus, 1, 0)
+                if page_init is not None:
+                    page_init(mm)
             msg = wire.WELCOME.pack(wire.MAGIC, header_version, wire.MSG_WELCOME, wire.WELCOME.size, 0, 7, page_size, 4, 0)
             if send_fd:
                 socket.send_fds(conn, [msg], [fd])

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, SCAF
 
 COMMANDS = [[], ["run"], ["status"], ["bench"], ["bench", "pairs"], ["bench", "solo"], ["bench", "overhead"],
-            ["bench", "report"], ["doctor"], ["demo"], ["trace"], ["check"], ["rules"], ["plot"],
+            ["bench", "report"], ["doctor"], ["demo"], ["trace"], ["check"], ["forget"], ["rules"], ["plot"],
             ["plot", "trace"], ["plot", "alloc"], ["sim"], ["sim", "run"], ["allocate"], ["daemon"]]
 # Internal references: design notes, result write-ups, work items.
 INTERNAL = re.compile(r"DESIGN\.md|docs/results|\bissues?\b|\bwork item", re.IGNORECASE)

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "../../src/layer/core/start.h"
 #include "../../src/layer/core/verdict.h"
 #include "check.h"
 #include "scaf/proto.h"
@@ -76,6 +77,31 @@ int main(void)
     scaf_reason_describe((void *)main, out, sizeof out);
     CHECK(strncmp(out, "test_layer_reason+0x", 20) == 0 || strcmp(out, "main (test_layer_reason)") == 0, "main: '%s'",
           out);
+    /* A program started with its share (client/start.c): why it keeps it. */
+    {
+        static const struct {
+            unsigned team, contexts;
+            int keep;
+            unsigned runs;
+            const char *user, *want;
+        } started[] = {
+            {1, 2, SCAF_KEEP_REMEMBERED, 3, NULL, "started with 1 of 2 contexts: remembered fixed from 3 runs; cannot grow"},
+            {4, 16, SCAF_KEEP_REMEMBERED, 1, NULL, "started with 4 of 16 contexts: remembered fixed from 1 run; cannot grow"},
+            {2, 8, SCAF_KEEP_REMEMBERED, 0, NULL,
+             "started with 2 of 8 contexts by scaf run: remembered fixed; cannot grow"},
+            {1, 2, SCAF_KEEP_CHECKED, 2, NULL, "started with 1 of 2 contexts: remembered fixed by scaf check; cannot grow"},
+            {1, 2, SCAF_KEEP_USER, 0, "SCAF_MALLEABLE=no (scaf run --fixed)",
+             "started with 1 of 2 contexts: SCAF_MALLEABLE=no (scaf run --fixed); cannot grow"},
+            {3, 4, SCAF_KEEP_USER, 0, "rule /etc/scaf/rules:2: fixed gm",
+             "started with 3 of 4 contexts: rule /etc/scaf/rules:2: fixed gm; cannot grow"},
+        };
+        for (size_t i = 0; i < sizeof started / sizeof started[0]; i++) {
+            scaf_reason_started(started[i].team, started[i].contexts, started[i].keep, started[i].runs,
+                                started[i].user, out, sizeof out);
+            CHECK(strcmp(out, started[i].want) == 0, "started %zu:\n  got  '%s'\n  want '%s'", i, out,
+                  started[i].want);
+        }
+    }
     /* A text is cut to the buffer it is given. */
     scaf_reason_for(SCAF_WHY_TLS_CARRIED, A2, 0, &none, out, 10);
     CHECK(strcmp(out, "region 0x") == 0, "short buffer: '%s'", out);

@@ -10,7 +10,9 @@
 enum { KEEP = SCAF_TEAM_KEEP, WATCH = SCAF_TEAM_WATCH, STEER = SCAF_TEAM_STEER, CHECKED = SCAF_TEAM_CHECK };
 enum { UND = SCAF_VERDICT_UNDECIDED, MALL = SCAF_VERDICT_MALLEABLE, FIX = SCAF_VERDICT_FIXED };
 enum { NONE = SCAF_CLAUSE_NONE, DFLT = SCAF_CLAUSE_DEFAULT, OTHER = SCAF_CLAUSE_OTHER };
-enum { SEEN = SCAF_SITE_SEEN, TLS = SCAF_SITE_TLS, WAIT = SCAF_SITE_TLS_WAIT, CLEAR = SCAF_SITE_TLS_CLEAR };
+enum { SEEN = SCAF_SITE_SEEN, TLS = SCAF_SITE_TLS, WAIT = SCAF_SITE_TLS_WAIT, CLEAR = SCAF_SITE_TLS_CLEAR,
+       KNOWN = SCAF_SITE_KNOWN };
+enum { M_CLEAN = SCAF_MEMO_CLEAN, M_TLS = SCAF_MEMO_TLS, M_CLEAR = SCAF_MEMO_TLS_CLEAR, M_FIXES = SCAF_MEMO_FIXES };
 
 #define EV(...) ((struct scaf_evidence){__VA_ARGS__})
 
@@ -147,6 +149,70 @@ static const struct {
      {.verdict = FIX, .why = SCAF_WHY_TLS_CARRIED, .site = SEEN | TLS | WAIT}},
     {"second TLS site's first instance", {.ev = EV(.verdict = UND), .mode = WATCH, .tls = 1, .held_elsewhere = 1},
      {.verdict = UND, .why = SCAF_WHY_TLS_WAIT, .site = SEEN | TLS | WAIT, .due = 1}},
+    /* A site started from the memory: steered, its first instance judged as a first one, then plain SEEN. */
+    {"known clean, first instance clean", {.ev = EV(.verdict = UND, .queried = 1), .mode = STEER, .site = SEEN | KNOWN},
+     {.verdict = MALL, .why = SCAF_WHY_CLEAN, .site = SEEN}},
+    {"known clean, numbers threads after a query",
+     {.ev = EV(.verdict = UND, .queried = 1), .mode = STEER, .site = SEEN | KNOWN, .tid = 1},
+     {.verdict = FIX, .why = SCAF_WHY_TID_ONLY, .site = SEEN}},
+    {"known TLS-cleared, first instance", {.ev = EV(.verdict = UND, .queried = 1), .mode = STEER,
+                                           .site = SEEN | TLS | CLEAR | KNOWN, .tls = 1},
+     {.verdict = MALL, .why = SCAF_WHY_CLEAN, .site = SEEN | TLS | CLEAR}},
+    {"known clean, no query yet", {.ev = EV(.verdict = MALL), .mode = STEER, .site = SEEN | KNOWN},
+     {.verdict = MALL, .why = SCAF_WHY_NONE, .site = SEEN}},
+};
+
+/* The state a remembered site starts with. */
+static const struct {
+    const char *what;
+    uint32_t memo;
+    int tls;
+    uint32_t site;
+} memo_sites[] = {
+    {"clean", M_CLEAN, 0, SEEN | KNOWN},
+    {"clean, TLS checked", M_CLEAN | M_TLS | M_CLEAR, 1, SEEN | TLS | CLEAR | KNOWN},
+    {"TLS checked, not clean", M_TLS | M_CLEAR, 1, 0},
+    {"TLS, not checked", M_CLEAN | M_TLS, 1, 0},
+    {"fixed the program", M_CLEAN | M_FIXES, 0, 0},
+    {"fixes only", M_FIXES, 0, 0},
+    {"nothing", 0, 0, 0},
+    {"object has TLS now, not then", M_CLEAN, 1, 0},
+    {"object had TLS then, not now", M_CLEAN | M_TLS | M_CLEAR, 0, 0},
+};
+
+/* What an ended instance teaches the memory: the judgement is made first (scaf_verdict_judge), then asked. */
+static const struct {
+    const char *what;
+    struct scaf_judge_in in;
+    int says;
+    uint32_t memo;
+} learned[] = {
+    {"first instance, no calls", {.ev = EV(.verdict = MALL), .mode = STEER}, 1, M_CLEAN},
+    {"first look, reads its team and numbers threads", {.ev = EV(.verdict = UND, .queried = 1), .mode = WATCH,
+                                                        .tid = 1, .nth = 1}, 1, M_CLEAN},
+    {"first instance, team size read alone (escapes)", {.ev = EV(.verdict = MALL), .mode = STEER, .nth = 1}, 1,
+     M_CLEAN},
+    {"first instance numbers threads, no query yet", {.ev = EV(.verdict = MALL), .mode = STEER, .tid = 1}, 1, 0},
+    {"first look fixes the program", {.ev = EV(.verdict = UND, .queried = 1), .mode = WATCH, .tid = 1}, 1, M_FIXES},
+    {"set and thread numbers fix it", {.ev = EV(.verdict = UND, .queried = 1, .set = 1), .mode = WATCH, .tid = 1,
+                                       .nth = 1}, 1, M_FIXES},
+    {"seen site, nothing new", {.ev = EV(.verdict = MALL), .mode = STEER, .site = SEEN}, 0, 0},
+    {"seen site, worksharing", {.ev = EV(.verdict = MALL), .mode = STEER, .site = SEEN, .tid = 1, .nth = 1}, 0, 0},
+    {"seen site numbers threads: no longer clean", {.ev = EV(.verdict = MALL), .mode = STEER, .site = SEEN, .tid = 1},
+     1, 0},
+    {"TLS site held: nothing yet", {.ev = EV(.verdict = UND), .mode = WATCH, .tls = 1}, 0, 0},
+    {"TLS site cleared by its check", {.ev = EV(.verdict = UND), .mode = WATCH, .site = SEEN | TLS | WAIT, .tls = 1,
+                                       .tls_check = SCAF_TLS_SCRATCH}, 1, M_CLEAN | M_TLS | M_CLEAR},
+    {"TLS site carried", {.ev = EV(.verdict = UND), .mode = WATCH, .site = SEEN | TLS | WAIT, .tls = 1,
+                          .tls_check = SCAF_TLS_CARRIED}, 1, M_FIXES | M_TLS},
+    {"known site, first instance clean", {.ev = EV(.verdict = UND, .queried = 1), .mode = STEER, .site = SEEN | KNOWN},
+     1, M_CLEAN},
+    {"known site contradicted", {.ev = EV(.verdict = UND, .queried = 1), .mode = STEER, .site = SEEN | KNOWN, .tid = 1},
+     1, M_FIXES},
+    {"fixed program: KEEP teaches nothing", {.ev = EV(.verdict = FIX), .mode = KEEP, .tid = 1}, 0, 0},
+    {"forced: the user's word teaches nothing", {.ev = EV(.verdict = MALL, .forced = 1), .mode = STEER}, 0, 0},
+    {"check mode teaches nothing", {.ev = EV(.verdict = MALL, .forced = 1, .check = 1), .mode = CHECKED}, 0, 0},
+    {"already fixed, fixes nothing new", {.ev = EV(.verdict = FIX, .queried = 1), .mode = STEER, .tid = 1}, 1, 0},
 };
 
 static const struct {
@@ -190,6 +256,27 @@ int main(void)
         uint32_t v = scaf_verdict_count_known(&counts[i].ev, counts[i].set != 0, &why);
         CHECK(v == counts[i].verdict && why == counts[i].why, "count %s: got %u why %d, want %u %d", counts[i].what, v,
               why, counts[i].verdict, counts[i].why);
+    }
+    for (size_t i = 0; i < sizeof memo_sites / sizeof memo_sites[0]; i++) {
+        uint32_t site = scaf_verdict_memo_site(memo_sites[i].memo, memo_sites[i].tls != 0);
+        CHECK(site == memo_sites[i].site, "memo site %s: got %#x, want %#x", memo_sites[i].what, site,
+              memo_sites[i].site);
+        /* What starts settled is steered at once by the mode rule, even after a query. */
+        if (site) {
+            struct scaf_mode_in mi = {.ev = EV(.verdict = UND, .queried = 1), .site_known = 1, .site = site,
+                                      .tls = memo_sites[i].tls != 0};
+            CHECK(scaf_verdict_mode(&mi) == STEER, "memo site %s: not steered", memo_sites[i].what);
+        }
+    }
+    for (size_t i = 0; i < sizeof learned / sizeof learned[0]; i++) {
+        struct scaf_judgement j;
+        uint32_t memo = 0xdead;
+        bool says;
+
+        scaf_verdict_judge(&learned[i].in, &j);
+        says = scaf_verdict_memo_learn(&learned[i].in, &j, &memo);
+        CHECK(says == (learned[i].says != 0) && (!says || memo == learned[i].memo), "learn %s: got %d %#x, want %d %#x",
+              learned[i].what, says, says ? memo : 0, learned[i].says, learned[i].memo);
     }
     return check_exit("test_layer_verdict");
 }

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scaf.lib import paths, procs, rules
+from scaf.lib import autostart, paths, procs, progkey, proto, rules
 from scaf.lib.check import (
     EXIT_MALLEABLE,
     EXIT_NOT_MALLEABLE,
@@ -49,6 +49,14 @@ The verdict is "malleable" when every run gave the same results, "not
 malleable" otherwise, with the first difference as evidence and what the
 layer's rule says. When the rule and the check disagree, the check says so:
 `--save` (or `scaf run --fixed`/`--malleable`) then records what you know.
+
+The daemon remembers the verdict for PROG as `scaf run -- PROG ARGS` would
+name it (its build ID, and an interpreter's script): a program found not
+malleable is started with its share of the machine by later `scaf run`s
+(docs/memory.md in scaf's source tree). The runs of the check themselves
+are not remembered. --no-memory records nothing; `scaf forget -- PROG`
+forgets it. When no daemon answers on your own socket, one is started to
+record it (as scaf run starts one); on another socket none is.
 
 Limits (read these before trusting a "malleable"):
   - It tests ONE input (the ARGS you give) with K team sequences. A program
@@ -97,8 +105,9 @@ environment:
   SCAF_RULES, XDG_CONFIG_HOME, HOME
                     where the layer's rules files are (see `scaf rules --help`);
                     the auto run obeys them, --save writes to the first
-  SCAF_CHECK_SEED, SCAF_REPORT, SCAF_MALLEABLE, SCAF_DISABLE, SCAF_SOCKET
+  SCAF_CHECK_SEED, SCAF_REPORT, SCAF_MALLEABLE, SCAF_DISABLE, SCAF_SOCKET, SCAF_MEMORY
                     set by the check for each run; values of your own are dropped
+                    (SCAF_SOCKET: the daemon the verdict is recorded with)
 
 examples:
   scaf check -- ./my_solver input.dat
@@ -108,6 +117,7 @@ examples:
   scaf check --output result.csv -- ./sim --out result.csv
                                                       compare a file it writes too
   scaf check --save -- ./my_solver input.dat          record the verdict as a rule
+  scaf check --no-memory -- ./my_solver input.dat     do not record the verdict in the daemon's memory
   scaf check --json --seeds 8 -- ./prog | jq .verdict
 """
 
@@ -120,7 +130,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="scaf check [-h] [--seeds K] [--threads N] [--ignore REGEX]... [--output FILE]...\n"
-              "                  [--timeout S] [--json] [--keep] [--save] -- PROG [ARGS...]",
+              "                  [--timeout S] [--json] [--keep] [--save] [--no-memory] -- PROG [ARGS...]",
     )
     p.add_argument("--seeds", type=int, default=4, metavar="K",
                    help="runs under scaf with seeded random teams, seeds 1..K (default 4)")
@@ -144,6 +154,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the verdict as a rule (`malleable PATH` or `fixed PATH`, for PROG's "
                         "absolute path) into your rules file, and say which file and line (not for a script: "
                         "its regions run in another program)")
+    p.add_argument("--no-memory", action="store_true",
+                   help="do not record the verdict in the daemon's memory (by default it is, for PROG as "
+                        "scaf run would start it)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- PROG ARGS", help="the program and its arguments")
     p.set_defaults(func=main, _parser=p)
 
@@ -212,6 +225,10 @@ def main(args: argparse.Namespace) -> int:
         result["saved"] = None
         if not args.json:
             print("--save: nothing saved (no verdict)")
+    if code in (EXIT_MALLEABLE, EXIT_NOT_MALLEABLE) and not args.no_memory:
+        result["remembered"] = _remember(ck, args, path, argv, code)
+    else:
+        result["remembered"] = None
     if args.keep:
         result["kept"] = workdir
         if not args.json:
@@ -242,6 +259,48 @@ def _line(args: argparse.Namespace, run: Run, note: str) -> None:
 def _say(args: argparse.Namespace, msg: str) -> None:
     if not args.json:
         print(msg, flush=True)
+
+
+def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str], code: int) -> dict | None:
+    """REMEMBER the verdict with the daemon (its memory, docs/memory.md), for PROG as scaf run would start it.
+    Returns what was recorded, or None with one line on stderr saying why not; never changes the exit status."""
+    verdict = "malleable" if code == EXIT_MALLEABLE else "fixed"
+    try:
+        exe, words = progkey.command(path, argv)
+        key = progkey.key_of(exe, words)
+    except (OSError, progkey.KeyLibraryMissing) as e:
+        _err(f"not remembered: {argv[0]} cannot be named ({e})")
+        return None
+    # The verdict is of the program that ran the regions: a launcher or a shell script that starts it is not it.
+    ran, why = ck.program_with_regions()
+    if ran is None or os.path.realpath(ran) != os.path.realpath(exe):
+        _err(f"not remembered: {why or f'the parallel regions ran in {ran}, not in {exe}'}")
+        return None
+    if key.key == 0:
+        _err(f"not remembered: {key.name} cannot be named (its code comes from stdin or a terminal)")
+        return None
+    sock = paths.default_socket()
+    got = autostart.daemon_for(sock, autostart.own_socket(sock))
+    if got.problem:
+        _err(f"not remembered: {got.message}")
+        return None
+    if got.started:
+        _err(f"{autostart.started_line(got.started)} (to record the verdict)")
+    try:
+        r = proto.memory(sock, proto.MEMORY_REMEMBER, key=key.key,
+                         verdict=proto.VERDICT_MALLEABLE if verdict == "malleable" else proto.VERDICT_FIXED,
+                         name=key.name.encode())
+    except (proto.DaemonUnavailable, proto.UntrustedDaemon) as e:
+        _err(f"not remembered: {e}")
+        return None
+    if r.status != proto.MEMORY_OK:
+        said = "keeps no memory" if r.status == proto.MEMORY_OFF else f"could not record it (status {r.status})"
+        _err(f"not remembered: the daemon on {sock} {said}")
+        return None
+    if not args.json:
+        after = "scaf run starts it with its share from now on" if verdict == "fixed" else             "its regions are judged by evidence as before"
+        print(f"remembered: {key.name} {verdict} ({after}; scaf forget -- {shlex.join(argv)} forgets it)")
+    return {"name": key.name, "key": f"{key.key:016x}", "verdict": verdict, "socket": sock}
 
 
 def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int:

@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, proto, rundir, runtimes
+from scaf.lib import autostart, paths, progkey, proto, runtimes, startteam
 from scaf.lib.launch import append_preload, resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -67,6 +67,23 @@ scaf run
 Without a daemon the layer is inert: the program runs exactly as with plain
 libgomp. Programs that are not GNU OpenMP programs run unaffected.
 
+memory and the start team:
+  The daemon remembers what it learned of each of your programs between
+  runs (docs/memory.md in scaf's source tree). A program that keeps its team
+  (remembered fixed, or --fixed, or a `fixed` rule) is best started with its
+  share of the machine, as OMP_NUM_THREADS=N/k would start it, instead of
+  reading the whole machine and keeping it. So, unless you set
+  OMP_NUM_THREADS yourself (your count always stands), scaf run asks the
+  daemon what it remembers of CMD (the executable's build ID, and for python,
+  R, Rscript, julia and octave the script, module or code it runs) and, when
+  it should, exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T, T being the
+  share CMD would get now. Such a program keeps T threads for its whole run
+  (it sized itself by T): never fewer, never more. The layer does the same
+  at the program's first OpenMP call, for programs not started by scaf run.
+  --no-memory keeps CMD out of the memory (SCAF_MEMORY=0): nothing of it is
+  recalled or remembered. --verbose says what was decided and why. A daemon
+  that keeps no memory, or of an older protocol: CMD starts as it always did.
+
 malleable or fixed:
   A program is malleable when its results do not depend on how many threads
   its parallel regions get. scaf changes a malleable program's team at each
@@ -114,6 +131,10 @@ environment:
                     before --policy and --daemon-arg), e.g. "--policy equipartition"
   SCAF_DAEMON_USER  a shared daemon's user (name or uid) to trust besides you and root
   SCAF_MALLEABLE    yes, no or auto (default): what --malleable/--fixed set
+  SCAF_MEMORY       0: what --no-memory sets; the program is kept out of the daemon's memory
+  OMP_NUM_THREADS   yours stands: scaf run then starts no program with a share of its own;
+                    otherwise set to the start team when the daemon's memory says so, with
+                    SCAF_START_TEAM (the layer's sign that the count is scaf's)
   SCAF_LAYER        auto (default), gomp or omp: what --layer sets
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)
@@ -139,7 +160,8 @@ examples:
   scaf run --fixed -- ./solver input.dat       bitwise-reproducible sums: keep the team
   scaf run --malleable -- ./render scene       checked with `scaf check`: let scaf steer it
   SCAF_VERBOSE=1 scaf run -- ./prog            see what the layer decides
-  scaf run --verbose -- ./clang_prog           say which layer and runtime scaf chose
+  scaf run --verbose -- ./clang_prog           say which layer and runtime scaf chose, and the start team
+  scaf run --no-memory -- ./experiment         recall nothing of it, remember nothing of this run
 """
 
 
@@ -151,7 +173,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="scaf run [-h] [--socket P] [--no-start] [--policy NAME] [--daemon-arg ARG]\n"
-              "                [--layer auto|gomp|omp] [--verbose] [--malleable | --fixed] -- CMD [ARGS...]",
+              "                [--layer auto|gomp|omp] [--verbose] [--malleable | --fixed] [--no-memory]\n"
+              "                -- CMD [ARGS...]",
     )
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above); "
                    "no daemon is started on it")
@@ -165,7 +188,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(libscaf_gomp.so, GNU libgomp) or omp (libscaf_omp.so, LLVM libomp and Intel libiomp5); "
                         "default $SCAF_LAYER, else auto")
     p.add_argument("--verbose", action="store_true",
-                   help="say on stderr which layer and OpenMP runtime scaf chose, and why")
+                   help="say on stderr which layer and OpenMP runtime scaf chose, and why, and whether CMD "
+                        "starts with a share of its own (the start team) and why")
+    p.add_argument("--no-memory", action="store_true",
+                   help="keep CMD out of the daemon's memory: nothing is recalled (no start team) or remembered "
+                        "of this run (SCAF_MEMORY=0)")
     m = p.add_mutually_exclusive_group()
     m.add_argument("--malleable", dest="malleable", action="store_const", const="yes",
                    help="scaf may change the team at every region, whatever the evidence or rules say "
@@ -261,25 +288,17 @@ def _ensure(sock: str, own: bool, args: argparse.Namespace) -> int:
     extra = _daemon_args(args)
     if extra is None:
         return 2
-    try:
-        started = autostart.ensure_daemon(sock, extra)
-    except rundir.UnsafeDir as e:
-        _err(f"cannot use {sock}: {e}")
-        _err("(remove it if it is yours to remove, or set XDG_RUNTIME_DIR or SCAF_SOCKET elsewhere)")
-        return EXIT_UNSAFE
-    except proto.UntrustedDaemon as e:
-        _err(str(e))
-        return EXIT_UNSAFE
-    except proto.BadStatus as e:
-        _err(f"what answers on {sock} is not a scaf daemon: {e}")
-        return EXIT_UNSAFE
-    except autostart.StartError as e:
-        _err(f"cannot start a daemon on {sock}: {e}")
-        _err("(run with --no-start to run the program without one)")
-        return EXIT_SCAF
+    got = autostart.daemon_for(sock, True, extra)
+    if got.problem:
+        _err(got.message)
+        if got.problem == "unsafe-dir":
+            _err("(remove it if it is yours to remove, or set XDG_RUNTIME_DIR or SCAF_SOCKET elsewhere)")
+        if got.problem == "failed":
+            _err("(run with --no-start to run the program without one)")
+        return EXIT_SCAF if got.problem == "failed" else EXIT_UNSAFE
+    started = got.started
     if started:
-        _err(f"started a daemon on {started.socket} (pid {started.pid}); "
-             f"it exits after {autostart.IDLE_EXIT_S} s without clients")
+        _err(autostart.started_line(started))
     elif args.policy or args.daemon_arg:
         try:
             st = autostart.answers(sock)
@@ -349,7 +368,7 @@ def main(args: argparse.Namespace) -> int:
             return EXIT_SCAF
     sock = args.socket or paths.default_socket()
     # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
-    own = os.path.abspath(sock) == os.path.abspath(paths.user_socket())
+    own = autostart.own_socket(sock)
     if not args.no_start:
         code = _ensure(sock, own, args)
         if code:
@@ -365,5 +384,39 @@ def main(args: argparse.Namespace) -> int:
     env["SCAF_SOCKET"] = sock
     if args.malleable:
         env["SCAF_MALLEABLE"] = args.malleable
+    if args.no_memory:
+        env["SCAF_MEMORY"] = "0"
+    elif layer is not None:
+        _start_team(sock, path, argv, env, args)
 
     return supervise(path, argv, env)
+
+
+def _start_team(sock: str, path: str, argv: list[str], env: dict[str, str], args: argparse.Namespace) -> None:
+    """Exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T when the program keeps its team (remembered fixed, or
+    the user's word) and the daemon offers it a share T below its count. Silent unless --verbose."""
+    say = _err if args.verbose else (lambda _msg: None)
+    if env.get("SCAF_MEMORY", "").strip() == "0":
+        say("SCAF_MEMORY=0: nothing recalled")
+        return
+    if "OMP_NUM_THREADS" in env:
+        say(f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']} is yours: no start team asked")
+        return
+    try:
+        exe, words = progkey.command(path, argv)
+        key = progkey.key_of(exe, words)
+    except (OSError, progkey.KeyLibraryMissing) as e:
+        say(f"no start team: the program cannot be named ({e})")
+        return
+    word, where = startteam.user_word(args.malleable, env, os.path.realpath(exe))
+    if word == "malleable":
+        say(f"{key.name} starts with its own count: malleable by {where}")
+        return
+    count = startteam.program_count()
+    start = startteam.decide(sock, key, count, f"fixed by {where}" if word == "fixed" else None)
+    if not start.team:
+        say(f"{key.name} starts with its own count ({count}): {start.why}")
+        return
+    env["OMP_NUM_THREADS"] = env["SCAF_START_TEAM"] = str(start.team)
+    say(f"{key.name} starts with {start.team} of {count} threads (OMP_NUM_THREADS={start.team}): {start.why}; "
+        "it keeps them")

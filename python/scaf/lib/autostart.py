@@ -117,6 +117,47 @@ def ensure_daemon(sock: str, daemon_args: Sequence[str] = (), timeout: float = 1
         os.close(dirfd)
 
 
+@dataclass
+class Outcome:
+    """What daemon_for found: the daemon it started (None: one answered already), or a problem (None,
+    "unsafe-dir": the socket's directory may be somebody else's, "untrusted": another user's daemon answers,
+    "not-scaf": something else answers, "absent": nobody answers and none was to be started, "failed": none
+    would start) with its message for the user."""
+
+    started: Started | None = None
+    problem: str | None = None
+    message: str = ""
+
+
+def started_line(s: Started) -> str:
+    """The line a command prints when it started a daemon."""
+    return f"started a daemon on {s.socket} (pid {s.pid}); it exits after {IDLE_EXIT_S} s without clients"
+
+
+def daemon_for(sock: str, start: bool, daemon_args: Sequence[str] = ()) -> Outcome:
+    """Makes sure a daemon we trust answers on SOCK: when START (the caller's own default socket, and the user
+    did not say --no-start), one is started there if none answers (ensure_daemon); otherwise it is only asked."""
+    try:
+        if start:
+            return Outcome(started=ensure_daemon(sock, daemon_args))
+        if answers(sock) is None:
+            return Outcome(problem="absent", message=f"no daemon answers on {sock}")
+        return Outcome()
+    except rundir.UnsafeDir as e:
+        return Outcome(problem="unsafe-dir", message=f"cannot use {sock}: {e}")
+    except proto.UntrustedDaemon as e:
+        return Outcome(problem="untrusted", message=str(e))
+    except proto.BadStatus as e:
+        return Outcome(problem="not-scaf", message=f"what answers on {sock} is not a scaf daemon: {e}")
+    except StartError as e:
+        return Outcome(problem="failed", message=f"cannot start a daemon on {sock}: {e}")
+
+
+def own_socket(sock: str) -> bool:
+    """Whether SOCK is this user's own default socket (however named): the only one scaf starts a daemon on."""
+    return os.path.abspath(sock) == os.path.abspath(paths.user_socket())
+
+
 def _start(sock: str, dirfd: int, scafd: os.PathLike[str] | str, daemon_args: list[str],
            timeout: float) -> Started | None:
     base = os.path.basename(sock)

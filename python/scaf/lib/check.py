@@ -24,7 +24,8 @@ EXIT_NOT_EXERCISED = 4
 EXIT_SCAF = 125
 
 # Set by the check for each run; a value inherited from the caller would change what a run means.
-OWN_VARS = ("SCAF_CHECK_SEED", "SCAF_REPORT", "SCAF_MALLEABLE", "SCAF_DISABLE", "SCAF_SOCKET")
+OWN_VARS = ("SCAF_CHECK_SEED", "SCAF_REPORT", "SCAF_MALLEABLE", "SCAF_DISABLE", "SCAF_SOCKET", "SCAF_MEMORY",
+            "SCAF_START_TEAM")
 
 
 class CannotRun(Exception):
@@ -141,6 +142,8 @@ class Checker:
         env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(paths.layer(kind)))
         assert self.daemon is not None
         env["SCAF_SOCKET"] = self.daemon.socket
+        # The check's runs are tests, not runs: nothing of them is recalled (no start team) or learned.
+        env["SCAF_MEMORY"] = "0"
         env.update(extra)
         return env
 

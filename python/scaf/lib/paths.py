@@ -52,6 +52,11 @@ def policy_lib() -> Path:
     return lib_dir() / "libscaf_policy.so"
 
 
+def key_lib() -> Path:
+    """libscaf_key.so: the program key the layer sends in its HELLO (include/scaf/progkey.h)."""
+    return lib_dir() / "libscaf_key.so"
+
+
 # A workload's build: "spin" is gcc's (libgomp); "spin@clang", "spin@iomp5-clang" and
 # "spin@iomp5-gcc" are the same source built by clang (libomp) and against Intel's libiomp5.
 WORKLOAD_BUILDS = ("clang", "iomp5-clang", "iomp5-gcc")

@@ -12,7 +12,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from scaf.lib import paths
+from scaf.lib import paths, progkey
 
 # The layer for each steerable runtime family; the names are those of `scaf run --layer`.
 LAYERS = {"gomp": "libscaf_gomp.so", "omp": "libscaf_omp.so"}
@@ -160,23 +160,8 @@ def _dynamic(path: str) -> tuple[list[str], list[str], list[str], set[str]]:
 
 def _interpreter(path: str) -> str | None:
     """The interpreter of a `#!` script, as the kernel would run it (None for anything else)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
-    if not words:
-        return None
-    if os.path.basename(words[0]) == "env" and len(words) > 1:
-        for d in os.environ.get("PATH", os.defpath).split(":"):
-            cand = os.path.join(d or ".", words[1])
-            if os.path.isfile(cand) and os.access(cand, os.X_OK):
-                return cand
-        return None
-    return words[0]
+    exe, _ = progkey.command(path, [path])
+    return exe if exe != path else None
 
 
 def dependencies(program: str, env: dict[str, str] | None = None) -> Deps:

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../core/bound.h"
+#include "../core/identity.h"
 #include "../core/page.h"
 #include "../core/pool.h"
 #include "../core/say.h"
@@ -130,6 +131,7 @@ void scaf_client_init(int max_threads, const char *unusable)
         atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
     }
     scaf_bound_init(max_threads);
+    scaf_identity_init();
     scaf_malleable_init();
     scaf_conn_init(scaf_settings.disable);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../core/bound.h"
+#include "../core/identity.h"
 #include "../core/page.h"
 #include "../core/pool.h"
 #include "../core/say.h"
@@ -178,7 +179,8 @@ static enum scaf_conn_result exchange(int fd, const char *path, unsigned bound, 
     uint32_t len;
 
     program_name(name);
-    scaf_wire_encode_hello(&hello, bound, atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0, name, 0);
+    scaf_wire_encode_hello(&hello, bound, atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0, name,
+                           scaf_identity_key(NULL));
     if (send_all(fd, &hello, sizeof hello) != 0) {
         scaf_layer_log("HELLO not sent: %s", strerror(errno));
         return SCAF_CONN_BROKEN;
@@ -270,8 +272,13 @@ static enum scaf_conn_result handshake(int *fd_out, struct scaf_page **page_out,
     res = map(memfd, &page);
     if (res != SCAF_CONN_OK)
         goto cleanup;
-    scaf_layer_log("connected to %s as client %u (daemon N=%u, bound %u)", addr.sun_path, ans.client_id, ans.cpus,
-                   bound);
+    {
+        const char *prog;
+        uint64_t key = scaf_identity_key(&prog);
+
+        scaf_layer_log("connected to %s as client %u (daemon N=%u, bound %u, key %016llx %s)", addr.sun_path,
+                       ans.client_id, ans.cpus, bound, (unsigned long long)key, key ? prog : "(none)");
+    }
     *fd_out = fd;
     *page_out = page;
     fd = -1;

@@ -170,11 +170,21 @@ static void join(void)
         sleep_ms(3600 * 1000);
 }
 
+/* The helper's own OpenMP calls (a BLAS pool's count: MKL_Get_Max_Threads may ask omp_get_max_threads) are
+ * the layer's, not the program's: the adapters ask scaf_helper_self. */
+static _Thread_local int on_helper;
+
+int scaf_helper_self(void)
+{
+    return on_helper;
+}
+
 static void *helper_main(void *arg)
 {
     int applied = 0;
 
     (void)arg;
+    on_helper = 1;
     for (;;) {
         struct scaf_page *p = scaf_page_get();
         uint32_t seq;

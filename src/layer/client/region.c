@@ -14,8 +14,11 @@ static int (*runtime_level)(void);
 
 void scaf_region_init(const struct scaf_runtime *rt)
 {
+    struct scaf_start_runtime st = {rt->level, rt->get_threads, rt->set_threads};
+
     runtime_level = rt->level;
     scaf_client_init(rt->max_threads, rt->unusable);
+    scaf_start_init(&st);
 }
 
 /* The verdict wants this site's thread-local data checked before it runs: start the pair of runs. */
@@ -39,6 +42,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     struct scaf_team_in in = {.live = 1, .num_threads = num_threads};
     struct scaf_site *site;
     struct scaf_team t;
+    int fresh = 0;
 
     if (__builtin_expect(scaf_sandbox_in_child(), 0)) {
         in.in_child = 1;
@@ -48,11 +52,16 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
         in.nested = 1;
         return scaf_team_decide(&in).request;
     }
+    /* Connected before the program touched OpenMP (a BLAS pool's helper did): its first region is the touch. */
+    scaf_start_touch(SCAF_TOUCH_REGION);
     if (__builtin_expect(scaf_page_gang_waiting(p), 0))
         scaf_page_wait_turn(p);
     scaf_page_count_region(p);
     r->live = 1;
-    site = scaf_site_lookup(fn);
+    site = scaf_site_lookup(fn, &fresh);
+    /* Only for the thread that inserted it: the memory may start it settled. No cost per region. */
+    if (__builtin_expect(fresh, 0))
+        scaf_malleable_site_new(site, fn, p);
     if (scaf_malleable_region_begin(&r->mall, site, fn, num_threads, (flags & SCAF_REGION_STRICT) != 0, &in) ==
         SCAF_TEAM_STEER)
         in.page_threads = scaf_page_threads(p);
@@ -92,6 +101,9 @@ unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), v
         struct scaf_team_in in = {.in_child = 1, .num_threads = num_threads};
         return scaf_team_decide(&in).request;
     }
+    /* The first region may be the program's first touch of OpenMP: a start team is decided before it opens. */
+    if (runtime_level() == 0)
+        scaf_start_touch(SCAF_TOUCH_REGION);
     p = scaf_page_get();
     if (!p && atomic_load(&scaf_conn_state) == SCAF_CONN_UNTRIED && runtime_level() == 0)
         p = scaf_client_connect();

@@ -6,12 +6,16 @@
 #include "../estimate/estimate.h"
 #include "../malleable/malleable.h"
 #include "conn.h"
+#include "start.h"
 
 /* What the core needs from the OpenMP runtime an adapter wraps. */
 struct scaf_runtime {
     int (*level)(void); /* the runtime's omp_get_level(); may be NULL only when `unusable` is set */
     int max_threads;    /* its initial nthreads-var, read in the constructor (< 1: unknown) */
     const char *unusable; /* NULL, or why the runtime cannot be steered: the layer then stays inert */
+    /* Its omp_get_max_threads() and omp_set_num_threads(), for the start team (client/start.h); NULL: none. */
+    int (*get_threads)(void);
+    void (*set_threads)(int);
 };
 
 /* Once, from the adapter's initialisation: its constructor, or the `init` of scaf_region_begin if a region comes first. */

@@ -2,9 +2,12 @@
 #include "bound.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
-static unsigned bound_threads = 1;
+/* Written in the constructor, and once more when the program starts with its share (another thread may be
+ * reading it for a HELLO then): relaxed, one word. */
+static _Atomic unsigned bound_threads = 1;
 static cpu_set_t bound_affinity;
 
 /*
@@ -32,12 +35,18 @@ void scaf_bound_init(int max_threads)
         n = CPU_COUNT(&bound_affinity);
     if (n < 1)
         n = 1;
-    bound_threads = (unsigned)n;
+    atomic_store_explicit(&bound_threads, (unsigned)n, memory_order_relaxed);
+}
+
+void scaf_bound_start(unsigned team)
+{
+    if (team >= 1 && team < atomic_load_explicit(&bound_threads, memory_order_relaxed))
+        atomic_store_explicit(&bound_threads, team, memory_order_relaxed);
 }
 
 unsigned scaf_bound_threads(void)
 {
-    return bound_threads;
+    return atomic_load_explicit(&bound_threads, memory_order_relaxed);
 }
 
 const cpu_set_t *scaf_bound_affinity(void)

@@ -11,7 +11,14 @@
  */
 void scaf_bound_init(int max_threads);
 
-unsigned scaf_bound_threads(void);          /* initial nthreads-var, >= 1 */
+/*
+ * The program starts with its share (client/start.c): `team` is its
+ * nthreads-var from now on, as if OMP_NUM_THREADS had said so, and the bound
+ * the HELLO of a reconnect carries. Only ever lowers the bound.
+ */
+void scaf_bound_start(unsigned team);
+
+unsigned scaf_bound_threads(void);          /* initial nthreads-var (or the start team), >= 1 */
 const cpu_set_t *scaf_bound_affinity(void); /* affinity mask at startup */
 
 #endif

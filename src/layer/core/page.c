@@ -82,7 +82,46 @@ void scaf_page_wake(struct scaf_page *p)
     syscall(SYS_futex, (uint32_t *)&p->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+/* ---- the daemon's memory ---- */
+
+void scaf_page_read_memory(const struct scaf_page *p, struct scaf_page_memory *m)
+{
+    m->start_team = p->start_team > SCAF_MAX_CPUS ? 0 : p->start_team;
+    m->runs = p->memory_runs;
+    m->verdict = p->memory_verdict;
+    m->source = p->memory_source;
+    m->known_sites = p->known_sites > SCAF_MEMORY_SITES ? SCAF_MEMORY_SITES : p->known_sites;
+    m->cpus = atomic_load_explicit(&((struct scaf_page *)p)->cpus, memory_order_relaxed);
+    /* Nothing remembered means nothing at all: a verdict without runs is not the daemon's word. */
+    if (m->runs == 0)
+        m->verdict = m->source = 0;
+}
+
+uint32_t scaf_page_known(const struct scaf_page *p, uint64_t object, uint32_t offset)
+{
+    unsigned n = p->known_sites > SCAF_MEMORY_SITES ? SCAF_MEMORY_SITES : p->known_sites;
+
+    for (unsigned i = 0; i < n; i++)
+        if (p->known[i].object == object && p->known[i].offset == offset)
+            return p->known[i].bits & SCAF_MEMO_ALL;
+    return 0;
+}
+
 /* ---- the client's half ---- */
+
+void scaf_page_set_started(struct scaf_page *p, unsigned team)
+{
+    atomic_store_explicit(&p->started_with, team, memory_order_relaxed);
+}
+
+void scaf_page_publish_learned(struct scaf_page *p, const struct scaf_site_memo *memo, unsigned from, unsigned n)
+{
+    if (n > SCAF_MEMORY_SITES)
+        n = SCAF_MEMORY_SITES;
+    for (unsigned i = from; i < n; i++)
+        p->learned[i] = memo[i];
+    atomic_store_explicit(&p->learned_sites, n, memory_order_release);
+}
 
 void scaf_page_publish_estimate(struct scaf_page *p, double efficiency, unsigned team, uint32_t kind)
 {

@@ -72,6 +72,21 @@ void scaf_page_sleep(struct scaf_page *p, uint32_t seq, unsigned ms);
 /* Wakes the helper from scaf_page_sleep before its tick (it then looks at everything again). */
 void scaf_page_wake(struct scaf_page *p);
 
+/* ---- the daemon's memory (protocol 6): written before WELCOME, never after, so read without a seqlock ---- */
+
+/* The memory of this program the daemon wrote, checked (the page is the daemon's word, not a proof). */
+struct scaf_page_memory {
+    unsigned start_team;  /* 0 = none */
+    unsigned runs, verdict, source;
+    unsigned known_sites; /* clamped to SCAF_MEMORY_SITES */
+    unsigned cpus;        /* the daemon's N */
+};
+
+void scaf_page_read_memory(const struct scaf_page *p, struct scaf_page_memory *m);
+
+/* The memo bits known[] holds for the site (object, offset), 0 when it is not there. */
+uint32_t scaf_page_known(const struct scaf_page *p, uint64_t object, uint32_t offset);
+
 /* ---- the client's half: every write goes through here ---- */
 
 /* One more outermost region (relaxed: the daemon only samples it). */
@@ -128,6 +143,17 @@ uint32_t scaf_page_estimate_kind(const struct scaf_page *p);
  */
 void scaf_page_publish_verdict(struct scaf_page *p, uint32_t verdict, uint32_t source, const char *reason,
                                unsigned fixed_team);
+
+/* The team the layer started the program with (client/start.c), 0 = as usual. */
+void scaf_page_set_started(struct scaf_page *p, unsigned team);
+
+/*
+ * learned[from .. n-1] from `memo`, then learned_sites = n (release): the
+ * daemon reads the count first (acquire), so it never sees an entry half
+ * written. n is at most SCAF_MEMORY_SITES. One writer at a time (the caller's
+ * lock).
+ */
+void scaf_page_publish_learned(struct scaf_page *p, const struct scaf_site_memo *memo, unsigned from, unsigned n);
 
 /* Sets or clears SCAF_CLIENT_* bits in client_flags. */
 void scaf_page_flag(struct scaf_page *p, uint32_t flag, int on);

@@ -10,10 +10,12 @@
 #include <strings.h>
 
 #include "say.h"
+#include "scaf/proto.h"
 
 struct scaf_settings scaf_settings = {
     .malleable = -1,
     .blas = 1,
+    .memory = 1,
     .estimate = 1,
     .lazy = 1,
     .experiments = 1,
@@ -44,6 +46,7 @@ enum kind {
     PATH,     /* const char *: kept when non-empty (copied: the program may change its environment) */
     PATHLIST, /* const char *: kept even when empty */
     NUMBER,   /* double in [lo, hi] */
+    COUNT,    /* unsigned in [lo, hi]: a decimal integer */
     DURATION, /* uint64 ns: a number in [lo, hi] of the unit `scale` ns */
 };
 
@@ -66,6 +69,8 @@ static const struct entry table[] = {
     {"SCAF_REPORT", PATH, AT(report), 0, 0, 0, 0, NULL},
     {"SCAF_RULES", PATHLIST, AT(rules), 0, 0, 0, 0, NULL},
     {"SCAF_DAEMON_USER", PATH, AT(daemon_user), 0, 0, 0, 0, NULL},
+    {"SCAF_MEMORY", BOOL, AT(memory), 0, 0, 0, 0, "0 or 1"},
+    {"SCAF_START_TEAM", COUNT, AT(start_team), 0, 1.0, (double)SCAF_MAX_CPUS, 1.0, "a team of 1 to 1024 threads"},
     {"SCAF_ESTIMATE", BOOL, AT(estimate), 0, 0, 0, 0, "0 or 1"},
     {"SCAF_LAZY", BOOL, AT(lazy), 0, 0, 0, 0, "0 or 1"},
     {"SCAF_EXPERIMENTS", BOOL, AT(experiments), 0, 0, 0, 0, "0 or 1"},
@@ -164,6 +169,17 @@ static int parse_entry(const struct entry *e, const char *v)
             return -1;
         *(double *)(base + e->off) = d;
         return 0;
+    case COUNT: {
+        char *end;
+        unsigned long long n;
+
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno != 0 || *end != 0 || v[0] == '-' || (double)n < e->lo || (double)n > e->hi)
+            return -1;
+        *(unsigned *)(base + e->off) = (unsigned)n;
+        return 0;
+    }
     case DURATION:
         if (parse_number(v, e->lo, e->hi, &d) != 0)
             return -1;

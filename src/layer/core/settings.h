@@ -20,6 +20,8 @@ struct scaf_settings {
     const char *rules;     /* SCAF_RULES, NULL when unset (an empty list is a list) */
     int blas;              /* SCAF_BLAS: steer BLAS thread pools (default 1) */
     const char *daemon_user; /* SCAF_DAEMON_USER: a shared daemon's user (name or uid) the layer also trusts */
+    int memory;            /* SCAF_MEMORY: the daemon's memory of this program (key, start team, sites; default 1) */
+    unsigned start_team;   /* SCAF_START_TEAM: the team scaf run started the program with, 0 = none */
     /* efficiency estimation */
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */

@@ -13,7 +13,7 @@ static unsigned slot_of(uintptr_t key)
     return (unsigned)(h >> 40) % SCAF_SITE_SLOTS;
 }
 
-struct scaf_site *scaf_site_lookup(void (*fn)(void *))
+struct scaf_site *scaf_site_lookup(void (*fn)(void *), int *fresh)
 {
     uintptr_t key = (uintptr_t)fn;
     unsigned i;
@@ -31,8 +31,10 @@ struct scaf_site *scaf_site_lookup(void (*fn)(void *))
 
             /* Entries are never removed, so a slot once taken stays the same site forever. */
             if (atomic_compare_exchange_strong_explicit(&sites[i].key, &expected, key, memory_order_acq_rel,
-                                                        memory_order_acquire))
+                                                        memory_order_acquire)) {
+                *fresh = 1;
                 return &sites[i];
+            }
             if (expected == key)
                 return &sites[i];
         }

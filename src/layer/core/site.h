@@ -10,6 +10,7 @@
 #define SCAF_SITE_SLOTS 1024u
 
 #define SCAF_SITE_NOFORK 0x1u /* an experiment here hit a blocked call or its bound twice: no more forks */
+#define SCAF_SITE_MEMO_SAID 0x80000000u /* in `memo`: an entry was written (its bits may be 0) */
 
 /*
  * Every field is an atomic because outermost regions on different program
@@ -22,6 +23,8 @@ struct scaf_site {
     /* The verdict's (malleable/malleable.c) */
     _Atomic uint32_t verdict;        /* enum scaf_site_bits (core/verdict.h); 0 until an instance ended */
     _Atomic uint32_t tls_result;     /* enum scaf_tls_result of its TLS check */
+    _Atomic uint32_t memo;           /* what the daemon's memory was last told of it (learned[]): enum scaf_memo_bits
+                                        | SCAF_SITE_MEMO_SAID, 0 = nothing yet */
     /* The estimator's */
     _Atomic uint64_t instances;      /* outermost instances seen */
     _Atomic uint64_t par_ns;         /* wall time of the latest plain instance with >= 2 threads */
@@ -37,8 +40,13 @@ struct scaf_site {
     _Atomic uint32_t delay_ppm;      /* run-queue share of the last sampled plain instance's wall time */
 };
 
-/* The record for `fn`, inserted on first use; NULL when fn is NULL or the table is full. Lock-free. */
-struct scaf_site *scaf_site_lookup(void (*fn)(void *));
+/*
+ * The record for `fn`, inserted on first use; NULL when fn is NULL or the
+ * table is full. Lock-free. *fresh is set to 1 for the one caller that
+ * inserted it (it may start the record from the daemon's memory), left
+ * alone otherwise.
+ */
+struct scaf_site *scaf_site_lookup(void (*fn)(void *), int *fresh);
 
 /* Claim the site for one baseline; nonzero on success. Release with scaf_site_release. */
 int scaf_site_claim(struct scaf_site *s);

@@ -18,9 +18,12 @@ struct scaf_team scaf_team_decide(const struct scaf_team_in *in)
     switch (in->mode) {
     case SCAF_TEAM_KEEP:
         /* An explicit clause, or a fixed team: the runtime's count stands. Passing 0 keeps its own
-         * semantics (nthreads-var, OMP_DYNAMIC); a count only when the team is smaller than that. */
+         * semantics (nthreads-var, OMP_DYNAMIC); a count only when the team is smaller than that, or
+         * when the start pinned it: another thread of the program still has the runtime's initial count. */
         out.team = in->num_threads ? in->num_threads : in->fixed_team;
-        out.request = in->num_threads ? in->num_threads : in->fixed_team < in->bound ? in->fixed_team : 0;
+        out.request = in->num_threads                                   ? in->num_threads
+                      : in->pinned || in->fixed_team < in->bound ? in->fixed_team
+                                                                        : 0;
         return out;
     case SCAF_TEAM_WATCH:
         /* First look at a suspect site: the team the program has seen (or the team of the latest region

@@ -30,6 +30,8 @@ struct scaf_team_in {
     unsigned watch_team;   /* the team of a first look: the bound, or less if a region read a smaller team
                               (or the team of the latest region in code with thread-local data) */
     unsigned check_team;   /* SCAF_TEAM_CHECK: the seeded team */
+    int pinned;            /* the layer started the program with its fixed team (core/start.h): passed as a count
+                              always, since only the thread that first touched OpenMP had its nthreads-var set */
     int est;               /* enum scaf_team_est (only for SCAF_TEAM_STEER) */
 };
 
@@ -44,7 +46,8 @@ struct scaf_team {
  * `in`, so every adapter (GNU, LLVM) and the unit test get the same answer.
  * In order: experiment child -> 1; not live -> pass through; nested -> pass
  * through; KEEP -> the clause, else the fixed team (passed as a count only
- * when it is smaller than the bound, the runtime's own count); WATCH -> the
+ * when it is smaller than the bound, the runtime's own count, or when pinned
+ * at the start); WATCH -> the
  * first-look team likewise; CHECK -> the seeded team; STEER -> min(page, bound),
  * at least 1, then 1 for an in-place baseline or one fewer (at least 1) for an
  * experiment.

@@ -36,7 +36,8 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
 {
     const struct scaf_evidence *ev = &in->ev;
     uint32_t site = in->site;
-    bool first = site == 0, queried = ev->queried, waiting, cleared = false;
+    /* A site started from the memory runs steered, but its first instance is judged as a first one. */
+    bool first = site == 0 || (site & SCAF_SITE_KNOWN), queried = ev->queried, waiting, cleared = false;
 
     *out = (struct scaf_judgement){.verdict = ev->verdict, .why = SCAF_WHY_NONE, .site = site};
     /* An explicit count or a fixed team ran as written; scaf check's teams are its own. */
@@ -47,7 +48,7 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
     if (ev->forced)
         return;
     if (first)
-        site = SCAF_SITE_SEEN | (in->tls ? SCAF_SITE_TLS : 0);
+        site = site ? site & ~SCAF_SITE_KNOWN : SCAF_SITE_SEEN | (in->tls ? SCAF_SITE_TLS : 0);
     out->site = site;
     waiting = (site & SCAF_SITE_TLS_WAIT) != 0;
     /* The common case: a seen site whose threads neither number themselves nor read the team size. */
@@ -100,6 +101,49 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
     if ((first || cleared) && !(site & SCAF_SITE_TLS_WAIT) && out->verdict == SCAF_VERDICT_UNDECIDED)
         change(out, in->held_elsewhere ? SCAF_VERDICT_UNDECIDED : SCAF_VERDICT_MALLEABLE,
                in->held_elsewhere ? SCAF_WHY_TLS_HELD : SCAF_WHY_CLEAN);
+}
+
+uint32_t scaf_verdict_memo_site(uint32_t memo, bool tls)
+{
+    /* Memory never overrides evidence: only a site that settled clean starts settled. */
+    if (!(memo & SCAF_MEMO_CLEAN) || (memo & SCAF_MEMO_FIXES) || tls != ((memo & SCAF_MEMO_TLS) != 0))
+        return 0;
+    if (!tls)
+        return SCAF_SITE_SEEN | SCAF_SITE_KNOWN;
+    if (!(memo & SCAF_MEMO_TLS_CLEAR))
+        return 0;
+    return SCAF_SITE_SEEN | SCAF_SITE_TLS | SCAF_SITE_TLS_CLEAR | SCAF_SITE_KNOWN;
+}
+
+static bool fixing(int why)
+{
+    return why == SCAF_WHY_ESCAPED_TID || why == SCAF_WHY_TID_ONLY || why == SCAF_WHY_SET_TID ||
+           why == SCAF_WHY_TLS_CARRIED || why == SCAF_WHY_TLS_UNCHECKED;
+}
+
+bool scaf_verdict_memo_learn(const struct scaf_judge_in *in, const struct scaf_judgement *out, uint32_t *memo)
+{
+    bool fixes = out->verdict == SCAF_VERDICT_FIXED && in->ev.verdict != SCAF_VERDICT_FIXED && fixing(out->why);
+    bool settles = in->site == 0 || (in->site & (SCAF_SITE_KNOWN | SCAF_SITE_TLS_WAIT));
+    bool clean_calls = !(in->tid && !in->nth);
+    uint32_t site = out->site, m = 0;
+
+    if (in->ev.forced || in->mode == SCAF_TEAM_KEEP || in->mode == SCAF_TEAM_CHECK)
+        return false;
+    /* Held for its check: nothing is settled yet. */
+    if (!fixes && (site & SCAF_SITE_TLS_WAIT))
+        return false;
+    /* The common case: a settled site that showed nothing new. */
+    if (!settles && clean_calls && !fixes)
+        return false;
+    if (site & SCAF_SITE_TLS)
+        m |= SCAF_MEMO_TLS | ((site & SCAF_SITE_TLS_CLEAR) ? SCAF_MEMO_TLS_CLEAR : 0);
+    if (fixes)
+        m |= SCAF_MEMO_FIXES;
+    else if (clean_calls && (!(site & SCAF_SITE_TLS) || (site & SCAF_SITE_TLS_CLEAR)))
+        m |= SCAF_MEMO_CLEAN;
+    *memo = m;
+    return true;
 }
 
 uint32_t scaf_verdict_count_known(const struct scaf_evidence *ev, bool set, int *why)

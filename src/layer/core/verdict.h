@@ -27,6 +27,8 @@ enum scaf_site_bits {
     SCAF_SITE_TLS = 1u << 1,        /* its code's object has thread-local storage */
     SCAF_SITE_TLS_WAIT = 1u << 2,   /* its code keeps thread-local data: held until its TLS check ends */
     SCAF_SITE_TLS_CLEAR = 1u << 3,  /* its TLS check showed per-region scratch: steered */
+    SCAF_SITE_KNOWN = 1u << 4,      /* started from the daemon's memory (known[]) with SEEN (and TLS, TLS_CLEAR):
+                                     * steered from its first instance, which is still judged as a first one */
 };
 
 /* What the program has shown so far, program-wide. */
@@ -109,6 +111,26 @@ struct scaf_judgement {
  * unless a rule changes it, and a fixed verdict never changes.
  */
 void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *out);
+
+/*
+ * The state a site remembered in the page's known[] starts with, from its
+ * memo bits (enum scaf_memo_bits) and whether its object has thread-local
+ * storage now: SEEN|KNOWN for a clean site, SEEN|TLS|TLS_CLEAR|KNOWN for one
+ * whose thread-local data was checked; 0 (judged afresh) for anything else: a
+ * site that fixed the program, one not seen clean, one whose object changed.
+ */
+uint32_t scaf_verdict_memo_site(uint32_t memo, bool tls);
+
+/*
+ * What one ended instance teaches the memory about its site (docs/memory.md):
+ * returns true with *memo when there is something to say, at the instance
+ * that settles the site (its first, or the one its TLS check cleared) or that
+ * contradicts a clean one: CLEAN when it did not number its threads without
+ * reading its team size; TLS and TLS_CLEAR as its state says; FIXES when it
+ * fixed the program. A forced verdict (the user's, a rule's, scaf check's)
+ * teaches nothing.
+ */
+bool scaf_verdict_memo_learn(const struct scaf_judge_in *in, const struct scaf_judgement *out, uint32_t *memo);
 
 /*
  * The verdict when the program reads (`set` false) or sets (`set` true) its

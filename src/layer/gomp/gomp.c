@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../client/helper.h"
 #include "../client/region.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
@@ -121,19 +122,39 @@ static void resolve_all(void)
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* Set on the thread running init(): what init calls (a BLAS library's pool query at start-up, which may ask the
+ * runtime's omp_get_max_threads through our wrapper) must not wait on the pthread_once it is inside. */
+static _Thread_local int initialising;
 
 static void init(void)
 {
     struct scaf_runtime rt = {0};
 
+    initialising = 1;
     resolve_all();
     rt.level = scaf_real.get_level;
+    rt.get_threads = scaf_real.get_max_threads;
+    rt.set_threads = scaf_real.set_num_threads;
     /* libgomp's constructor ran first (it is our DT_NEEDED): this is the initial nthreads-var. In
      * libscaf_omp.so the runtime is libomp or libiomp5, which initialises itself on this call. */
     rt.max_threads = scaf_real.get_max_threads ? scaf_real.get_max_threads() : 0;
     if (!scaf_real.parallel || !scaf_real.get_level || !scaf_real.get_max_threads)
         rt.unusable = "no OpenMP runtime's entry points found";
     scaf_region_init(&rt);
+    initialising = 0;
+}
+
+/*
+ * The adapter's initialisation, from an omp_* wrapper (the program's first call may come before our
+ * constructor). Returns nonzero when the call is the program's; zero on a thread of the layer's own (init
+ * itself, the helper), whose calls are neither evidence nor the program's first touch.
+ */
+static inline int ensure_init(void)
+{
+    if (initialising)
+        return 0;
+    pthread_once(&init_once, init);
+    return !scaf_helper_self();
 }
 
 void scaf_gomp_init(void)
@@ -172,49 +193,68 @@ static void note_query(void *caller)
     errno = saved;
 }
 
+/* The program's own count, set before the runtime's: a start team no longer applies (client/start.h). */
 SCAF_EXPORT void omp_set_num_threads(int n)
 {
-    pthread_once(&init_once, init);
+    int program = ensure_init();
+
+    if (program)
+        scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads, "omp_set_num_threads")(n);
-    if (outside_parallel())
+    if (program && outside_parallel())
         note_set(__builtin_return_address(0));
 }
 
 SCAF_EXPORT void omp_set_num_threads_(const int *n)
 {
-    pthread_once(&init_once, init);
+    int program = ensure_init();
+
+    if (program)
+        scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads_f, "omp_set_num_threads_")(n);
-    if (outside_parallel())
+    if (program && outside_parallel())
         note_set(__builtin_return_address(0));
 }
 
 SCAF_EXPORT void omp_set_num_threads_8_(const int64_t *n)
 {
-    pthread_once(&init_once, init);
+    int program = ensure_init();
+
+    if (program)
+        scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads_8_f, "omp_set_num_threads_8_")(n);
-    if (outside_parallel())
+    if (program && outside_parallel())
         note_set(__builtin_return_address(0));
 }
 
 /*
- * Returns exactly what plain libgomp returns: the layer never changes
- * nthreads-var. Outside a region the call is evidence (a count the program
- * may divide work by), not a verdict; inside one it is the task's own ICV.
+ * Returns exactly what plain libgomp returns. The layer changes nthreads-var
+ * at one moment only, the program's first touch of the API (this call, if it
+ * comes first), and only to start a program that keeps its team with its
+ * share, as OMP_NUM_THREADS would have (client/start.h). Outside a region
+ * the call is evidence (a count the program may divide work by), not a
+ * verdict; inside one it is the task's own ICV.
  */
 SCAF_EXPORT int omp_get_max_threads(void)
 {
-    int n = REAL(get_max_threads, "omp_get_max_threads")();
+    int program = ensure_init(), n;
 
-    if (outside_parallel())
+    if (program)
+        scaf_start_touch(SCAF_TOUCH_QUERY);
+    n = REAL(get_max_threads, "omp_get_max_threads")();
+    if (program && outside_parallel())
         note_query(__builtin_return_address(0));
     return n;
 }
 
 SCAF_EXPORT int omp_get_max_threads_(void)
 {
-    int n = REAL(get_max_threads_f, "omp_get_max_threads_")();
+    int program = ensure_init(), n;
 
-    if (outside_parallel())
+    if (program)
+        scaf_start_touch(SCAF_TOUCH_QUERY);
+    n = REAL(get_max_threads_f, "omp_get_max_threads_")();
+    if (program && outside_parallel())
         note_query(__builtin_return_address(0));
     return n;
 }

@@ -84,6 +84,13 @@ static struct {
 
     _Atomic uint64_t team_bits[SCAF_CPUSET_WORDS]; /* team sizes used, for SCAF_REPORT */
     _Atomic uint64_t regions;
+
+    /* The daemon's memory (docs/memory.md): SCAF_MEMORY, the start team, the sites learned for learned[]. */
+    int memory;
+    _Atomic unsigned started;
+    struct scaf_site_memo learned[SCAF_MEMORY_SITES];
+    unsigned nlearned; /* guarded by lock */
+    int learned_full;
 } M = {.lock = PTHREAD_MUTEX_INITIALIZER, .verdict = SCAF_VERDICT_MALLEABLE,
        .source = SCAF_SOURCE_DEFAULT, .reason = "no team-size call outside a region yet"};
 
@@ -132,6 +139,11 @@ static void publish_locked(struct scaf_page *page)
         return;
     scaf_page_publish_verdict(page, atomic_load(&M.verdict), atomic_load(&M.source), M.reason,
                               atomic_load(&M.fixed_team));
+    /* A new page (a restarted daemon) has neither: written again at every (re)connect. */
+    if (atomic_load(&M.started))
+        scaf_page_set_started(page, atomic_load(&M.started));
+    if (M.nlearned)
+        scaf_page_publish_learned(page, M.learned, 0, M.nlearned);
 }
 
 void scaf_malleable_publish(struct scaf_page *page)
@@ -176,6 +188,7 @@ void scaf_malleable_init(void)
 
     atomic_store(&M.bound, scaf_bound_threads());
     M.report_path = scaf_settings.report;
+    M.memory = scaf_settings.memory;
     if (scaf_settings.check) {
         M.check_seed = scaf_settings.check_seed;
         atomic_fetch_or(&M.ev, EV_CHECK | EV_FORCED);
@@ -210,6 +223,104 @@ void scaf_malleable_prepare(void)
     pthread_mutex_lock(&M.lock);
     atomic_fetch_or(&M.ev, EV_FORCED);
     set_verdict_locked(verdict, SCAF_SOURCE_RULES, reason, 0);
+    pthread_mutex_unlock(&M.lock);
+}
+
+uint32_t scaf_malleable_user_word(uint32_t *verdict, char *reason, size_t len)
+{
+    uint32_t source = 0;
+
+    pthread_mutex_lock(&M.lock);
+    if (ev_has(EV_FORCED)) {
+        source = atomic_load(&M.source);
+        *verdict = atomic_load(&M.verdict);
+        scaf_say_into(reason, len, "%s", M.reason);
+    }
+    pthread_mutex_unlock(&M.lock);
+    return source;
+}
+
+void scaf_malleable_count_seen(int *read, int *set)
+{
+    *read = ev_has(EV_QUERIED);
+    *set = ev_has(EV_SET);
+}
+
+void scaf_malleable_start(unsigned team, int fixed, uint32_t source, const char *reason)
+{
+    pthread_mutex_lock(&M.lock);
+    atomic_store(&M.started, team);
+    /* Its count from now on, as if OMP_NUM_THREADS had said so: no team above it. */
+    atomic_store(&M.bound, team);
+    if (fixed) {
+        /* Over any verdict, the user's fixed one included: the team it started with is the one it keeps, and the
+         * reason says why. Evidence is no longer judged: a fixed team cannot be unfixed. */
+        atomic_fetch_or(&M.ev, EV_FORCED);
+        atomic_store(&M.fixed_team, team);
+        atomic_store(&scaf_mall_fixed, 1);
+        scaf_say_into(M.reason, sizeof M.reason, "%s", reason);
+        atomic_store(&M.source, source);
+        atomic_store(&M.verdict, SCAF_VERDICT_FIXED);
+        scaf_layer_log("team fixed (%s)", reason);
+    }
+    publish_locked(scaf_page_get());
+    pthread_mutex_unlock(&M.lock);
+}
+
+/* ---- the daemon's memory of sites ---- */
+
+void scaf_malleable_site_new(struct scaf_site *s, void (*fn)(void *), const struct scaf_page *p)
+{
+    struct scaf_page_memory m;
+    uint64_t object;
+    uint32_t offset, memo, bits, expected = 0;
+    int tls;
+    char what[96];
+
+    if (!M.memory || !s || !p || atomic_load_explicit(&scaf_mall_fixed, memory_order_relaxed) || ev_has(EV_FORCED))
+        return;
+    scaf_page_read_memory(p, &m);
+    if (m.known_sites == 0)
+        return;
+    tls = scaf_tlsobj_identify(fn, &object, &offset);
+    if (tls < 0 || object == 0)
+        return;
+    memo = scaf_page_known(p, object, offset);
+    bits = scaf_verdict_memo_site(memo, tls != 0);
+    if (!bits || !atomic_compare_exchange_strong(&s->verdict, &expected, bits))
+        return;
+    scaf_reason_describe((void *)fn, what, sizeof what);
+    scaf_layer_log("region %s remembered %s: steered from its first instance", what,
+                   tls ? "clean, its thread-local data per-region scratch" : "clean");
+}
+
+/* Tells the memory what one site taught (learned[]), once per change; caller holds nothing. */
+static void learn(struct scaf_site *s, void (*fn)(void *), uint32_t memo)
+{
+    uint32_t was = atomic_load(&s->memo), now = memo | SCAF_SITE_MEMO_SAID;
+    uint64_t object;
+    uint32_t offset;
+    struct scaf_page *page;
+    char what[96];
+
+    if (was == now || !atomic_compare_exchange_strong(&s->memo, &was, now))
+        return;
+    /* Code outside any object with a build ID cannot be named in the next run: not remembered. */
+    if (scaf_tlsobj_identify(fn, &object, &offset) < 0 || object == 0)
+        return;
+    pthread_mutex_lock(&M.lock);
+    if (M.nlearned < SCAF_MEMORY_SITES) {
+        M.learned[M.nlearned++] = (struct scaf_site_memo){.object = object, .offset = offset, .bits = memo};
+        page = scaf_page_get();
+        if (page)
+            scaf_page_publish_learned(page, M.learned, M.nlearned - 1, M.nlearned);
+        scaf_reason_describe((void *)fn, what, sizeof what);
+        scaf_layer_log("learned region %s: bits %#x (object %016llx offset %#x)", what, memo,
+                       (unsigned long long)object, offset);
+    } else if (!M.learned_full) {
+        M.learned_full = 1;
+        scaf_layer_log("more than %d sites settled: the rest are not remembered", SCAF_MEMORY_SITES);
+    }
     pthread_mutex_unlock(&M.lock);
 }
 
@@ -320,7 +431,10 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *si
                                                          !mi.ev.forced && scaf_tlsobj_has_tls(fn));
     m->tls = mi.tls;
     m->mode = in->mode = scaf_verdict_mode(&mi);
-    if (m->mode == SCAF_TEAM_CHECK) {
+    if (m->mode == SCAF_TEAM_KEEP) {
+        /* Started with its share: only the starting thread's nthreads-var says so (core/team.h). */
+        in->pinned = atomic_load_explicit(&M.started, memory_order_relaxed) != 0;
+    } else if (m->mode == SCAF_TEAM_CHECK) {
         uint64_t i = atomic_fetch_add_explicit(&M.check_index, 1, memory_order_relaxed);
         in->check_team = scaf_checkteam_pick(M.check_seed, i, in->bound);
     } else if (m->mode == SCAF_TEAM_WATCH && m->tls) {
@@ -355,6 +469,7 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     struct scaf_site *s = m->site;
     char reason[SCAF_REASON_MAX];
     unsigned held;
+    uint32_t memo;
 
     if (M.report_path) {
         if (team >= 1 && team <= SCAF_MAX_CPUS)
@@ -371,7 +486,7 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     ji.site = s ? atomic_load_explicit(&s->verdict, memory_order_relaxed) : 0;
     /* The common case, a seen site whose threads neither number themselves nor read the team size,
      * ends here after three loads (the judgement would change nothing). */
-    if (ji.site && !ji.tid && !ji.nth && !(ji.site & SCAF_SITE_TLS_WAIT))
+    if (ji.site && !ji.tid && !ji.nth && !(ji.site & (SCAF_SITE_TLS_WAIT | SCAF_SITE_KNOWN)))
         return;
     ji.ev = evidence();
     ji.mode = m->mode;
@@ -388,6 +503,8 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
         lower_cap(team);
     if (ji.ev.forced)
         return;
+    if (M.memory && s && scaf_verdict_memo_learn(&ji, &j, &memo))
+        learn(s, m->fn, memo);
     /* Only the thread whose update lands counts the site in or out of the held ones. */
     if (s && j.site != ji.site && atomic_compare_exchange_strong(&s->verdict, &ji.site, j.site)) {
         if ((j.site & SCAF_SITE_TLS_WAIT) && !(ji.site & SCAF_SITE_TLS_WAIT))

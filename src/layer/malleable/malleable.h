@@ -3,6 +3,7 @@
 #define SCAF_LAYER_MALLEABLE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/team.h"
@@ -18,6 +19,33 @@ void scaf_malleable_init(void);
 
 /* Reads the rules files once, through rules.c (before the first HELLO, so that it can carry the verdict). */
 void scaf_malleable_prepare(void);
+
+/*
+ * The user's word on malleability (SCAF_MALLEABLE, a rules line, scaf check's
+ * seeded teams): its source (enum scaf_verdict_source), verdict and reason;
+ * 0 when the evidence decides. Rules are known after scaf_malleable_prepare.
+ */
+uint32_t scaf_malleable_user_word(uint32_t *verdict, char *reason, size_t len);
+
+/* Whether the program has read (omp_get_max_threads, a team size escaped from a region) or set its count. */
+void scaf_malleable_count_seen(int *read, int *set);
+
+/*
+ * The program started with `team` (client/start.c): it is its count and bound
+ * from now on; when `fixed`, its team is fixed at it with `source` and
+ * `reason` (over any verdict, and no evidence is judged any more). The page
+ * gets started_with, now and at every reconnect.
+ */
+void scaf_malleable_start(unsigned team, int fixed, uint32_t source, const char *reason);
+
+struct scaf_site;
+
+/*
+ * A site was just inserted in the site table (its first instance is about to
+ * run): when the page's known[] remembers it clean, it starts settled
+ * (core/verdict.c's scaf_verdict_memo_site), steered from that instance.
+ */
+void scaf_malleable_site_new(struct scaf_site *s, void (*fn)(void *), const struct scaf_page *p);
 
 /* Evidence from an adapter's omp_* wrappers, each called only outside any parallel region. */
 void scaf_malleable_query(void *caller);          /* omp_get_max_threads() */
@@ -49,8 +77,6 @@ static inline int scaf_malleable_nth_new(unsigned *epoch)
     return atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) != *epoch;
 }
 
-struct scaf_site;
-
 /* Per outermost region instance, kept by the wrapper between begin and end. */
 struct scaf_mall_region {
     void (*fn)(void *);
@@ -81,7 +107,8 @@ extern _Atomic int scaf_mall_fixed;
 /* nthreads-var as the program last left it: the bound, or what omp_set_num_threads set. */
 unsigned scaf_malleable_bound(void);
 
-/* Writes verdict, source, reason (and the fixed team) into a page; called on every (re)connect. */
+/* Writes verdict, source, reason (and the fixed team), the start team and the sites learned into a page; called on
+ * every (re)connect. */
 void scaf_malleable_publish(struct scaf_page *page);
 
 #endif

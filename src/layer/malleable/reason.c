@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/say.h"
+#include "../core/start.h"
 #include "../core/verdict.h"
 
 void scaf_reason_describe(void *addr, char *out, size_t len)
@@ -108,4 +109,28 @@ void scaf_reason_count_known(void *caller, int set, int team, char *out, size_t 
                       who);
     else
         scaf_say_into(out, len, "omp_get_max_threads() outside regions from %s: watching each region once", who);
+}
+
+void scaf_reason_started(unsigned team, unsigned contexts, int keep, unsigned runs, const char *user, char *out,
+                         size_t len)
+{
+    switch (keep) {
+    case SCAF_KEEP_USER:
+        scaf_say_into(out, len, "started with %u of %u contexts: %s; cannot grow", team, contexts,
+                      user && user[0] ? user : "the user said fixed");
+        return;
+    case SCAF_KEEP_CHECKED:
+        scaf_say_into(out, len, "started with %u of %u contexts: remembered fixed by scaf check; cannot grow", team,
+                      contexts);
+        return;
+    default:
+        /* scaf run's recall said so, and the daemon met since may remember nothing (it restarted). */
+        if (runs == 0)
+            scaf_say_into(out, len, "started with %u of %u contexts by scaf run: remembered fixed; cannot grow", team,
+                          contexts);
+        else
+            scaf_say_into(out, len, "started with %u of %u contexts: remembered fixed from %u run%s; cannot grow",
+                          team, contexts, runs, runs == 1 ? "" : "s");
+        return;
+    }
 }

@@ -24,4 +24,13 @@ void scaf_reason_for(int why, void *fn, unsigned team, const struct scaf_reason_
 /* The reason when the program first reads (`set` 0) or sets (`team`) its count from `caller`: watched, undecided. */
 void scaf_reason_count_known(void *caller, int set, int team, char *out, size_t len);
 
+/*
+ * The reason of a program started with its share (client/start.c): `team` of
+ * `contexts`, and why it keeps it (enum scaf_start_keep: remembered fixed from
+ * `runs` runs, by scaf check, or the user's word `user`), e.g. "started with 1
+ * of 2 contexts: remembered fixed from 3 runs; cannot grow".
+ */
+void scaf_reason_started(unsigned team, unsigned contexts, int keep, unsigned runs, const char *user, char *out,
+                         size_t len);
+
 #endif

@@ -1,0 +1,132 @@
+"""ctypes binding to libscaf_key.so: the key a program is remembered under, computed by the layer's own C code (include/scaf/progkey.h).
+
+Stable API (scaf run, scaf forget and scaf check use it)::
+
+    from scaf.lib import progkey
+
+    k = progkey.of_command("/usr/bin/python3", ["python3", "train.py"])
+    k.key    # 64-bit FNV-1a of k.text; 0 when the program cannot be named (code from stdin)
+    k.text   # "exe=build-id:...\\nscript=file:/home/u/train.py:1234:1700000000.123456789"
+    k.name   # "python3.11 train.py": how scaf status names it
+
+``of_command`` names a command as the kernel will run it: a ``#!`` script is its interpreter
+running it (``#!/usr/bin/env NAME`` looked up in PATH), so the key is the one the layer sends in
+its HELLO from /proc/self/exe and /proc/self/cmdline. ``key_of`` is the C function as it is.
+Errors: ``KeyLibraryMissing`` (a RuntimeError) when libscaf_key.so has not been built ("run
+make"); ``OSError`` when the executable cannot be read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scaf.lib import paths
+
+TEXT = 384  # SCAF_PROGKEY_TEXT
+NAME = 48  # SCAF_PROGKEY_NAME
+
+
+class KeyLibraryMissing(RuntimeError):
+    """libscaf_key.so is not built (or cannot be loaded)."""
+
+
+class _CKey(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_uint64), ("text", ctypes.c_char * TEXT), ("name", ctypes.c_char * NAME)]
+
+
+@dataclass(frozen=True)
+class ProgKey:
+    """A program's identity: key (0 = cannot be named, never remembered), canonical text, name for status."""
+
+    key: int
+    text: str
+    name: str
+
+
+_lib: ctypes.CDLL | None = None
+
+
+def _load() -> ctypes.CDLL:
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = paths.key_lib()
+    if not path.exists():
+        raise KeyLibraryMissing(f"{path} not found: run make (it builds the program-key library)")
+    try:
+        lib = ctypes.CDLL(str(path), use_errno=True)
+    except OSError as e:
+        raise KeyLibraryMissing(f"cannot load {path}: {e}; run make") from e
+    lib.scaf_progkey_size.restype = ctypes.c_size_t
+    lib.scaf_progkey_size.argtypes = []
+    if lib.scaf_progkey_size() != ctypes.sizeof(_CKey):
+        raise KeyLibraryMissing(f"{path}: struct scaf_progkey is {lib.scaf_progkey_size()} bytes, "
+                                f"python/scaf/lib/progkey.py expects {ctypes.sizeof(_CKey)}; run make")
+    lib.scaf_progkey_of.restype = ctypes.c_int
+    lib.scaf_progkey_of.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
+                                    ctypes.POINTER(_CKey)]
+    _lib = lib
+    return lib
+
+
+def key_of(exe: str, argv: Sequence[str]) -> ProgKey:
+    """scaf_progkey_of(exe, argv): the key of EXE run with ARGV (argv[0] included). Raises OSError."""
+    lib = _load()
+    words = [os.fsencode(a) for a in argv]
+    arr = (ctypes.c_char_p * max(len(words), 1))(*words)
+    out = _CKey()
+    if lib.scaf_progkey_of(os.fsencode(exe), arr, len(words), ctypes.byref(out)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), exe)
+    return ProgKey(out.key, out.text.decode(errors="replace"), out.name.decode(errors="replace"))
+
+
+def _shebang(path: str) -> tuple[str, str | None] | None:
+    """(interpreter, its one optional argument) of a `#!` file, as the kernel splits the line; None otherwise."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
+    words = line.split(None, 1)
+    if not words:
+        return None
+    return words[0], (words[1].strip() if len(words) > 1 else None)
+
+
+def command(path: str, argv: Sequence[str]) -> tuple[str, list[str]]:
+    """The executable and argv the kernel ends up running for PATH (found like a shell) with ARGV: a `#!`
+    script becomes its interpreter with the script's path as an argument; `#!/usr/bin/env NAME` runs NAME
+    from PATH. Anything else is returned as given."""
+    exe, words = path, list(argv)
+    for _ in range(4):  # an interpreter that is a script itself, at most this deep (as the kernel allows)
+        bang = _shebang(exe)
+        if bang is None:
+            break
+        interp, opt = bang
+        if os.path.basename(interp) == "env" and opt:
+            named = opt.split()
+            if named[0] == "-S":
+                named = named[1:]
+            found = shutil.which(named[0]) if named and not named[0].startswith("-") else None
+            if not found:
+                break
+            words = [named[0], *named[1:], exe, *words[1:]]
+            exe = found
+        else:
+            words = [interp, *([opt] if opt else []), exe, *words[1:]]
+            exe = interp
+    return exe, words
+
+
+def of_command(path: str, argv: Sequence[str]) -> ProgKey:
+    """The key of the program that running PATH with ARGV starts (`command`). Raises OSError."""
+    exe, words = command(path, argv)
+    return key_of(exe, words)

@@ -1,0 +1,120 @@
+/* start.c — whether a program starts with its share of the machine, pure: the start team from the page's memory, the user's word and what the program already did. */
+#include "start.h"
+
+#include "scaf/proto.h"
+
+/* The memory's word: fixed by evidence or by scaf check counts; a remembered user verdict does not (the user's
+ * word applies at each run by itself). */
+static int keep_of(const struct scaf_start_in *in)
+{
+    if (in->user_fixed)
+        return SCAF_KEEP_USER;
+    if (in->memory_runs == 0 || in->memory_verdict != SCAF_VERDICT_FIXED)
+        return SCAF_KEEP_NONE;
+    if (in->memory_source == SCAF_SOURCE_EVIDENCE)
+        return SCAF_KEEP_REMEMBERED;
+    if (in->memory_source == SCAF_SOURCE_CHECK)
+        return SCAF_KEEP_CHECKED;
+    return SCAF_KEEP_NONE;
+}
+
+struct scaf_start scaf_start_decide(const struct scaf_start_in *in)
+{
+    struct scaf_start out = {SCAF_START_APPLY, 0, SCAF_KEEP_NONE};
+
+    if (in->memory_off) {
+        out.why = SCAF_START_OFF;
+        return out;
+    }
+    if (in->level != 0) {
+        out.why = SCAF_START_NESTED;
+        return out;
+    }
+    if (in->set) {
+        out.why = SCAF_START_SET;
+        return out;
+    }
+    if (in->scaf_run_team) {
+        /* OMP_NUM_THREADS=T came from scaf run's recall: the count is scaf's, and the runtime read it. */
+        if (in->nthreads != in->scaf_run_team) {
+            out.why = SCAF_START_SCAF_RUN_STALE;
+            return out;
+        }
+        if (!in->asked) {
+            out.why = SCAF_START_ASK; /* for the reason's words: how many runs are remembered */
+            return out;
+        }
+        out.why = SCAF_START_SCAF_RUN;
+        out.team = in->scaf_run_team;
+        out.keep = in->user_malleable ? SCAF_KEEP_NONE : keep_of(in);
+        /* scaf run recalled it fixed, even if this daemon (restarted since) no longer says so. */
+        if (!in->user_malleable && out.keep == SCAF_KEEP_NONE)
+            out.keep = SCAF_KEEP_REMEMBERED;
+        return out;
+    }
+    if (in->read) {
+        out.why = SCAF_START_READ;
+        return out;
+    }
+    if (in->user_malleable) {
+        out.why = SCAF_START_MALLEABLE;
+        return out;
+    }
+    if (in->user_count) {
+        out.why = SCAF_START_USER_COUNT;
+        return out;
+    }
+    if (!in->asked) {
+        out.why = SCAF_START_ASK;
+        return out;
+    }
+    out.keep = keep_of(in);
+    if (out.keep == SCAF_KEEP_NONE) {
+        out.why = SCAF_START_NOT_FIXED;
+        return out;
+    }
+    if (in->start_team == 0) {
+        out.why = SCAF_START_NO_TEAM;
+        return out;
+    }
+    if (in->start_team >= in->nthreads) {
+        out.why = SCAF_START_NOT_SMALLER;
+        return out;
+    }
+    out.team = in->start_team;
+    return out;
+}
+
+const char *scaf_start_why_text(int why)
+{
+    switch (why) {
+    case SCAF_START_APPLY:
+        return "started with its share";
+    case SCAF_START_SCAF_RUN:
+        return "scaf run started it with its share";
+    case SCAF_START_ASK:
+        return "the daemon's page decides";
+    case SCAF_START_OFF:
+        return "SCAF_MEMORY=0";
+    case SCAF_START_NESTED:
+        return "not at the outermost level";
+    case SCAF_START_SET:
+        return "the program set its own count first (omp_set_num_threads)";
+    case SCAF_START_READ:
+        return "the program read its count before the layer could act";
+    case SCAF_START_SCAF_RUN_STALE:
+        return "SCAF_START_TEAM is not the runtime's count: OMP_NUM_THREADS was changed after scaf run";
+    case SCAF_START_MALLEABLE:
+        return "the user said malleable";
+    case SCAF_START_USER_COUNT:
+        return "OMP_NUM_THREADS is the user's";
+    case SCAF_START_NOT_FIXED:
+        return "nothing says the program keeps its team";
+    case SCAF_START_NO_TEAM:
+        return "the daemon offers no start team";
+    case SCAF_START_NOT_SMALLER:
+        return "the start team is not below the program's count";
+    default:
+        return "?";
+    }
+}
