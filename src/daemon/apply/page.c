@@ -65,3 +65,11 @@ void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang)
     atomic_store_explicit(&pg->gang, gang, memory_order_release);
     syscall(SYS_futex, &pg->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
+
+void scaf_page_write_idle(struct scaf_page *pg, uint32_t idle)
+{
+    /* One word, read alone by the layer at each outermost region (relaxed: a region that misses the
+     * store by a moment is counted by the regions counter at the next turn anyway). */
+    if (atomic_load_explicit(&pg->idle, memory_order_relaxed) != idle)
+        atomic_store_explicit(&pg->idle, idle, memory_order_relaxed);
+}

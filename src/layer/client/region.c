@@ -50,6 +50,9 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     }
     if (__builtin_expect(scaf_page_gang_waiting(p), 0))
         scaf_page_wait_turn(p);
+    /* Idle (the daemon gave its share away): say so once and run at once, with the team on the page. */
+    if (__builtin_expect(scaf_page_idle(p) != 0, 0))
+        scaf_conn_wake(scaf_page_idle(p));
     scaf_page_count_region(p);
     r->live = 1;
     site = scaf_site_lookup(fn);
