@@ -102,7 +102,7 @@ static void help(void)
            "    --idle-after SECS  a client that has run no parallel region and used next to no\n"
            "                       CPU (10%% of one context) for SECS seconds is idle: it holds\n"
            "                       no share until its next region or CPU use, and its share\n"
-           "                       goes to the busy clients (0.05 to 3600, default 0.5; 0 = never)\n"
+           "                       goes to the busy clients (0.05 to 3600, default 0.25; 0 = never)\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
            "                       any user's programs may join. Users are kept apart: each\n"
            "                       may hold --user-clients clients and 16 connections that have\n"

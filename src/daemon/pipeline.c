@@ -51,16 +51,15 @@ void scaf_pipeline_free(struct scafd *d)
 
 /*
  * collect: every client's page through the one decoder; a torn report keeps the last whole one. For
- * the idle rule, the CPU time of each client whose regions stood still since the last turn (one
- * /proc read; a client whose regions moved is busy without it).
+ * the idle rule, each client's CPU time (one /proc read): a busy turn's reading starts the span the
+ * next turn judges, so that a client is idle one quiet turn after its last region, not two.
  */
 static void collect(struct scafd *d, bool referee)
 {
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
         (void)scaf_page_read(c->page, c->max_threads, c->hello_fixed, &c->report);
-        c->cpu_ok = referee && d->opt.idle_after_s > 0 && !c->woke && c->idle.started &&
-                    c->report.regions == c->idle.regions && scaf_lookout_client_cpu(c->pid, &c->cpu_ticks) == 0;
+        c->cpu_ok = referee && d->opt.idle_after_s > 0 && scaf_lookout_client_cpu(c->pid, &c->cpu_ticks) == 0;
     }
 }
 

@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, proto, rundir, runtimes
+from scaf.lib import autostart, frameworks, paths, proto, rundir, runtimes
 from scaf.lib.launch import append_preload, resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -362,6 +362,8 @@ def main(args: argparse.Namespace) -> int:
     if layer is not None:
         env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
         env.update(paths.wait_defaults(env, choice.layer or "gomp"))
+        # Process pools (joblib's loky, Dask's nannies) leave their workers' counts to scaf (docs/cli.md).
+        env.update(frameworks.pool_env(env, path, runtimes.runs_python(path)))
     env["SCAF_SOCKET"] = sock
     if args.malleable:
         env["SCAF_MALLEABLE"] = args.malleable

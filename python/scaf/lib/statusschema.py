@@ -28,6 +28,7 @@ CLIENT: dict[str, tuple[type, ...]] = {
     "cpuset": (list,), "nlwp": (int,), "max_threads": (int,), "last_team": (int,), "regions": (int,),
     "coef": NUMBER, "estimate": (str,), "verdict": (str,), "verdict_source": (str,), "reason": (str,),
     "efficiency": NUMBER, "control": (str,), "rigid_team": (int,), "wanted": (int,),
+    "idle": (bool,),
 }
 CLIENT_REQUIRED: tuple[str, ...] = ()  # a daemon may show other users' clients with fewer fields
 NULLABLE = {"efficiency", "reason", "verdict_source"}

@@ -12,15 +12,17 @@ struct scaf_idle_rule scaf_idle_rule_default(uint32_t hz)
     };
 }
 
-/* Whether the span from the mark to this reading burned more than the rule allows. */
-static bool span_busy(const struct scaf_idle *s, const struct scaf_idle_obs *o, const struct scaf_idle_rule *r)
+/* Whether the CPU burned since the mark is more than the rule allows over `span_ns` (the span's length, or
+ * the shortest span for one not yet complete: a partial span already past that is busy for sure). */
+static bool span_busy(const struct scaf_idle *s, const struct scaf_idle_obs *o, const struct scaf_idle_rule *r,
+                      uint64_t span_ns)
 {
     double allowed;
 
     /* A count that went back (a reused pid cannot get here, but a page or /proc oddity can) is activity. */
     if (o->cpu_ticks < s->mark_ticks)
         return true;
-    allowed = r->cpu_frac * (double)(o->now_ns - s->mark_ns) * (double)r->hz / 1e9 + (double)r->slack_ticks;
+    allowed = r->cpu_frac * (double)span_ns * (double)r->hz / 1e9 + (double)r->slack_ticks;
     return (double)(o->cpu_ticks - s->mark_ticks) > allowed;
 }
 
@@ -38,6 +40,7 @@ bool scaf_idle_step(struct scaf_idle *s, const struct scaf_idle_obs *o, const st
     if (!s->started || o->now_ns < s->quiet_since_ns) {
         s->started = true;
         s->idle = false;
+        s->judged = false;
         s->regions = o->regions;
         s->quiet_since_ns = o->now_ns;
         mark(s, o);
@@ -45,21 +48,29 @@ bool scaf_idle_step(struct scaf_idle *s, const struct scaf_idle_obs *o, const st
     }
     busy = o->woke || o->regions != s->regions || !o->cpu_ok;
     if (!busy && !s->have_mark) {
-        /* The first reading after activity (the daemon does not read /proc for a client whose regions
-         * moved): the next span starts here. */
+        /* No reading to judge from yet (the first turn, or one after a reading failed): the next
+         * span starts here. */
         mark(s, o);
-    } else if (!busy && o->now_ns - s->mark_ns >= r->span_ns) {
-        busy = span_busy(s, o, r);
-        mark(s, o);
+    } else if (!busy) {
+        uint64_t span = o->now_ns - s->mark_ns;
+
+        busy = span_busy(s, o, r, span > r->span_ns ? span : r->span_ns);
+        if (!busy && span >= r->span_ns) {
+            s->judged = true;
+            mark(s, o);
+        }
     }
     if (busy) {
         s->idle = false;
+        s->judged = false;
         s->regions = o->regions;
         s->quiet_since_ns = o->now_ns;
         mark(s, o);
         return false;
     }
-    if (!s->idle && o->now_ns - s->quiet_since_ns >= r->window_ns) {
+    /* Quiet for the window, and at least one span of it judged: a turn without a region alone says
+     * nothing of a serial phase. */
+    if (!s->idle && s->judged && o->now_ns - s->quiet_since_ns >= r->window_ns) {
         s->idle = true;
         s->epoch = s->epoch + 1 ? s->epoch + 1 : 1;
     }

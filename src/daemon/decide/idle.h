@@ -9,8 +9,8 @@
  * The rule's numbers (docs/daemon.md, "Idle clients", gives the measurements
  * behind them). A client is idle once, for `window_ns`, its page's `regions`
  * counter has not moved, no WAKE came, and every CPU span of at least
- * `span_ns` in that time burned at most `cpu_frac` of one context (plus
- * `slack_ticks`, the rounding of /proc's clock ticks).
+ * `span_ns` in that time (one at least) burned at most `cpu_frac` of one
+ * context (plus `slack_ticks`, the rounding of /proc's clock ticks).
  */
 struct scaf_idle_rule {
     uint64_t window_ns;   /* quiet this long: idle */
@@ -20,8 +20,8 @@ struct scaf_idle_rule {
     uint32_t hz;          /* clock ticks per second (sysconf(_SC_CLK_TCK)) */
 };
 
-/* The daemon's rule: 0.5 s quiet, CPU judged over spans of 0.2 s or more, at most 10% of one context. */
-#define SCAF_IDLE_WINDOW_NS 500000000ull
+/* The daemon's rule: 0.25 s quiet, CPU judged over spans of 0.2 s or more, at most 10% of one context. */
+#define SCAF_IDLE_WINDOW_NS 250000000ull
 #define SCAF_IDLE_SPAN_NS 200000000ull
 #define SCAF_IDLE_CPU_FRAC 0.10
 #define SCAF_IDLE_SLACK_TICKS 1u
@@ -31,7 +31,7 @@ struct scaf_idle_obs {
     uint64_t now_ns;    /* CLOCK_MONOTONIC of the turn */
     uint64_t regions;   /* the page's outermost region count, as decoded this turn */
     bool woke;          /* a WAKE came on its connection since the last turn */
-    bool cpu_ok;        /* cpu_ticks was read this turn (the daemon reads it only while regions stand still) */
+    bool cpu_ok;        /* cpu_ticks was read this turn */
     uint64_t cpu_ticks; /* utime + stime of the process (/proc/PID/stat), all its threads */
 };
 
@@ -40,6 +40,7 @@ struct scaf_idle {
     bool started;            /* a first observation was taken */
     bool idle;               /* counted idle now */
     bool have_mark;          /* mark_* hold a CPU reading to judge the next span from */
+    bool judged;             /* a quiet span was judged since quiet_since_ns */
     uint64_t regions;        /* the count at the last turn */
     uint64_t quiet_since_ns; /* the turn that last saw activity */
     uint64_t mark_ns;        /* the start of the CPU span being judged */
