@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from conftest import SCAF, Daemon, short_tmpdir
-
 from scaf.lib import frameworks
 
 PROGS = Path(__file__).resolve().parents[1] / "progs"
