@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import ROOT, SCAF, Daemon
+from conftest import ROOT, SCAF, Daemon, daemon_binaries
 from support import wire
 
 # A client process: registers, says "ready ID", then obeys lines on stdin: `busy` makes its regions counter move
@@ -128,8 +128,9 @@ def test_regions_make_an_idle_client_busy_again(scafd_factory, clients: list[Cli
     assert b.page()[0] == 0
 
 
-def test_a_wake_gives_the_share_back_in_the_same_step(scafd_factory, clients: list[Client]) -> None:
-    d = scafd_factory(*DAEMON)
+@pytest.mark.parametrize("binary", daemon_binaries(), ids=lambda b: b.parent.parent.name)
+def test_a_wake_gives_the_share_back_in_the_same_step(scafd_factory, clients: list[Client], binary) -> None:
+    d = scafd_factory(*DAEMON, binary=binary)
     a, b = Client(d.socket), Client(d.socket)
     clients += [a, b]
     a.say("busy")
