@@ -33,18 +33,24 @@ static void mark(struct scaf_idle *s, const struct scaf_idle_obs *o)
     s->mark_ticks = o->cpu_ok ? o->cpu_ticks : 0;
 }
 
+/* Activity now (or the first look): busy, quiet from this turn, the next span from this reading. */
+static bool restart(struct scaf_idle *s, const struct scaf_idle_obs *o)
+{
+    s->idle = false;
+    s->judged = false;
+    s->regions = o->regions;
+    s->quiet_since_ns = o->now_ns;
+    mark(s, o);
+    return false;
+}
+
 bool scaf_idle_step(struct scaf_idle *s, const struct scaf_idle_obs *o, const struct scaf_idle_rule *r)
 {
     bool busy;
 
     if (!s->started || o->now_ns < s->quiet_since_ns) {
         s->started = true;
-        s->idle = false;
-        s->judged = false;
-        s->regions = o->regions;
-        s->quiet_since_ns = o->now_ns;
-        mark(s, o);
-        return false;
+        return restart(s, o);
     }
     busy = o->woke || o->regions != s->regions || !o->cpu_ok;
     if (!busy && !s->have_mark) {
@@ -60,14 +66,8 @@ bool scaf_idle_step(struct scaf_idle *s, const struct scaf_idle_obs *o, const st
             mark(s, o);
         }
     }
-    if (busy) {
-        s->idle = false;
-        s->judged = false;
-        s->regions = o->regions;
-        s->quiet_since_ns = o->now_ns;
-        mark(s, o);
-        return false;
-    }
+    if (busy)
+        return restart(s, o);
     /* Quiet for the window, and at least one span of it judged: a turn without a region alone says
      * nothing of a serial phase. */
     if (!s->idle && s->judged && o->now_ns - s->quiet_since_ns >= r->window_ns) {
