@@ -39,6 +39,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     struct scaf_team_in in = {.live = 1, .num_threads = num_threads};
     struct scaf_site *site;
     struct scaf_team t;
+    uint32_t idle;
 
     if (__builtin_expect(scaf_sandbox_in_child(), 0)) {
         in.in_child = 1;
@@ -51,8 +52,9 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     if (__builtin_expect(scaf_page_gang_waiting(p), 0))
         scaf_page_wait_turn(p);
     /* Idle (the daemon gave its share away): say so once and run at once, with the team on the page. */
-    if (__builtin_expect(scaf_page_idle(p) != 0, 0))
-        scaf_conn_wake(scaf_page_idle(p));
+    idle = scaf_page_idle(p);
+    if (__builtin_expect(idle != 0, 0))
+        scaf_conn_wake(idle);
     scaf_page_count_region(p);
     r->live = 1;
     site = scaf_site_lookup(fn);
