@@ -120,6 +120,11 @@ class Daemon(daemon.PrivateDaemon):
     """A real scafd process on a private socket, started at once; its allocation log is self.log."""
 
     def __init__(self, binary: Path, args: list[str], env: dict[str, str] | None = None):
+        # Idle clients hold nothing (docs/daemon.md, "Idle clients"): the fake clients most tests register run
+        # no region and burn no CPU, so they would be idle within a second. Tests of other things keep every
+        # client busy with --idle-after 0; the idle tests name their own --idle-after.
+        if not any(a.startswith("--idle-after") for a in args):
+            args = [*args, "--idle-after", "0"]
         super().__init__(args, binary=binary, log=True, env=dict(os.environ, **(env or {})), prefix="scaf-t-")
         self.args = args
         # A memory of its own (kept across start() after stop(): a restart remembers), unless the test chose.

@@ -234,7 +234,8 @@ struct scaf_page {
     _Atomic uint32_t gang; /* enum scaf_gang; a single word outside the seqlock, FUTEX_WAKEd */
     /* Protocol 6: nonzero while the daemon counts the client idle (no region and next to no CPU for a
      * while): its share went to the busy clients. A single word outside the seqlock. The layer reads it
-     * at each outermost region; the first region that finds it set sends one WAKE and runs at once. */
+     * at each outermost region; the first region that finds it set sends one WAKE and runs at once. The value
+     * names the idle period (never 0, different for each period), so that one WAKE goes per period. */
     _Atomic uint32_t idle;
     uint8_t daemon_reserved[56];
 

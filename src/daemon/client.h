@@ -4,6 +4,7 @@
 
 #include "collect/lookout.h"
 #include "collect/page.h"
+#include "decide/idle.h"
 #include "decide/referee.h"
 #include "decide/rigid.h"
 #include "memory/recall.h"
@@ -33,6 +34,10 @@ struct scaf_client {
     struct scaf_client_state state; /* probes, the noise of E, its curve's points (scaf_client_state_step) */
     struct scaf_rigid rigid;        /* teams it ran that the daemon did not choose (scaf_rigid_step) */
     struct scaf_client_memory memo; /* what the memory recalled of its program, and its run's tally (memory/) */
+    struct scaf_idle idle;          /* whether it runs nothing now (scaf_idle_step): its share goes to the others */
+    bool woke;                      /* a WAKE came since the last turn (transport/conn.c) */
+    bool cpu_ok;                    /* cpu_ticks was read in this turn's collect */
+    uint64_t cpu_ticks;             /* utime + stime of its process, for the idle rule */
 };
 
 #endif

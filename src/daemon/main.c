@@ -43,7 +43,7 @@ static void help(void)
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
            "          [--no-lookout] [--gang-quantum MS] [--probe-interval SECS]\n"
-           "          [--min-gain G] [--shared [--user-clients N]] [--job ID]\n"
+           "          [--min-gain G] [--idle-after SECS] [--shared [--user-clients N]] [--job ID]\n"
            "          [--exit-with PID] [--state-dir DIR | --no-memory]\n"
            "          [--memory-programs N] [-v] [--help] [--version]\n"
            "\n"
@@ -102,6 +102,10 @@ static void help(void)
            "    --min-gain G       the consumption policy gives a program one more context only\n"
            "                       while that adds at least G to its modelled speedup (0.001 to\n"
            "                       1, default 0.5: half a context's worth); the rest stay idle\n"
+           "    --idle-after SECS  a client that has run no parallel region and used next to no\n"
+           "                       CPU (10%% of one context) for SECS seconds is idle: it holds\n"
+           "                       no share until its next region or CPU use, and its share\n"
+           "                       goes to the busy clients (0.05 to 3600, default 0.25; 0 = never)\n"
            "    --shared           socket mode 0666 (and directory 0755): a system-wide daemon\n"
            "                       any user's programs may join. Users are kept apart: each\n"
            "                       may hold --user-clients clients and 16 connections that have\n"
@@ -267,7 +271,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH, O_STATEDIR, O_NOMEMORY, O_MEMPROGS };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH, O_STATEDIR, O_NOMEMORY, O_MEMPROGS, O_IDLEAFTER };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -282,6 +286,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"gang-quantum", required_argument, NULL, O_GANG},
         {"probe-interval", required_argument, NULL, O_PROBE},
         {"min-gain", required_argument, NULL, O_MINGAIN},
+        {"idle-after", required_argument, NULL, O_IDLEAFTER},
         {"shared", no_argument, NULL, O_SHARED},
         {"user-clients", required_argument, NULL, O_USERC},
         {"job", required_argument, NULL, O_JOB},
@@ -304,6 +309,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
     o->gang_quantum_s = 0.1;
     o->probe_interval_s = 10.0;
     o->min_gain = SCAF_MIN_GAIN_DEFAULT;
+    o->idle_after_s = SCAF_IDLE_WINDOW_NS / 1e9;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":t:vhV", opts, NULL)) != -1) {
         int r = 0;
@@ -347,6 +353,9 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             break;
         case O_MINGAIN:
             r = parse_secs("--min-gain", optarg, 0.001, false, 1, &o->min_gain);
+            break;
+        case O_IDLEAFTER:
+            r = parse_secs("--idle-after", optarg, 0.05, true, 3600, &o->idle_after_s);
             break;
         case O_SHARED:
             o->shared = true;

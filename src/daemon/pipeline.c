@@ -4,7 +4,9 @@
 #include "say.h"
 #include "scafd.h"
 #include "apply/apply.h"
+#include "collect/lookout.h"
 #include "collect/page.h"
+#include "decide/idle.h"
 #include "decide/prepare.h"
 #include "decide/referee.h"
 #include "report/alloclog.h"
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int scaf_pipeline_init(struct scafd *d)
 {
@@ -28,6 +31,9 @@ int scaf_pipeline_init(struct scafd *d)
         errno = ENOMEM;
         return -1;
     }
+    long hz = sysconf(_SC_CLK_TCK);
+    d->idle_rule = scaf_idle_rule_default(hz > 0 && hz < 1000000 ? (uint32_t)hz : 100);
+    d->idle_rule.window_ns = (uint64_t)(d->opt.idle_after_s * 1e9);
     return 0;
 }
 
@@ -43,12 +49,17 @@ void scaf_pipeline_free(struct scafd *d)
     d->rscratch = NULL;
 }
 
-/* collect: every client's page through the one decoder; a torn report keeps the last whole one. */
-static void collect(struct scafd *d)
+/*
+ * collect: every client's page through the one decoder; a torn report keeps the last whole one. For
+ * the idle rule, each client's CPU time (one /proc read): a busy turn's reading starts the span the
+ * next turn judges, so that a client is idle one quiet turn after its last region, not two.
+ */
+static void collect(struct scafd *d, bool referee)
 {
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
         (void)scaf_page_read(c->page, c->max_threads, c->hello_fixed, &c->report);
+        c->cpu_ok = referee && d->opt.idle_after_s > 0 && scaf_lookout_client_cpu(c->pid, &c->cpu_ticks) == 0;
     }
 }
 
@@ -61,6 +72,7 @@ static int decide(struct scafd *d)
         .probe_interval_ns = (uint64_t)(d->opt.probe_interval_s * 1e9),
         .chunk = d->chunk,
         .cpus = d->capacity.cpus,
+        .idle_rule = d->opt.idle_after_s > 0 ? &d->idle_rule : NULL,
     };
 
     for (uint32_t i = 0; i < d->nclients; i++) {
@@ -78,9 +90,13 @@ static int decide(struct scafd *d)
             .uid = c->uid,
             .remembered = remembered ? c->memo.points : NULL,
             .nremembered = remembered ? c->memo.npoints : 0,
+            .woke = c->woke,
+            .cpu_ok = c->cpu_ok,
+            .cpu_ticks = c->cpu_ticks,
         };
 
-        scaf_prepare_client(&in, &c->rigid, &c->state, &turn, &d->rclients[i]);
+        scaf_prepare_client(&in, &c->rigid, &c->state, &c->idle, &turn, &d->rclients[i]);
+        c->woke = false;
         c->memo.standin_team = remembered ? d->rclients[i].pol.eff_team : 0;
         c->memo.standin_e = remembered ? d->rclients[i].pol.efficiency : 0.0;
     }
@@ -118,8 +134,8 @@ static void report(struct scafd *d)
         scaf_buf_printf(&b, "allocation (%s, %u available):", d->policy->name, d->lookout.available);
         for (uint32_t i = 0; i < d->nclients; i++) {
             const struct scaf_client *c = d->clients[i];
-            scaf_buf_printf(&b, " %s[%d]=%u%s", c->name, (int)c->pid, c->alloc.threads,
-                            c->alloc.control == SCAF_CONTROL_CPUSET ? "(cpuset)" : "");
+            scaf_buf_printf(&b, " %s[%d]=%u%s%s", c->name, (int)c->pid, c->alloc.threads,
+                            c->alloc.control == SCAF_CONTROL_CPUSET ? "(cpuset)" : "", c->alloc.idle ? "(idle)" : "");
         }
         if (d->nclients == 0)
             scaf_buf_printf(&b, " no clients");
@@ -137,7 +153,7 @@ void scaf_pipeline_run(struct scafd *d, bool members)
     d->log_due |= members;
     if (!referee && !d->status_due)
         return;
-    collect(d);
+    collect(d, referee);
     if (!referee || decide(d) < 0)
         return; /* a failed policy leaves the pages and log_due as they were */
     if (scaf_apply_run(d->clients, d->nclients, d->rallocs, d->capacity.cpus, &d->gangs) || d->log_due)

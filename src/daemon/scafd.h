@@ -7,6 +7,7 @@
 #include "collect/foreign.h"
 #include "collect/lookout.h"
 #include "memory/keep.h"
+#include "decide/idle.h"
 #include "report/alloclog.h"
 #include "report/refusals.h"
 #include "report/status.h"
@@ -35,6 +36,7 @@ struct scafd_opts {
     double gang_quantum_s;   /* --gang-quantum; 0 = fixed teams that do not fit run unconfined */
     double probe_interval_s; /* --probe-interval; 0 = a client at one chunk is never probed */
     double min_gain;         /* --min-gain: the consumption policy's threshold */
+    double idle_after_s;     /* --idle-after: quiet this long, a client is idle (decide/idle.h); 0 = never */
     bool shared;             /* --shared: socket mode 0666, per-user quotas and shares, private status */
     uint32_t user_clients;   /* --shared: the most clients one user may hold (--user-clients) */
     const char *job;         /* --job: the batch system's job this daemon serves (status, log); NULL = none */
@@ -83,6 +85,7 @@ struct scafd {
     struct scaf_referee_alloc *rallocs;
     struct scaf_referee_scratch *rscratch; /* the referee's per-turn arrays, sized once for max_clients */
     struct scaf_gangs gangs; /* which gangs take turns, and whose turn it is (apply/apply.c) */
+    struct scaf_idle_rule idle_rule; /* when a client is idle (--idle-after, the clock's ticks) */
     struct scaf_alloclog log;
 
     /* What the end-of-batch step has to do: set by the handlers, cleared by the step. */

@@ -199,7 +199,7 @@ def test_status_of_a_real_client(scafd: Daemon, omp_client: Path) -> None:
         human = scaf("status", "--socket", scafd.socket)
         assert human.returncode == 0, human.stderr
         assert "policy equipartition" in human.stdout and "cpus 4" in human.stdout
-        for col in ("PID", "NAME", "USER", "THREADS", "MALLEABLE", "CPUSET", "NLWP", "EFFICIENCY", "ESTIMATE"):
+        for col in ("PID", "NAME", "USER", "THREADS", "MALLEABLE", "CPUSET", "NLWP", "IDLE", "EFFICIENCY", "ESTIMATE"):
             assert col in human.stdout
         assert "cpus 4 set by scafd --cpus" in human.stdout
         row = next(ln for ln in human.stdout.splitlines() if ln.split()[:2] == [str(pid), omp_client.name])

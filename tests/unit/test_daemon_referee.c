@@ -492,6 +492,10 @@ static void never_squeeze(void)
             uint32_t maxt = 1 + rnd(&x, 20), mall = rnd(&x, 3) != 0, fixed = 1 + rnd(&x, 12), lr = rnd(&x, 4) == 0;
             cl[i] = mk(maxt, (int)mall, fixed, lr);
             cl[i].rigid_team = rnd(&x, 3) == 0 ? rnd(&x, 12) : 0;
+            /* Idle clients (decide/idle.h) among them: never confined, in no gang. */
+            cl[i].idle = rnd(&x, 4) == 0;
+            cl[i].idle_epoch = cl[i].idle ? 1 + rnd(&x, 5) : 0;
+            cl[i].idle_team = rnd(&x, 9);
             cl[i].pol.efficiency = rnd(&x, 2) ? -1.0 : (double)(1 + rnd(&x, 100)) / 100.0;
             cl[i].pol.eff_team = cl[i].pol.efficiency > 0 ? 1 + rnd(&x, cl[i].pol.max_threads) : 0;
         }
@@ -506,8 +510,8 @@ static void never_squeeze(void)
         }
         for (uint32_t i = 0; i < n; i++) {
             uint32_t team = !cl[i].malleable ? (cl[i].rigid_team > cl[i].fixed_team ? cl[i].rigid_team : cl[i].fixed_team)
-                            : cl[i].rigid_team >= 2 ? cl[i].rigid_team
-                                                     : out[i].threads;
+                            : cl[i].rigid_team >= 2 && !cl[i].idle ? cl[i].rigid_team
+                                                                    : out[i].threads;
             int got = __builtin_popcountll(mask(out[i].cpuset));
 
             CHECK(out[i].threads >= 1, "round %d client %u: no threads", round, i);
@@ -519,6 +523,10 @@ static void never_squeeze(void)
             if (cl[i].malleable && cl[i].rigid_team < 2)
                 CHECK(out[i].control == SCAF_CONTROL_THREADS, "round %d client %u: a steered client confined", round,
                       i);
+            if (cl[i].idle)
+                CHECK(out[i].control == SCAF_CONTROL_THREADS && out[i].share == 0 && out[i].gang_slot == 0 &&
+                          out[i].idle != 0,
+                      "round %d client %u: an idle client confined, given a share or put in a gang", round, i);
         }
     }
 }

@@ -13,6 +13,7 @@ from scaf.lib.bench import (
     machine,
     overhead,
     pairs,
+    pools,
     runner,
     solo,
     stability,
@@ -40,6 +41,8 @@ examples:
   scaf bench report /tmp/b                           tables, CSV and PNGs again from results.json
   scaf bench overhead --rounds 20                    plain libgomp vs layer+daemon, alternating
   scaf bench stability --workloads ep,crit --cpus 4  allocation changes per minute, mean threads
+  scaf bench pools --frameworks loky,dask --sizes 3,2,2,1,1 --rounds 3
+                                                     tasks of unequal length over a process pool
 
 configurations (pairs):
   unmodified     plain libgomp, default threads (one per CPU of the bench's set)
@@ -80,6 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_report(kinds, EPILOG)
     register_overhead(kinds, EPILOG)
     register_stability(kinds, EPILOG)
+    register_pools(kinds, EPILOG)
 
     def no_kind(args: argparse.Namespace) -> int:
         p.print_help(sys.stderr)
@@ -431,3 +435,58 @@ def register_stability(sub: argparse._SubParsersAction, epilog: str) -> None:
     p.add_argument("--daemon-arg", action="append", metavar="ARG", help="extra scafd argument (repeatable)")
     p.add_argument("--json", action="store_true", help="also print every run as one JSON line")
     p.set_defaults(func=cmd_stability)
+
+
+def cmd_pools(args: argparse.Namespace) -> int:
+    try:
+        fws = [f.strip() for f in args.frameworks.split(",") if f.strip()]
+        cfgs = [c.strip() for c in args.configs.split(",") if c.strip()]
+        bad = [f for f in fws if f not in pools.FRAMEWORKS] + [c for c in cfgs if c not in pools.CONFIGS]
+        if bad or not fws or not cfgs:
+            raise BenchError(f"unknown framework or configuration: {', '.join(bad) or '(none given)'}; "
+                             f"frameworks {','.join(pools.FRAMEWORKS)}, configurations {','.join(pools.CONFIGS)}")
+        sizes = pools.parse_sizes(args.sizes)
+        if "scaf" in cfgs:
+            common.check_built(True)
+    except BenchError as e:
+        print(f"scaf bench pools: {e}", file=sys.stderr)
+        return 2
+    out = args.out or common.default_out("pools")
+    print(f"scaf bench pools: {','.join(fws)} x {','.join(cfgs)} x {args.rounds}, {args.task} tasks {args.sizes} "
+          f"over {args.workers} workers -> {out}", file=sys.stderr)
+    try:
+        return pools.measure(fws, cfgs, args.task, args.workers, sizes, args.rounds, out, args.python,
+                             args.timeout, common.new_tag())
+    except KeyboardInterrupt:
+        print(f"\nscaf bench pools: interrupted; finished runs are in {out}/results.json", file=sys.stderr)
+        return 130
+
+
+def register_pools(sub: argparse._SubParsersAction, epilog: str) -> None:
+    p = sub.add_parser(
+        "pools",
+        help="tasks of unequal length over a process pool (loky, Dask, multiprocessing): makespans side by side",
+        description=("Run N tasks of unequal length (scikit-learn fits: OpenMP; or numpy products: BLAS) over a "
+                     "process pool of K workers, under the framework's default, its guard off, a static split "
+                     "and scaf run; report each configuration's median makespan, scaf's ratio to it, and whether "
+                     "every run computed what the default did. The pool program needs scikit-learn, joblib and "
+                     "dask in the Python that runs it (--python). Configurations: "
+                     + "; ".join(f"{k}: {v}" for k, v in pools.CONFIG_HELP.items())),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--frameworks", default="loky,dask,mp", metavar="F,F,...",
+                   help=f"pools to measure (default loky,dask,mp; of {','.join(pools.FRAMEWORKS)})")
+    p.add_argument("--configs", default=",".join(pools.CONFIGS), metavar="C,C,...",
+                   help=f"configurations (default {','.join(pools.CONFIGS)})")
+    p.add_argument("--task", choices=("hgb", "matmul"), default="hgb",
+                   help="each task: a HistGradientBoosting fit (OpenMP, default) or numpy products (BLAS)")
+    p.add_argument("--workers", type=positive_int, default=2, metavar="K", help="pool workers (default 2)")
+    p.add_argument("--sizes", default="3,2,2,1,1", metavar="S,S,...",
+                   help="task sizes, one task each (default 3,2,2,1,1; 1 is about 0.8 s of one thread here)")
+    p.add_argument("--rounds", type=positive_int, default=3, metavar="R", help="rounds (default 3); medians")
+    p.add_argument("--python", default=sys.executable, metavar="PY",
+                   help="the Python that runs the pool program (default: the one running scaf)")
+    p.add_argument("--timeout", type=positive_float, default=600, metavar="S", help="per-run limit (default 600)")
+    p.add_argument("--out", metavar="DIR", type=Path, help="output folder (default results/pools-YYYYmmdd-HHMMSS)")
+    p.set_defaults(func=cmd_pools)

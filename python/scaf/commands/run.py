@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, progkey, proto, runtimes, startteam
+from scaf.lib import autostart, frameworks, paths, progkey, proto, runtimes, startteam
 from scaf.lib.launch import append_preload, resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -381,6 +381,8 @@ def main(args: argparse.Namespace) -> int:
     if layer is not None:
         env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
         env.update(paths.wait_defaults(env, choice.layer or "gomp"))
+        # Process pools (joblib's loky, Dask's nannies) leave their workers' counts to scaf (docs/cli.md).
+        env.update(frameworks.pool_env(env, path, runtimes.runs_python(path)))
     env["SCAF_SOCKET"] = sock
     if args.malleable:
         env["SCAF_MALLEABLE"] = args.malleable
@@ -399,8 +401,9 @@ def _start_team(sock: str, path: str, argv: list[str], env: dict[str, str], args
     if env.get("SCAF_MEMORY", "").strip() == "0":
         say("SCAF_MEMORY=0: nothing recalled")
         return
-    if "OMP_NUM_THREADS" in env:
-        say(f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']} is yours: no start team asked")
+    # The user's environment, not env: scaf run's own pool count (frameworks.pool_env) is no one's word.
+    if "OMP_NUM_THREADS" in os.environ:
+        say(f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} is yours: no start team asked")
         return
     try:
         exe, words = progkey.command(path, argv)

@@ -39,6 +39,10 @@ then one row per client program:
               check's test mode) or default (no evidence either way yet)
   CPUSET      the CPUs a non-malleable client is confined to
   NLWP        the threads the process has (from /proc)
+  IDLE        yes: it has run no parallel region and used next to no CPU
+              for a while (a parent waiting on its pool, an idle pool
+              worker): it holds no share (SHARE 0) and keeps THREADS for its
+              next region, which gets its share back at once
   EFFICIENCY  its estimated parallel efficiency (- when not known yet)
   ESTIMATE    where that comes from: none, assumed, measured or counters;
               remembered: the speedup the daemon kept from the program's
@@ -64,7 +68,7 @@ what was remembered of it, and the team it started with when scaf chose it
 source tree).
 --prometheus prints it in the Prometheus text format (scaf_* metrics: cpus,
 available, foreign load, policy, clients, refused clients, and per client
-threads, share, efficiency), for node_exporter's textfile collector; when no
+threads, share, efficiency, idle), for node_exporter's textfile collector; when no
 daemon answers it still prints scaf_up 0 (and exits 1). A batch job's id is
 the label job_id: the daemon's own (scafd --job), else a client's
 SLURM_JOB_ID where its environment is readable (root, or its own user).
@@ -221,7 +225,7 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
         render_foreign(console, st)
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "EFFICIENCY",
+    for col in ("PID", "NAME", "THREADS", "SHARE", "MALLEABLE", "BY", "CPUSET", "NLWP", "IDLE", "EFFICIENCY",
                 "ESTIMATE", "REMEMBERED", "USER"):
         right = col in ("PID", "THREADS", "SHARE", "NLWP", "EFFICIENCY")
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
@@ -239,13 +243,15 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             # The set a client is confined to; "-": none (steered by its thread count, or unconfined).
             cpu_ranges(c.get("cpuset") or []) if c.get("control", "cpuset") == "cpuset" else "-",
             str(c.get("nlwp", "-")),
+            {True: "yes", False: "no"}.get(c.get("idle"), "-"),  # "-": a daemon that does not say
             _fmt_eff(c.get("efficiency")),
             str(c.get("estimate", "-")),
             remembered_cell(c),
             user_name(c.get("uid")),
         )
     table.add_section()
-    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", "", "", "", "")
+    idle = sum(1 for c in clients if c.get("idle") is True)
+    table.add_row("all", f"{len(clients)} clients", "", str(total), "", "", "", "", f"{idle} idle", "", "", "", "")
     console.print(table)
     if others is not None:
         console.print(others, highlight=False)

@@ -20,6 +20,7 @@ CLIENT = (
     ("scaf_client_efficiency", "gauge", "estimated parallel efficiency (absent while unknown)", "efficiency"),
     ("scaf_client_nlwp", "gauge", "threads the client process has", "nlwp"),
     ("scaf_client_regions_total", "counter", "parallel regions the client has run", "regions"),
+    ("scaf_client_idle", "gauge", "1 while the client runs nothing and holds no share (absent: an older daemon)", "idle"),
 )
 
 

@@ -98,6 +98,11 @@ def is_interpreter(program: str) -> bool:
     return _INTERPRETERS.match(os.path.basename(program)) is not None
 
 
+def runs_python(program: str) -> bool:
+    """Whether PROGRAM is a Python interpreter, or a `#!` script of one (`dask worker`, a pip entry point)."""
+    return re.match(r"^(python|pypy)", os.path.basename(_interpreter(program) or program)) is not None
+
+
 def _family(soname: str) -> str:
     m = _SO.match(os.path.basename(soname))
     return m.group(1) if m else os.path.basename(soname)

@@ -28,7 +28,7 @@ CLIENT: dict[str, tuple[type, ...]] = {
     "cpuset": (list,), "nlwp": (int,), "max_threads": (int,), "last_team": (int,), "regions": (int,),
     "coef": NUMBER, "estimate": (str,), "verdict": (str,), "verdict_source": (str,), "reason": (str,),
     "efficiency": NUMBER, "control": (str,), "rigid_team": (int,), "wanted": (int,),
-    "memory": (dict,), "start_team": (int,), "started_with": (int,),
+    "memory": (dict,), "start_team": (int,), "started_with": (int,), "idle": (bool,),
 }
 # A client's "memory" object (docs/memory.md): what the daemon remembered of its program at its arrival.
 MEMORY: dict[str, tuple[type, ...]] = {"runs": (int,), "verdict": (str,), "source": (str,)}

@@ -8,7 +8,7 @@
 static bool same_alloc(const struct scaf_referee_alloc *a, const struct scaf_referee_alloc *b)
 {
     return a->threads == b->threads && a->control == b->control && a->malleable == b->malleable &&
-           a->gang_slot == b->gang_slot && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
+           a->gang_slot == b->gang_slot && a->idle == b->idle && memcmp(a->cpuset, b->cpuset, sizeof a->cpuset) == 0;
 }
 
 static uint32_t gang_state(const struct scaf_gangs *g, uint32_t slot)
@@ -43,6 +43,7 @@ bool scaf_apply_run(struct scaf_client *const *clients, uint32_t n, const struct
         c->applied = true;
         c->page_nclients = n;
         scaf_page_write_gang(c->page, gang_state(g, a->gang_slot));
+        scaf_page_write_idle(c->page, a->idle);
     }
     return changed;
 }

@@ -81,3 +81,11 @@ void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_memory 
         memcpy(pg->known, m->sites, n * sizeof pg->known[0]);
     pg->known_sites = m->sites ? n : 0;
 }
+
+void scaf_page_write_idle(struct scaf_page *pg, uint32_t idle)
+{
+    /* One word, read alone by the layer at each outermost region (relaxed: a region that misses the
+     * store by a moment is counted by the regions counter at the next turn anyway). */
+    if (atomic_load_explicit(&pg->idle, memory_order_relaxed) != idle)
+        atomic_store_explicit(&pg->idle, idle, memory_order_relaxed);
+}

@@ -19,6 +19,9 @@ void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, c
                      uint32_t nclients, uint32_t cpus);
 /* The gang word (enum scaf_gang), outside the seqlock; woken only when it changes. */
 void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
+/* The idle word, outside the seqlock: 0, or the client's idle period. Nobody waits on it: the layer
+ * reads it at each region. */
+void scaf_page_write_idle(struct scaf_page *pg, uint32_t idle);
 
 /* The daemon's memory half of a page (protocol 6, docs/memory.md). */
 struct scaf_page_memory {

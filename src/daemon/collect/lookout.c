@@ -95,6 +95,16 @@ static int read_pidstat(pid_t pid, struct scaf_pidstat *ps)
     return scaf_pidstat_parse(buf, ps);
 }
 
+int scaf_lookout_client_cpu(pid_t pid, uint64_t *ticks)
+{
+    struct scaf_pidstat ps;
+
+    if (pid <= 0 || read_pidstat(pid, &ps) < 0)
+        return -1;
+    *ticks = ps.utime + ps.stime;
+    return 0;
+}
+
 uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, pid_t exp)
 {
     struct scaf_pidstat ps, es;

@@ -57,6 +57,9 @@ struct scaf_lookout {
 
 void scaf_lookout_init(struct scaf_lookout *lk, bool on, uint32_t cpus);
 void scaf_lookout_free(struct scaf_lookout *lk);
+/* utime + stime of a client's process (all its threads, not its children) into *ticks: what the idle rule
+ * (decide/idle.h) judges at every referee turn. Returns 0, or -1 when /proc cannot tell (gone, hidden). */
+int scaf_lookout_client_cpu(pid_t pid, uint64_t *ticks);
 /* Takes a new client's CPU-time baseline, so its past does not count as foreign load. */
 void scaf_lookout_client_start(struct scaf_lookout_client *lc, pid_t pid);
 /* Ticks the client burned since its last sample, its experiment child included (`experiment_pid`

@@ -1,6 +1,7 @@
 /* prepare.c — one client made the referee's input: report collected and clamped, uid, rigid team and policy state stepped. */
 #include "prepare.h"
 #include "clamp.h"
+#include "idle.h"
 #include "referee.h"
 #include "rigid.h"
 #include "scaf/policy.h"
@@ -43,9 +44,16 @@ bool scaf_prepare_remembered(const struct scaf_memo_point *pts, uint32_t n, uint
 }
 
 void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *rigid, struct scaf_client_state *state,
-                         const struct scaf_prepare_turn *turn, struct scaf_referee_client *out)
+                         struct scaf_idle *idle, const struct scaf_prepare_turn *turn, struct scaf_referee_client *out)
 {
     const struct scaf_page_report *r = in->report;
+    struct scaf_idle_obs obs = {
+        .now_ns = turn->now_ns,
+        .regions = r->regions,
+        .woke = in->woke,
+        .cpu_ok = in->cpu_ok,
+        .cpu_ticks = in->cpu_ticks,
+    };
 
     scaf_referee_collect(r, in->max_threads, in->alloc, out);
     scaf_referee_clamp(out, turn->cpus);
@@ -65,4 +73,7 @@ void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *ri
                                     &out->pol.alt_team, &out->pol.alt_efficiency))
             scaf_referee_clamp(out, turn->cpus);
     }
+    /* After the collect, which clears the entry. */
+    out->idle = turn->idle_rule && scaf_idle_step(idle, &obs, turn->idle_rule);
+    out->idle_epoch = idle->epoch;
 }

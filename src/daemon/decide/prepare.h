@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 struct scaf_client_state;
+struct scaf_idle;
+struct scaf_idle_rule;
 struct scaf_page_report;
 struct scaf_referee_alloc;
 struct scaf_referee_client;
@@ -20,6 +22,7 @@ struct scaf_prepare_turn {
     uint64_t probe_interval_ns; /* --probe-interval */
     uint32_t chunk;
     uint32_t cpus;
+    const struct scaf_idle_rule *idle_rule; /* when a client counts as idle (decide/idle.h) */
 };
 
 /* One client as the daemon knows it. */
@@ -31,18 +34,22 @@ struct scaf_prepare_in {
     /* Its curve as the memory kept it (memory/recall.h), until its first measured report; NULL = none. */
     const struct scaf_memo_point *remembered;
     uint32_t nremembered;
+    bool woke;          /* a WAKE came on its connection since the last turn */
+    bool cpu_ok;        /* cpu_ticks was read this turn */
+    uint64_t cpu_ticks; /* utime + stime of its process */
 };
 
 /*
  * Fills the referee's entry for one client: its report and allocation as the
  * referee reads them (scaf_referee_collect), clamped (decide/clamp.c), its
  * uid, the team of the regions the daemon did not choose (scaf_rigid_step,
- * which steps *rigid) and its policy state (scaf_client_state_step, which
- * steps *state). While its report is not measured (no estimate, or an assumed
- * one) a remembered curve stands in for it (scaf_prepare_remembered).
+ * which steps *rigid), its policy state (scaf_client_state_step, which
+ * steps *state) and whether it is idle (scaf_idle_step, which steps *idle).
+ * While its report is not measured (no estimate, or an assumed one) a
+ * remembered curve stands in for it (scaf_prepare_remembered).
  */
 void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *rigid, struct scaf_client_state *state,
-                         const struct scaf_prepare_turn *turn, struct scaf_referee_client *out);
+                         struct scaf_idle *idle, const struct scaf_prepare_turn *turn, struct scaf_referee_client *out);
 
 /*
  * The estimate a remembered curve stands for (docs/memory.md, "Known sites,

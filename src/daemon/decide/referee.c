@@ -81,10 +81,11 @@ void scaf_referee_scratch_free(struct scaf_referee_scratch *s)
 }
 
 /* Whether the referee places a client like a fixed team: its team is fixed, or it runs one now
- * that the daemon did not choose (a clause, a first look, a long region). */
+ * that the daemon did not choose (a clause, a first look, a long region). An idle client is neither
+ * placed nor steered: it runs nothing. */
 static bool placed_like_fixed(const struct scaf_referee_client *c)
 {
-    return !c->malleable || c->rigid_team >= 2;
+    return !c->idle && (!c->malleable || c->rigid_team >= 2);
 }
 
 /* The team such a client runs. */
@@ -120,7 +121,9 @@ void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct sca
     for (uint32_t i = 0; i < snap->nclients; i++) {
         const struct scaf_referee_client *c = &snap->clients[i];
 
-        if (!placed_like_fixed(c)) {
+        if (c->idle) {
+            share[i] = 0; /* holds nothing: its contexts go to the busy clients */
+        } else if (!placed_like_fixed(c)) {
             pc[parts->nmall] = c->pol;
             if (pc[parts->nmall].max_threads == 0)
                 pc[parts->nmall].max_threads = 1;
@@ -233,6 +236,8 @@ uint32_t scaf_referee_gangs(const struct scaf_referee_snapshot *snap, const uint
         uint32_t g = 0;
 
         slot[i] = 0;
+        if (snap->clients[i].idle)
+            continue; /* in no gang: its next region must not wait for a turn */
         if (!placed_like_fixed(&snap->clients[i])) {
             steered = true;
             continue;
@@ -250,7 +255,7 @@ uint32_t scaf_referee_gangs(const struct scaf_referee_snapshot *snap, const uint
     if (steered && ngangs < SCAF_MAX_CPUS) {
         ngangs++;
         for (uint32_t i = 0; i < snap->nclients; i++)
-            if (!placed_like_fixed(&snap->clients[i]))
+            if (!snap->clients[i].idle && !placed_like_fixed(&snap->clients[i]))
                 slot[i] = ngangs;
     }
     if (ngangs < 2) {
@@ -275,8 +280,16 @@ static void fill_allocs(const struct scaf_referee_snapshot *snap, const struct s
         a->rigid = c->malleable && c->rigid_team >= 2 ? c->rigid_team : 0;
         a->gang_slot = parts->gangs ? s->slot[i] : 0;
         a->coef = 0.0;
+        a->idle = c->idle ? (c->idle_epoch ? c->idle_epoch : 1) : 0;
         memcpy(a->cpuset, s->sets[i], sizeof a->cpuset);
-        if (placed_like_fixed(c)) {
+        if (c->idle) {
+            /* Never confined, never waiting: its next region runs at once with the team it had (a
+             * fixed team its own), and the WAKE it sends then gets it placed or steered again. */
+            a->threads = !c->malleable ? team_of(c) : c->idle_team ? c->idle_team : 1;
+            a->control = SCAF_CONTROL_THREADS;
+            a->rigid = 0;
+            memset(a->cpuset, 0, sizeof a->cpuset);
+        } else if (placed_like_fixed(c)) {
             /* Its team stands: placed on CPUs of its own, exactly its team, or left to the kernel. */
             a->threads = team_of(c);
             a->control = parts->placed ? SCAF_CONTROL_CPUSET : SCAF_CONTROL_THREADS;
@@ -330,4 +343,5 @@ void scaf_referee_collect(const struct scaf_page_report *report, uint32_t max_th
     out->malleable = !fixed;
     out->fixed_team = report->fixed_team;
     out->long_region = report->long_region;
+    out->idle_team = prev ? prev->threads : 0;
 }

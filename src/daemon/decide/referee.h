@@ -19,6 +19,12 @@ struct scaf_referee_client {
     uint32_t rigid_team;           /* a team it runs now that the daemon did not choose (decide/rigid.c),
                                     * 0: none; >= 2 makes a malleable client placed like a fixed team */
     uid_t uid;                     /* its user: with per_user, whose part it shares */
+    /* Idle (decide/idle.h): it runs nothing, so it holds nothing. It is left out of every step (no
+     * share, no CPU set, no gang, not in its user's demand) and its page keeps idle_team, the team
+     * it had, so that its next region starts at once; the WAKE that region sends re-divides. */
+    bool idle;
+    uint32_t idle_epoch;           /* its idle period (never 0 while idle): the page's `idle` word */
+    uint32_t idle_team;            /* the threads its page said before (0: none yet) */
 };
 
 struct scaf_referee_snapshot {
@@ -43,6 +49,7 @@ struct scaf_referee_alloc {
     bool malleable;     /* as decided: status shows this, so it always matches threads and control */
     uint32_t rigid;     /* the team it was placed for while it runs teams the daemon did not choose, else 0 */
     uint32_t gang_slot; /* 0: not in a gang; else its turn, 1..number of gangs */
+    uint32_t idle;      /* 0: busy; else idle, in the idle period the page's `idle` word names */
     double coef;
     uint64_t cpuset[SCAF_CPUSET_WORDS];
 };

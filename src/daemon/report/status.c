@@ -41,6 +41,8 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     scaf_buf_printf(b, ",\"gang\":%u,\"control\":\"%s\",\"rigid_team\":%u,\"wanted\":%u",
                     c->alloc.gang_slot, c->alloc.control == SCAF_CONTROL_CPUSET ? "cpuset" : "threads",
                     c->alloc.rigid, r->wanted);
+    /* Idle: it ran nothing for a while, holds no share (share 0) and keeps its team for its next region. */
+    scaf_buf_printf(b, ",\"idle\":%s", c->alloc.idle ? "true" : "false");
     scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", eff_team,
                     c->state.probe.probe_since_ns || c->state.shrink.probe_since_ns ? "true" : "false");
     scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),

@@ -395,7 +395,13 @@ static void on_readable(struct scafd *d, struct scafd_conn *c)
             } else if (h.type == SCAF_MSG_MEMORY) {
                 memory(d, c);
             } else if (h.type == SCAF_MSG_WAKE) {
-                /* Nothing is idle yet: a WAKE asks for nothing. */
+                /* Its page said idle and it runs a region: it gets its share back in this batch's step,
+                 * as an arrival would. A WAKE from a client that is not idle asks for nothing, so a
+                 * client cannot make the referee run more often than it idles. */
+                if (c->client.idle.idle) {
+                    c->client.woke = true;
+                    d->referee_due = true;
+                }
                 continue;
             } else {
                 c->status_wanted = true;

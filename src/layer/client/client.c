@@ -154,3 +154,12 @@ struct scaf_page *scaf_client_connect(void)
         scaf_layer_log("no helper thread (%s): no reconnect and no CPU-set control", strerror(errno));
     return page;
 }
+
+void scaf_client_wake(void)
+{
+    struct scaf_page *p = scaf_page_get();
+    uint32_t idle = p ? scaf_page_idle(p) : 0;
+
+    if (idle)
+        scaf_conn_wake(idle);
+}

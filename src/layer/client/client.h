@@ -21,4 +21,10 @@ int scaf_client_ready(void);
  */
 struct scaf_page *scaf_client_connect(void);
 
+/*
+ * The program works again outside a region (oneTBB asked for workers, a thread entered its arena):
+ * when the page says the client is idle, one WAKE, as the region path sends (conn.h, scaf_conn_wake).
+ */
+void scaf_client_wake(void);
+
 #endif

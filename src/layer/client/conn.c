@@ -34,6 +34,8 @@ static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static int conn_fd = -1;
 /* The first connect failed in a way a later daemon may mend: the helper keeps trying (scaf_conn_join). */
 static _Atomic int join_wanted;
+/* The idle period a WAKE went out for (the page's `idle` word), so that one goes per period; 0 on a new page. */
+static _Atomic uint32_t woken_for;
 /* The untrusted daemon's uid we last refused, so the refusal is said once, not at every retry. */
 static long refused_uid = -1;
 
@@ -293,6 +295,7 @@ cleanup:
 /* Makes `page` the one the wrappers read. Caller holds conn_lock. */
 static void publish(struct scaf_page *page)
 {
+    atomic_store(&woken_for, 0);
     scaf_page_set(page);
     /* After the pointer: a verdict change racing with us then writes to this page itself. */
     scaf_malleable_publish(page);
@@ -400,6 +403,34 @@ enum scaf_conn_result scaf_conn_join(void)
     return res;
 }
 
+void scaf_conn_wake(uint32_t idle)
+{
+    struct scaf_msg_header h = scaf_wire_encode_wake();
+    uint32_t before = atomic_load_explicit(&woken_for, memory_order_relaxed);
+    int saved = errno;
+    ssize_t n = -1;
+
+    /* One thread per period: the others run their regions on at once. */
+    if (before == idle || !atomic_compare_exchange_strong(&woken_for, &before, idle))
+        return;
+    /* Never wait for the helper (a reconnect holds the lock for a handshake): the next region tries. */
+    if (pthread_mutex_trylock(&conn_lock) != 0)
+        goto retry;
+    if (conn_fd >= 0)
+        n = send(conn_fd, &h, sizeof h, MSG_DONTWAIT | MSG_NOSIGNAL);
+    /* A header cut short would leave the stream misaligned: finish it (16 bytes into a socket the layer
+     * writes nothing else to: never seen). */
+    if (n > 0 && (size_t)n < sizeof h)
+        n = send_all(conn_fd, (const char *)&h + n, sizeof h - (size_t)n) == 0 ? (ssize_t)sizeof h : -1;
+    pthread_mutex_unlock(&conn_lock);
+    if (n == (ssize_t)sizeof h)
+        goto out;
+retry:
+    atomic_compare_exchange_strong(&woken_for, &idle, before);
+out:
+    errno = saved;
+}
+
 void scaf_conn_lock(void)
 {
     pthread_mutex_lock(&conn_lock);
@@ -415,6 +446,7 @@ void scaf_conn_forget(void)
     if (conn_fd >= 0)
         close(conn_fd);
     conn_fd = -1;
+    atomic_store(&woken_for, 0);
     if (atomic_load(&scaf_conn_state) == SCAF_CONN_LIVE) {
         /* The parent's page stays mapped but unused: the estimator might still hold it briefly. */
         scaf_page_set(NULL);

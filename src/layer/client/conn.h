@@ -3,6 +3,7 @@
 #define SCAF_LAYER_CONN_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 struct scaf_page;
 
@@ -54,6 +55,14 @@ int scaf_conn_lost(void);
 
 /* Helper thread only. Closes the dead connection; the last page stays published. */
 void scaf_conn_drop(void);
+
+/*
+ * Any thread: the page says the client is idle in period `idle` (its `idle` word) and the program
+ * works again. Sends one WAKE for that period on the connection, without waiting (MSG_DONTWAIT, the
+ * lock only tried): a WAKE that cannot go now is tried by the next caller, and the daemon sees the
+ * regions counter move at its next turn anyway. Preserves errno.
+ */
+void scaf_conn_wake(uint32_t idle);
 
 /*
  * Around fork: the connection lock is held across it (lock in the prepare

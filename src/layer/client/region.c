@@ -43,6 +43,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     struct scaf_site *site;
     struct scaf_team t;
     int fresh = 0;
+    uint32_t idle;
 
     if (__builtin_expect(scaf_sandbox_in_child(), 0)) {
         in.in_child = 1;
@@ -56,6 +57,10 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     scaf_start_touch(SCAF_TOUCH_REGION);
     if (__builtin_expect(scaf_page_gang_waiting(p), 0))
         scaf_page_wait_turn(p);
+    /* Idle (the daemon gave its share away): say so once and run at once, with the team on the page. */
+    idle = scaf_page_idle(p);
+    if (__builtin_expect(idle != 0, 0))
+        scaf_conn_wake(idle);
     scaf_page_count_region(p);
     r->live = 1;
     site = scaf_site_lookup(fn, &fresh);

@@ -37,6 +37,13 @@ static inline unsigned scaf_page_nclients(const struct scaf_page *p)
     return atomic_load_explicit(&((struct scaf_page *)p)->nclients, memory_order_relaxed);
 }
 
+/* The daemon's `idle` word: 0, or the idle period it counts the client in (it holds no share then). One relaxed
+ * load: the region path reads it at every outermost region. */
+static inline uint32_t scaf_page_idle(const struct scaf_page *p)
+{
+    return atomic_load_explicit(&((struct scaf_page *)p)->idle, memory_order_relaxed);
+}
+
 /* Nonzero while another gang has its turn: a new outermost region must wait (scaf_page_wait_turn). */
 static inline int scaf_page_gang_waiting(const struct scaf_page *p)
 {

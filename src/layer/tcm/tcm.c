@@ -209,6 +209,9 @@ static scaf_tcm_result tcm_request_permit(scaf_tcm_client_id client_id, const st
         }
         *handle = (scaf_tcm_handle)(uintptr_t)key;
     }
+    /* Workers wanted while the page says idle: the share comes back as for a region. */
+    if (state == SCAF_GRANT_ACTIVE)
+        scaf_client_wake();
     return permit ? fill(key, permit) : SCAF_TCM_SUCCESS;
 }
 
@@ -242,11 +245,13 @@ static scaf_tcm_result tcm_deactivate_permit(scaf_tcm_handle handle)
 
 static scaf_tcm_result tcm_activate_permit(scaf_tcm_handle handle)
 {
+    scaf_client_wake();
     return set_state(handle, SCAF_GRANT_ACTIVE);
 }
 
 static scaf_tcm_result tcm_register_thread(scaf_tcm_handle handle)
 {
+    scaf_client_wake();
     return handle && scaf_permit_thread_enter(key_of(handle)) == 0 ? SCAF_TCM_SUCCESS
                                                                    : SCAF_TCM_ERROR_INVALID_ARGUMENT;
 }

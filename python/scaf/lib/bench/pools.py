@@ -1,0 +1,173 @@
+"""The measurements of `scaf bench pools`: N tasks of unequal length over a process pool of K workers, under the framework's default, its guard off, a static split and scaf."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import scaf
+from scaf.lib import frameworks
+from scaf.lib.bench import runner
+from scaf.lib.bench.errors import BenchError
+from scaf.lib.daemon import PrivateDaemon
+
+POOLPROG = Path(__file__).with_name("poolprog.py")
+SCAF_PATH = str(Path(scaf.__file__).resolve().parents[1])
+FRAMEWORKS = ("loky", "dask", "mp", "cf")
+CONFIGS = ("default", "guard-off", "static", "scaf")
+# What each configuration means (docs/bench.md, "scaf bench pools").
+CONFIG_HELP = {
+    "default": "plain, the framework as it comes: loky's cpu_count() // n_jobs, Dask's 1 thread per worker, "
+               "multiprocessing's and concurrent.futures' no rule (every worker sees the machine)",
+    "guard-off": "plain, the framework's guard off: loky's inner_max_num_threads = the CPUs, Dask's "
+                 "pre-spawn-environ counts unset (multiprocessing and concurrent.futures have none: skipped)",
+    "static": "plain, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = CPUs // workers for every worker",
+    "scaf": "scaf run on a private scafd (its default policy and --idle-after): the frameworks' counts left to scaf",
+}
+# The pool program's own variables: a configuration sets what it means to.
+STRIPPED = (*frameworks.LOKY_VARS, "ENABLE_IPC")
+
+
+def _env(tag: str) -> dict[str, str]:
+    env = runner.base_env(tag)
+    for k in list(env):
+        if k in STRIPPED or k.startswith("DASK_"):
+            del env[k]
+    return env
+
+
+def parse_sizes(text: str) -> list[float]:
+    try:
+        sizes = [float(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise BenchError(f"--sizes {text!r}: expected numbers separated by commas") from None
+    if not sizes or any(s <= 0 for s in sizes):
+        raise BenchError(f"--sizes {text!r}: expected positive task sizes")
+    return sizes
+
+
+def applies(framework: str, config: str) -> bool:
+    """guard-off only where the framework has a guard to turn off."""
+    return not (config == "guard-off" and framework in ("mp", "cf"))
+
+
+def run_one(framework: str, config: str, task: str, workers: int, sizes: list[float], cpus: int, python: str,
+            tag: str, timeout: float, logdir: Path, rnd: int) -> dict:
+    """One pool program run under one configuration; its pool-result, or an error."""
+    env = _env(tag)
+    argv = [python, str(POOLPROG), "--framework", framework, "--task", task, "--workers", str(workers),
+            "--sizes", ",".join(f"{s:g}" for s in sizes)]
+    settings: dict[str, str] = {}
+    d: PrivateDaemon | None = None
+    if config == "guard-off":
+        if framework == "loky":
+            argv += ["--inner", str(cpus)]
+            settings["inner_max_num_threads"] = str(cpus)
+        else:
+            settings[frameworks.DASK_VAR] = frameworks.DASK_UNSET
+    elif config == "static":
+        n = str(max(1, cpus // workers))
+        settings.update({"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n})
+    env.update({k: v for k, v in settings.items() if k.isupper()})
+    rec: dict = {"kind": "pool", "framework": framework, "config": config, "task": task, "workers": workers,
+                 "sizes": sizes, "round": rnd, "settings": settings, "error": None}
+    try:
+        if config == "scaf":
+            log = logdir / f"{framework}.{task}.r{rnd}.alloc.jsonl"
+            d = PrivateDaemon([], log=log)
+            d.start_or_discard()
+            # `scaf run` itself, as a user types it: this very package, run by this interpreter.
+            argv = [sys.executable, "-m", "scaf", "run", "--no-start", "--socket", d.socket, "--", *argv]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (SCAF_PATH, env.get("PYTHONPATH")) if p)
+            rec["alloc_log"] = str(log)
+        t = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        rec["wall_s"] = round(time.monotonic() - t, 4)
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("pool-result ")]
+        if r.returncode != 0 or not lines:
+            rec["error"] = f"exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}"
+        else:
+            rec["result"] = json.loads(lines[-1].split(" ", 1)[1])
+    except subprocess.TimeoutExpired:
+        rec["error"] = f"timed out after {timeout:g} s"
+    finally:
+        if d is not None:
+            d.stop()
+            d.cleanup()
+    return rec
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    """Per framework and configuration: the median makespan, the digests, and scaf's ratio to it."""
+    rows: list[dict] = []
+    keys = sorted({(r["framework"], r["config"]) for r in runs}, key=lambda k: (k[0], CONFIGS.index(k[1])))
+    med: dict[tuple[str, str], float] = {}
+    digests: dict[tuple[str, str], set[str]] = {}
+    for k in keys:
+        ok = [r for r in runs if (r["framework"], r["config"]) == k and not r["error"]]
+        if ok:
+            med[k] = statistics.median(r["result"]["makespan_s"] for r in ok)
+        digests[k] = {r["result"]["digest"] for r in ok}
+    for fw, cfg in keys:
+        ref = digests.get((fw, "default")) or set()
+        ok = med.get((fw, cfg))
+        s = med.get((fw, "scaf"))
+        rows.append({
+            "framework": fw, "config": cfg,
+            "runs": sum(1 for r in runs if (r["framework"], r["config"]) == (fw, cfg)),
+            "failed": sum(1 for r in runs if (r["framework"], r["config"]) == (fw, cfg) and r["error"]),
+            "makespan_s": ok,
+            "scaf_ratio": (s / ok) if ok and s else None,
+            "same_result": (digests[(fw, cfg)] == ref and len(ref) == 1) if ref and digests[(fw, cfg)] else None,
+        })
+    return rows
+
+
+def render(rows: list[dict], meta: dict) -> str:
+    out = [(f"# scaf bench pools: {meta['task']} tasks {meta['sizes']} over {meta['workers']} workers, "
+            f"{meta['cpus']} CPUs, {meta['rounds']} rounds"), "",
+           f"load average at start: {meta['load']}", "",
+           "| framework | configuration | makespan (median s) | scaf / this | same predictions as default | runs (failed) |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        ms = f"{r['makespan_s']:.3f}" if r["makespan_s"] is not None else "FAILED"
+        ratio = f"{r['scaf_ratio']:.3f}" if r["scaf_ratio"] is not None else "-"
+        same = {True: "yes", False: "NO", None: "-"}[r["same_result"]]
+        out.append(f"| {r['framework']} | {r['config']} | {ms} | {ratio} | {same} | {r['runs']} ({r['failed']}) |")
+    out += ["", "Configurations:", ""] + [f"- `{k}`: {v}" for k, v in CONFIG_HELP.items()]
+    return "\n".join(out) + "\n"
+
+
+def measure(frameworks_: list[str], configs: list[str], task: str, workers: int, sizes: list[float], rounds: int,
+            out: Path, python: str, timeout: float, tag: str) -> int:
+    cpus = len(os.sched_getaffinity(0))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    meta = {"format": "scaf-bench-pools", "version": 1, "task": task, "workers": workers, "sizes": sizes,
+            "cpus": cpus, "rounds": rounds, "python": python, "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "argv": sys.argv}
+    runs: list[dict] = []
+    for rnd in range(rounds):
+        for fw in frameworks_:
+            # The configurations of one framework back to back, rotated each round: a drift of the machine
+            # hits them alike.
+            order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
+            for cfg in order:
+                if not applies(fw, cfg):
+                    continue
+                rec = run_one(fw, cfg, task, workers, sizes, cpus, python, tag, timeout, out / "logs", rnd)
+                runs.append(rec)
+                what = rec["error"] or f"{rec['result']['makespan_s']:.3f} s, digest {rec['result']['digest']}"
+                print(f"round {rnd + 1} {fw} {cfg}: {what}", file=sys.stderr, flush=True)
+                (out / "results.json").write_text(json.dumps({**meta, "runs": runs}, indent=1))
+    rows = summarize(runs)
+    text = render(rows, meta)
+    (out / "report.md").write_text(text)
+    (out / "report.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
+    print(text)
+    return 1 if any(r["error"] for r in runs) or any(r["same_result"] is False for r in rows) else 0

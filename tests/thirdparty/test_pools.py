@@ -1,0 +1,201 @@
+"""Process pools under scaf: joblib's loky, multiprocessing and Dask's LocalCluster, with real daemons.
+
+Idle workers and a parent waiting on its pool hold no share while a task runs, and a worker that gets a task
+again gets its share back; scaf run leaves the workers' thread counts to scaf (the machine's count instead of
+loky's and Dask's static rules) unless the user set a count. Allocations are judged over a window of status
+samples taken while the condition holds; no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SCAF, Daemon, short_tmpdir
+from scaf.lib import frameworks
+
+PROGS = Path(__file__).resolve().parents[1] / "progs"
+POOL_IDLE = PROGS / "pool_idle.py"
+CPUS = 2  # the daemon's contexts: this VM's, and the count scaf run gives the workers here
+DAEMON = ("--policy", "equipartition", "--cpus", str(CPUS), "--no-lookout", "--idle-after", "0.25")
+
+
+class Pool:
+    """pool_idle.py under scaf run, its phases driven by files, its stdout collected by a reader."""
+
+    def __init__(self, socket: str, framework: str, env: dict[str, str] | None = None) -> None:
+        self.dir = short_tmpdir()
+        self.out = os.path.join(self.dir, "out")
+        argv = [str(SCAF), "run", "--no-start", "--socket", socket, "--", sys.executable, str(POOL_IDLE),
+                "--framework", framework, self.dir]
+        with open(self.out, "wb") as o:
+            self.proc = subprocess.Popen(argv, stdout=o, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
+
+    def lines(self, word: str) -> list[int]:
+        with open(self.out, encoding="utf-8", errors="replace") as f:
+            return [int(ln.split()[1]) for ln in f if ln.startswith(word + " ")]
+
+    def wait_line(self, word: str, n: int = 1, timeout: float = 120) -> list[int]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            got = self.lines(word)
+            if len(got) >= n:
+                return got
+            assert self.proc.poll() is None, f"pool program ended early: {self.text()}"
+            time.sleep(0.05)
+        raise AssertionError(f"no `{word}` line in {timeout} s: {self.text()}")
+
+    def text(self) -> str:
+        with open(self.out, encoding="utf-8", errors="replace") as f:
+            return f.read()[-3000:]
+
+    def touch(self, name: str) -> None:
+        Path(self.dir, name).touch()
+
+    def finish(self) -> None:
+        self.touch("phase2")
+        self.touch("stop")
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def pools() -> Iterator[list[Pool]]:
+    made: list[Pool] = []
+    yield made
+    for p in made:
+        p.finish()
+
+
+def window(d: Daemon, seconds: float = 2.0, period: float = 0.1) -> list[dict]:
+    """Status samples over a window: every client by pid in each."""
+    out = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        out.append({c["pid"]: c for c in d.wait_for(lambda s: True)["clients"]})
+        time.sleep(period)
+    return out
+
+
+def mean(samples: list[dict], pid: int, key: str) -> float:
+    vals = [float(s[pid][key]) for s in samples if pid in s]
+    assert vals, f"pid {pid} never a client in the window"
+    return sum(vals) / len(vals)
+
+
+@pytest.mark.parametrize("framework", ["loky", "mp"])
+def test_idle_workers_and_parent_hold_nothing_and_wake_to_their_share(scafd_factory, pools: list[Pool],
+                                                                      framework: str) -> None:
+    d = scafd_factory(*DAEMON)
+    p = Pool(d.socket, framework)
+    pools.append(p)
+    (parent,) = p.wait_line("parent")
+    (a,) = p.wait_line("busy")
+    (b,) = p.wait_line("quick")
+    assert a != b and parent not in (a, b)
+    # Phase 1: A works, B and the parent wait (and loky's resource tracker, where it is a client).
+    d.wait_for(lambda s: any(c["pid"] == a for c in s["clients"]) and all(
+        c["idle"] for c in s["clients"] if c["pid"] != a) and any(c["pid"] == parent for c in s["clients"]),
+        timeout=60, what="every client but the busy worker idle")
+    w = window(d)
+    assert mean(w, a, "share") == CPUS and mean(w, a, "threads") == CPUS, w[-1]
+    for s in w:
+        for pid, c in s.items():
+            if pid != a:
+                assert c["idle"] and c["share"] == 0, (pid, c)
+    # Phase 2: B gets a task: it works again, and has its share back (half the machine beside A).
+    p.touch("phase2")
+    p.wait_line("busy", 2)
+    d.wait_for(lambda s: any(c["pid"] == b and not c["idle"] and c["share"] >= 1 for c in s["clients"]),
+               timeout=30, what="the woken worker's share back")
+    w = window(d)
+    assert mean(w, b, "share") >= 0.9 and mean(w, b, "idle") <= 0.1, [s.get(b) for s in w]
+    assert mean(w, parent, "share") == 0
+    p.finish()
+    assert p.proc.returncode == 0, p.text()
+
+
+WORKER_ENV = """
+import json, os, sys
+KEYS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+def env(_=None):
+    return {k: os.environ.get(k) for k in KEYS}
+if __name__ == "__main__":
+    which = sys.argv[1]
+    if which == "loky":
+        from joblib import Parallel, delayed
+        got = Parallel(n_jobs=2)(delayed(env)() for _ in range(2))[0]
+    elif which == "loky-inner":
+        from joblib import Parallel, delayed, parallel_config
+        with parallel_config(backend="loky", inner_max_num_threads=1):
+            got = Parallel(n_jobs=2)(delayed(env)() for _ in range(2))[0]
+    elif which == "dask":
+        from dask.distributed import Client, LocalCluster
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \\
+                Client(c) as cl:
+            got = cl.submit(env, 0, pure=False).result()
+    else:
+        import multiprocessing
+        with multiprocessing.Pool(2) as pool:
+            got = pool.apply(env)
+    print("worker-env " + json.dumps(got), flush=True)
+"""
+
+
+def worker_env(framework: str, socket: str | None, env: dict[str, str] | None = None) -> dict:
+    prog = Path(short_tmpdir(), "worker_env.py")
+    prog.write_text(WORKER_ENV)
+    argv = [sys.executable, str(prog), framework]
+    if socket is not None:
+        argv = [str(SCAF), "run", "--no-start", "--socket", socket, "--", *argv]
+    base = {k: v for k, v in os.environ.items() if k not in frameworks.LOKY_VARS and not k.startswith("DASK_")}
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=180, env={**base, **(env or {})}, check=False)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("worker-env ")]
+    assert r.returncode == 0 and lines, r.stdout + r.stderr
+    import json
+
+    return json.loads(lines[-1].split(" ", 1)[1])
+
+
+N = str(frameworks.machine_count())
+
+
+@pytest.mark.parametrize("framework,plain,under_scaf", [
+    # loky's rule: cpu_count() // n_jobs in each worker; under scaf run, the machine's count.
+    ("loky", {"OMP_NUM_THREADS": str(max(1, int(N) // 2)), "OPENBLAS_NUM_THREADS": str(max(1, int(N) // 2))},
+     {"OMP_NUM_THREADS": N, "OPENBLAS_NUM_THREADS": N}),
+    # Dask's nanny: 1 in every worker; under scaf run, the machine's count, and MKL's left to MKL.
+    ("dask", {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+     {"OMP_NUM_THREADS": N, "OPENBLAS_NUM_THREADS": N, "MKL_NUM_THREADS": None}),
+    # multiprocessing has no rule: its workers see what the parent sees.
+    ("mp", {"OMP_NUM_THREADS": None, "OPENBLAS_NUM_THREADS": None}, {"OMP_NUM_THREADS": N}),
+])
+def test_scaf_run_leaves_the_workers_count_to_scaf(scafd_factory, framework: str, plain: dict,
+                                                   under_scaf: dict) -> None:
+    d = scafd_factory(*DAEMON)
+    got = worker_env(framework, None)
+    assert {k: got[k] for k in plain} == plain, got
+    got = worker_env(framework, d.socket)
+    assert {k: got[k] for k in under_scaf} == under_scaf, got
+
+
+@pytest.mark.parametrize("framework,env,want", [
+    ("loky", {"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1"}),
+    # inner_max_num_threads in the program: joblib's explicit count wins over any environment.
+    ("loky-inner", {}, {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}),
+    ("dask", {"DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON": "{'OMP_NUM_THREADS': 1}"},
+     {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}),
+    ("dask", {"OPENBLAS_NUM_THREADS": "1"}, {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}),
+])
+def test_a_program_that_set_its_own_count_keeps_it(scafd_factory, framework: str, env: dict, want: dict) -> None:
+    d = scafd_factory(*DAEMON)
+    got = worker_env(framework, d.socket, env)
+    assert {k: got[k] for k in want} == want, got
