@@ -125,12 +125,13 @@ class Daemon(daemon.PrivateDaemon):
         # client busy with --idle-after 0; the idle tests name their own --idle-after.
         if not any(a.startswith("--idle-after") for a in args):
             args = [*args, "--idle-after", "0"]
-        super().__init__(args, binary=binary, log=True, env=dict(os.environ, **(env or {})), prefix="scaf-t-")
+        # A memory of its own, PrivateDaemon's (kept across start() after stop(): a restart remembers), unless the
+        # test chose: --state-dir or --no-memory, or the defaults' variables to test scafd's own choice.
+        super().__init__(args, binary=binary, log=True, env=dict(os.environ, **(env or {})), prefix="scaf-t-",
+                         user_memory=bool({"STATE_DIRECTORY", "XDG_STATE_HOME"} & set(env or {})))
         self.args = args
-        # A memory of its own (kept across start() after stop(): a restart remembers), unless the test chose.
-        self.state_dir = os.path.join(self.dir or "", "state")
-        if not {"--state-dir", "--no-memory"} & set(args) and not {"STATE_DIRECTORY", "XDG_STATE_HOME"} & set(env or {}):
-            self.argv += ["--state-dir", self.state_dir]
+        # Where a test that chose looks for it (test_no_memory: nothing made there).
+        self.state_dir = self.state_dir or os.path.join(self.dir or "", "state")
         try:
             self.start()
         except BaseException:

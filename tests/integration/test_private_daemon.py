@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+from pathlib import Path
 
 import pytest
-from conftest import daemon_binaries
-from scaf.lib import proto
-from scaf.lib.daemon import DaemonExited, PrivateDaemon, pid_alive, short_tmpdir
+from conftest import daemon_binaries, layer_env, parse_result
+from scaf.lib import paths, proto
+from scaf.lib.daemon import DaemonExited, PrivateDaemon, memory_chosen, pid_alive, short_tmpdir
 
 
 @pytest.fixture(params=daemon_binaries(), ids=lambda p: p.parent.parent.name)
@@ -70,3 +72,61 @@ def test_detached_daemon_runs_in_its_own_session_and_stops() -> None:
         for name in os.listdir(where):
             os.unlink(os.path.join(where, name))
         os.rmdir(where)
+
+
+def one_client(d: PrivateDaemon, env: dict[str, str]) -> None:
+    """A real program under the layer, a client of D from start to end: the daemon learns it when it leaves."""
+    res = subprocess.run([str(paths.workload("fixed")), "--size", "S"], env=layer_env(d.socket, env),
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0 and parse_result(res.stdout)["verified"] == "yes", res.stdout + res.stderr
+
+
+def memory_files(where: Path) -> list[str]:
+    return sorted(p.name for p in where.iterdir() if p.name.startswith("memory-")) if where.is_dir() else []
+
+
+@pytest.mark.parametrize("own_socket", [False, True], ids=["private-socket", "given-socket"])
+def test_a_private_daemon_never_touches_the_users_memory(tmp_path: Path, own_socket: bool) -> None:
+    """Its memory lives in a temporary state directory of its own, removed with it: a benchmark neither
+    warms the user's memory nor is warmed by it, whatever $XDG_STATE_HOME and $STATE_DIRECTORY say."""
+    xdg = tmp_path / "xdg"
+    env = dict(os.environ, XDG_STATE_HOME=str(xdg), STATE_DIRECTORY=str(tmp_path / "systemd"))
+    sock = os.path.join(short_tmpdir(), "d.sock") if own_socket else None
+    d = PrivateDaemon(["--no-lookout"], socket=sock, env=env)
+    try:
+        d.start()
+        assert d.state_dir is not None and "--state-dir" in d.argv
+        one_client(d, env)
+        assert d.stop() == 0  # scafd writes its memory at exit at the latest
+        assert memory_files(Path(d.state_dir)) == [f"memory-{os.getuid()}.bin"]  # it did remember, there
+    finally:
+        d.cleanup()
+    assert not os.path.exists(d.state_dir)
+    assert not (xdg / "scaf").exists() and not (tmp_path / "systemd").exists()
+
+
+def test_a_state_dir_the_caller_names_is_used_and_kept(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with PrivateDaemon(["--no-lookout"], state_dir=state) as d:
+        one_client(d, {})
+    assert memory_files(state) == [f"memory-{os.getuid()}.bin"]
+    # A caller's --state-dir or --no-memory among the arguments: no directory of ours besides.
+    for args in (["--state-dir", str(state)], [f"--state-dir={state}"], ["--no-memory"], ["--no-mem"]):
+        assert memory_chosen(args)
+        d = PrivateDaemon(args)
+        try:
+            assert d.state_dir is None and d.argv.count("--state-dir") == (args[0] == "--state-dir")
+        finally:
+            d.cleanup()
+    assert not memory_chosen(["--no-lookout", "--socket", "x", "--shared"])
+
+
+def test_user_memory_leaves_the_choice_to_scafd(tmp_path: Path) -> None:
+    """The per-user daemon (scaf run's) keeps the user's memory: $XDG_STATE_HOME/scaf here."""
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "xdg"))
+    env.pop("STATE_DIRECTORY", None)
+    with PrivateDaemon(["--no-lookout"], env=env, user_memory=True) as d:
+        assert d.state_dir is None and "--state-dir" not in d.argv
+        one_client(d, env)
+    assert memory_files(tmp_path / "xdg" / "scaf") == [f"memory-{os.getuid()}.bin"]

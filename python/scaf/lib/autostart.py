@@ -175,7 +175,8 @@ def _start(sock: str, dirfd: int, scafd: os.PathLike[str] | str, daemon_args: li
         logfd = rundir.open_in(dirfd, os.path.basename(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             d = daemon.PrivateDaemon([*daemon_args, "--idle-exit", str(IDLE_EXIT_S)], binary=scafd, socket=sock,
-                                     env=env, stderr_path=log, stderr_fd=logfd, detached=True, timeout=timeout)
+                                     env=env, stderr_path=log, stderr_fd=logfd, detached=True, timeout=timeout,
+                                     user_memory=True)  # the user's daemon keeps the user's memory
             try:
                 st = d.start()
             except OSError as e:

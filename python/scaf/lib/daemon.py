@@ -44,6 +44,18 @@ def short_tmpdir(prefix: str = "scaf-d-") -> str:
     return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
 
 
+def memory_chosen(args: Sequence[str]) -> bool:
+    """Whether scafd's ARGS choose where its memory goes: --state-dir (DIR or =DIR) or --no-memory, as
+    getopt_long reads them (an unambiguous prefix counts: --state, --no-mem)."""
+    for a in args:
+        if not a.startswith("--"):
+            continue
+        name = a[2:].partition("=")[0]
+        if (len(name) >= 2 and "state-dir".startswith(name)) or (len(name) >= 4 and "no-memory".startswith(name)):
+            return True
+    return False
+
+
 def pid_alive(pid: int) -> bool:
     """Whether PID runs (not merely a zombie); for daemons we do not parent."""
     try:
@@ -131,7 +143,16 @@ class PrivateDaemon:
     nowhere; `stderr()` reads them back. A child daemon is started by SPAWN
     (default: Popen in the environment ENV), a DETACHED one double-forked
     into its own session so that it outlives us. start() may be called again
-    after stop(): the same socket, a new process.
+    after stop(): the same socket, a new process, the same memory.
+
+    Memory (docs/memory.md): a daemon of our own never reads or writes the
+    user's. It keeps its memory in a temporary state directory of its own
+    (`state` in that short directory, or a fresh one when SOCKET is given),
+    which cleanup() removes; STATE_DIR names another, which is the caller's
+    and is kept. `--state-dir` or `--no-memory` among ARGS is the caller's
+    choice too, and no directory is made. Only USER_MEMORY (the per-user
+    daemon `scaf run` starts) leaves the choice to scafd's defaults
+    ($STATE_DIRECTORY, $XDG_STATE_HOME/scaf, ~/.local/state/scaf).
     """
 
     def __init__(
@@ -149,6 +170,8 @@ class PrivateDaemon:
         detached: bool = False,
         timeout: float = 10.0,
         prefix: str = "scaf-d-",
+        state_dir: str | Path | None = None,
+        user_memory: bool = False,
     ) -> None:
         self.binary = Path(binary) if binary is not None else paths.scafd()
         self.dir = None if socket is not None else short_tmpdir(prefix)
@@ -161,7 +184,21 @@ class PrivateDaemon:
             self.log: str | None = str(log)
         else:
             self.log = os.path.join(self.dir, "alloc.jsonl") if log and self.dir is not None else None
-        self.argv = [str(self.binary), "--socket", self.socket, *(["--log", self.log] if self.log else []), *args]
+        # The memory's directory: ours (removed by cleanup), the caller's, or scafd's default (None).
+        self.state_dir: str | None = None
+        self._own_state: str | None = None
+        memory: list[str] = []
+        if state_dir is not None:
+            self.state_dir = str(state_dir)
+            memory = ["--state-dir", self.state_dir]
+        elif not user_memory and not memory_chosen(args):
+            if self.dir is not None:
+                self.state_dir = os.path.join(self.dir, "state")  # scafd makes it, 0700; removed with the directory
+            else:
+                self.state_dir = self._own_state = tempfile.mkdtemp(prefix="scaf-m-", dir="/tmp")
+            memory = ["--state-dir", self.state_dir]
+        self.argv = [str(self.binary), "--socket", self.socket, *(["--log", self.log] if self.log else []),
+                     *memory, *args]
         self.env = dict(os.environ) if env is None else env
         self.timeout = timeout
         self._spawn = spawn
@@ -311,6 +348,8 @@ class PrivateDaemon:
         self.kill()
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+        if self._own_state is not None:
+            shutil.rmtree(self._own_state, ignore_errors=True)
 
     def __enter__(self) -> Self:
         try:
