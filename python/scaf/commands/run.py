@@ -9,8 +9,8 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, frameworks, paths, progkey, proto, runtimes, startteam
-from scaf.lib.launch import append_preload, resolve
+from scaf.lib import autostart, paths, proto, runenv, runtimes
+from scaf.lib.launch import resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -351,11 +351,9 @@ def main(args: argparse.Namespace) -> int:
                                  "--layer" if args.layer else "SCAF_LAYER")
     if choice.warning:
         _err(choice.warning)
-    layer = paths.layer(choice.layer) if choice.layer else None
+    layer, provider = runenv.preloads(choice)
     if args.verbose:
         _err(f"layer {layer.name if layer else 'none'} for {choice.runtime}: {choice.reason}")
-    # The TCM provider only forwards to the layer: never without one.
-    provider = paths.tcm_provider() if choice.tcm and layer is not None else None
     for lib in (layer, provider):
         if lib is None:
             continue
@@ -373,53 +371,9 @@ def main(args: argparse.Namespace) -> int:
         code = _ensure(sock, own, args)
         if code:
             return code
-    env = dict(os.environ)
-    if provider is not None:
-        # Before the layer, which stays last (its place is what users and tools look for); the
-        # provider finds the layer by name when oneTBB first calls it, whatever the order.
-        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(provider))
-    if layer is not None:
-        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
-        env.update(paths.wait_defaults(env, choice.layer or "gomp"))
-        # Process pools (joblib's loky, Dask's nannies) leave their workers' counts to scaf (docs/cli.md).
-        env.update(frameworks.pool_env(env, path, runtimes.runs_python(path)))
-    env["SCAF_SOCKET"] = sock
-    if args.malleable:
-        env["SCAF_MALLEABLE"] = args.malleable
-    if args.no_memory:
-        env["SCAF_MEMORY"] = "0"
-    elif layer is not None:
-        _start_team(sock, path, argv, env, args)
+    # What scaf run adds, the start team included: the daemon is asked now, just before the program starts.
+    env, _ = runenv.environment(path, argv, os.environ, sock, choice, malleable=args.malleable,
+                                no_memory=args.no_memory, say=_err if args.verbose else None)
 
     return supervise(path, argv, env)
 
-
-def _start_team(sock: str, path: str, argv: list[str], env: dict[str, str], args: argparse.Namespace) -> None:
-    """Exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T when the program keeps its team (remembered fixed, or
-    the user's word) and the daemon offers it a share T below its count. Silent unless --verbose."""
-    say = _err if args.verbose else (lambda _msg: None)
-    if env.get("SCAF_MEMORY", "").strip() == "0":
-        say("SCAF_MEMORY=0: nothing recalled")
-        return
-    # The user's environment, not env: scaf run's own pool count (frameworks.pool_env) is no one's word.
-    if "OMP_NUM_THREADS" in os.environ:
-        say(f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} is yours: no start team asked")
-        return
-    try:
-        exe, words = progkey.command(path, argv)
-        key = progkey.key_of(exe, words)
-    except (OSError, progkey.KeyLibraryMissing) as e:
-        say(f"no start team: the program cannot be named ({e})")
-        return
-    word, where = startteam.user_word(args.malleable, env, os.path.realpath(exe))
-    if word == "malleable":
-        say(f"{key.name} starts with its own count: malleable by {where}")
-        return
-    count = startteam.program_count()
-    start = startteam.decide(sock, key, count, f"fixed by {where}" if word == "fixed" else None)
-    if not start.team:
-        say(f"{key.name} starts with its own count ({count}): {start.why}")
-        return
-    env["OMP_NUM_THREADS"] = env["SCAF_START_TEAM"] = str(start.team)
-    say(f"{key.name} starts with {start.team} of {count} threads (OMP_NUM_THREADS={start.team}): {start.why}; "
-        "it keeps them")

@@ -1,0 +1,97 @@
+"""The environment `scaf run` gives a program: its layer (and the TCM provider) preloaded, the runtime's waiting settings, process pools' counts, the socket, the user's word, and the start team the daemon's memory offers; `scaf run` and `scaf bench` both start programs with it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaf.lib import frameworks, paths, progkey, runtimes, startteam
+from scaf.lib.launch import append_preload
+
+
+def preloads(choice: runtimes.Choice) -> tuple[Path | None, Path | None]:
+    """(the layer, the TCM provider) that CHOICE preloads; the provider only forwards to the layer: never
+    without one."""
+    layer = paths.layer(choice.layer) if choice.layer else None
+    provider = paths.tcm_provider() if choice.tcm and layer is not None else None
+    return layer, provider
+
+
+@dataclass
+class Recall:
+    """What the daemon's memory made of a program at its start: the start team (0: its own count), why, and
+    whether the daemon was asked at all (no when the user's OMP_NUM_THREADS stands, SCAF_MEMORY=0, ...)."""
+
+    team: int
+    why: str
+    asked: bool
+
+    def as_json(self) -> dict:
+        return {"team": self.team, "why": self.why, "asked": self.asked}
+
+
+def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_env: Mapping[str, str],
+               flag: str | None = None, count: int | None = None,
+               say: Callable[[str], None] | None = None) -> Recall:
+    """Exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T into ENV when the program keeps its team (remembered
+    fixed, or the user's word) and the daemon on SOCK offers it a share T below COUNT (default: the CPUs we may
+    run on, which the program inherits). USER_ENV is the user's environment: an OMP_NUM_THREADS there stands
+    (ENV may hold scaf's own pool counts, which are no one's word). FLAG is --fixed/--malleable ("no"/"yes").
+    SAY gets one line on what was decided and why (`scaf run --verbose`). Never raises for the daemon's sake."""
+    say = say or (lambda _msg: None)
+    if env.get("SCAF_MEMORY", "").strip() == "0":
+        say("SCAF_MEMORY=0: nothing recalled")
+        return Recall(0, "SCAF_MEMORY=0: nothing recalled", False)
+    if "OMP_NUM_THREADS" in user_env:
+        say(f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is yours: no start team asked")
+        return Recall(0, f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is the user's", False)
+    try:
+        exe, words = progkey.command(path, argv)
+        key = progkey.key_of(exe, words)
+    except (OSError, progkey.KeyLibraryMissing) as e:
+        say(f"no start team: the program cannot be named ({e})")
+        return Recall(0, f"the program cannot be named ({e})", False)
+    word, where = startteam.user_word(flag, env, os.path.realpath(exe))
+    if word == "malleable":
+        say(f"{key.name} starts with its own count: malleable by {where}")
+        return Recall(0, f"malleable by {where}", False)
+    count = startteam.program_count() if count is None else count
+    start = startteam.decide(sock, key, count, f"fixed by {where}" if word == "fixed" else None)
+    if not start.team:
+        say(f"{key.name} starts with its own count ({count}): {start.why}")
+        return Recall(0, start.why, True)
+    env["OMP_NUM_THREADS"] = env["SCAF_START_TEAM"] = str(start.team)
+    say(f"{key.name} starts with {start.team} of {count} threads (OMP_NUM_THREADS={start.team}): {start.why}; "
+        "it keeps them")
+    return Recall(start.team, start.why, True)
+
+
+def environment(path: str, argv: list[str], user_env: Mapping[str, str], sock: str, choice: runtimes.Choice, *,
+                malleable: str | None = None, no_memory: bool = False, count: int | None = None,
+                say: Callable[[str], None] | None = None) -> tuple[dict[str, str], Recall | None]:
+    """The environment PATH (ARGV) runs with under scaf, from the user's USER_ENV, and the start team's recall
+    (None when it has no layer, or --no-memory): what `scaf run` execs it with (docs/cli.md, docs/memory.md).
+    MALLEABLE is --malleable/--fixed ("yes"/"no"); COUNT the CPUs the program will run on (default ours);
+    the daemon on SOCK is asked now, so call it when the program is about to start."""
+    env = dict(user_env)
+    layer, provider = preloads(choice)
+    if provider is not None:
+        # Before the layer, which stays last (its place is what users and tools look for); the
+        # provider finds the layer by name when oneTBB first calls it, whatever the order.
+        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(provider))
+    if layer is not None:
+        env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
+        env.update(paths.wait_defaults(env, choice.layer or "gomp"))
+        # Process pools (joblib's loky, Dask's nannies) leave their workers' counts to scaf (docs/cli.md).
+        env.update(frameworks.pool_env(env, path, runtimes.runs_python(path), count))
+    env["SCAF_SOCKET"] = sock
+    if malleable:
+        env["SCAF_MALLEABLE"] = malleable
+    recall = None
+    if no_memory:
+        env["SCAF_MEMORY"] = "0"
+    elif layer is not None:
+        recall = start_team(sock, path, argv, env, user_env, malleable, count, say)
+    return env, recall
