@@ -49,12 +49,12 @@ def test_static_gives_each_program_its_share_as_a_thread_count_unpinned(ncpus: i
     cpus = list(range(10, 10 + ncpus))  # not starting at 0: the split is of the set, not of CPU numbers
     shares = []
     for slot in (0, 1):
-        env, mine = configs.program_settings("static", slot, 2, cpus, None, "ep")
+        env, mine = configs.program_settings("static", slot, 2, cpus)
         assert set(env) == {"OMP_NUM_THREADS"}, env
         assert mine == cpus  # no pinning: every program may run anywhere in the set
         shares.append(int(env["OMP_NUM_THREADS"]))
         # The same split as partition's CPU sets, as a number instead of a set.
-        _, pinned = configs.program_settings("partition", slot, 2, cpus, None, "ep")
+        _, pinned = configs.program_settings("partition", slot, 2, cpus)
         assert shares[-1] == len(pinned)
     if ncpus >= 2:
         assert sum(shares) == ncpus and shares[0] - shares[1] in (0, 1)
@@ -63,15 +63,15 @@ def test_static_gives_each_program_its_share_as_a_thread_count_unpinned(ncpus: i
 
 
 def test_static_with_three_programs_gives_the_remainder_to_the_first() -> None:
-    shares = [configs.program_settings("static", s, 3, list(range(8)), None)[0]["OMP_NUM_THREADS"]
+    shares = [configs.program_settings("static", s, 3, list(range(8)))[0]["OMP_NUM_THREADS"]
               for s in range(3)]
     assert shares == ["3", "3", "2"]
 
 
 def test_baselines_settings() -> None:
     cpus = [0, 1, 2, 3]
-    assert configs.program_settings("unmodified", 0, 2, cpus, None) == ({}, cpus)
-    assert configs.program_settings("omp-dynamic", 1, 2, cpus, None) == ({"OMP_DYNAMIC": "true"}, cpus)
+    assert configs.program_settings("unmodified", 0, 2, cpus) == ({}, cpus)
+    assert configs.program_settings("omp-dynamic", 1, 2, cpus) == ({"OMP_DYNAMIC": "true"}, cpus)
 
 
 # ---------------------------------------------------------------- the comparison, on known entries

@@ -196,7 +196,7 @@ def bench_workloads(args: argparse.Namespace, programs: dict) -> list[str]:
 
 def cmd_pairs(args: argparse.Namespace) -> int:
     try:
-        wanted = configs.parse_configs(args.configs)
+        wanted = configs.parse_configs(args.configs, args.daemon_arg)
         programs = userprog.from_args(args, common.available_workloads)
         workloads = bench_workloads(args, programs)
         cpus = common.bench_cpus(args.cpus, args.taskset)

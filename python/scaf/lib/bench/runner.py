@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,6 +61,9 @@ class Program:
     cpus: list[int] | None = None
     settings: dict[str, str] = field(default_factory=dict)  # what the configuration changed
     command: UserProgram | None = None  # the user's program (--program), judged by exit status and output
+    # Called just before the program starts (scaf's configurations: what `scaf run` would add, asked of the
+    # daemon then): returns its environment, its settings and more fields for its record.
+    prepare: Callable[[], tuple[dict[str, str], dict[str, str], dict]] | None = None
 
 
 def _judge_workload(rec: dict, workload: str, stdout: str) -> None:
@@ -149,11 +153,18 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
 
     t0 = time.monotonic()
     starts: list[float] = [0.0] * len(programs)
+    extra: list[dict] = [{} for _ in programs]
     try:
         for i, prog in sorted(enumerate(programs), key=lambda x: offsets[x[0]]):
             delay = t0 + offsets[i] - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            if prog.prepare is not None:
+                try:
+                    prog.env, prog.settings, extra[i] = prog.prepare()
+                except BenchError as e:
+                    records[i] = {"error": str(e)}
+                    continue
             starts[i] = time.monotonic()
             try:
                 started[i] = procs.spawn(prog.argv, prog.env, prog.cpus, outs[i], errs[i], cwds[i])
@@ -201,6 +212,7 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
             "verified": None,
             "checksum": None,
             "error": records[i].get("error"),
+            **extra[i],
         }
         if prog.command is not None:
             _judge_command(rec, prog.command, stdout, cwds[i])
@@ -214,9 +226,11 @@ def _run_with_files(programs: list[Program], offsets: list[float], timeout: floa
 
 
 def start_daemon(policy: str, cpu_set: list[int] | None, cpus: int | None, log: Path,
-                 extra: list[str], tag: str) -> daemon.PrivateDaemon:
+                 extra: list[str], tag: str, state_dir: str | None = None) -> daemon.PrivateDaemon:
     """A scafd of our own on a temporary socket for one run, started like the bench's programs
     (own process group, the bench's CPU set and tag), logging to LOG; stop it with finish().
+    Its memory is STATE_DIR's, else a fresh empty one of its own (PrivateDaemon), unless EXTRA
+    (--daemon-arg) chooses.
 
     Raises BenchError when scafd is not built, exits at start or does not answer."""
     binary = paths.scafd()
@@ -228,12 +242,31 @@ def start_daemon(policy: str, cpu_set: list[int] | None, cpus: int | None, log: 
     args += extra
     d = daemon.PrivateDaemon(
         args, binary=binary, log=log, env=base_env(tag), prefix="scaf-b-",
+        state_dir=None if state_dir is None or daemon.memory_chosen(extra) else state_dir,
         spawn=lambda argv, env, out: procs.spawn(argv, env, cpu_set, stdout=out, stderr=out))
     try:
         d.start_or_discard()
     except daemon.DaemonError as e:
         raise BenchError(str(e)) from None
     return d
+
+
+def memory_in_log(log: Path | str) -> dict[int, dict]:
+    """Per client pid in a daemon --log, as the daemon logged it at the client's first line (its arrival):
+    what it remembered of the program then (`memory`: runs, verdict, source; null when nothing) and the share
+    its page offered (`start_team`; the layer applies it to a program that keeps its team). docs/memory.md.
+
+    Raises BenchError naming the line when the log has a malformed one."""
+    out: dict[int, dict] = {}
+    try:
+        records = alloclog.read(log, missing_ok=True)
+    except alloclog.BadAllocLog as e:
+        raise BenchError(str(e)) from None
+    for rec in records:
+        for c in rec["clients"]:
+            if isinstance(c.get("pid"), int) and c["pid"] not in out:
+                out[c["pid"]] = {"remembered": c.get("memory"), "start_team": c.get("start_team")}
+    return out
 
 
 def clients_in_log(log: Path | str) -> set[int]:
