@@ -48,7 +48,10 @@ def _plt():
     return plt
 
 
-def plot_improvement(factors_by_baseline: dict[str, list[float]], candidate: str, png: Path) -> None:
+def plot_improvement(factors_by_baseline: dict[str, list[float]], candidate: str, png: Path,
+                     warm: tuple[str, list[float]] | None = None) -> None:
+    """The candidate's factors over each baseline, sorted; WARM (its warm twin's name and factors over the best
+    baseline of each pair) as one more curve, dashed."""
     plt = _plt()
     import matplotlib.ticker
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -58,12 +61,17 @@ def plot_improvement(factors_by_baseline: dict[str, list[float]], candidate: str
             style = {"color": "black", "linewidth": 2} if base == BEST else {}
             label = "over the best baseline of each pair" if base == BEST else f"over {base}"
             ax.plot(range(1, len(fs) + 1), fs, marker="o", markersize=3, label=label, **style)
+    if warm and warm[1]:
+        fs = sorted(warm[1])
+        ax.plot(range(1, len(fs) + 1), fs, marker="s", markersize=3, color="black", linewidth=2, linestyle="--",
+                label=f"{warm[0]} (memory warm) over the best baseline of each pair")
     ax.axhline(1.0, color="0.3", linewidth=0.8)
     ax.axhspan(LOSS, WIN, color="0.9", zorder=0, label=f"even ({LOSS}-{WIN})")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("pairs, sorted by improvement factor")
-    ax.set_ylabel(f"Σspeedup({candidate}) / Σspeedup(baseline)")
-    ax.set_title(f"improvement of {candidate} over each baseline")
+    ax.set_ylabel(f"Σspeedup({candidate}) / Σspeedup(baseline)" if not warm else "Σspeedup(scaf) / Σspeedup(baseline)")
+    ax.set_title(f"improvement of {candidate} over each baseline" if not warm
+                 else f"improvement of {candidate} (cold) and {warm[0]} (warm) over the baselines")
     ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
@@ -154,41 +162,101 @@ def _total_cell(e: PairEntry | None) -> str:
     return "FAILED" if e.ok_runs == 0 else "n/a"
 
 
+def _vs_best_json(v: VsBest, warm: str | None) -> dict:
+    return {"best_baseline": v.best, "best_sum_speedup": v.best_total, "candidate_sum_speedup": v.candidate_total,
+            "factor_vs_best": v.factor_best, "unmodified_sum_speedup": v.unmodified_total,
+            "factor_vs_unmodified": v.factor_unmodified, "below_best": v.below,
+            "below_unmodified": v.below_unmodified,
+            "warm": None if warm is None else {
+                "config": warm, "sum_speedup": v.warm_total, "factor_vs_best": v.warm_factor_best,
+                "factor_vs_unmodified": v.warm_factor_unmodified, "below_best": v.warm_below}}
+
+
 def _render_vs_best(console: Any, directory: Path, doc: dict, entries: dict, cand: str, best_names: list[str],
-                    versus: dict[tuple[str, str], VsBest]) -> list[str]:
-    """The table of the candidate against each pair's best baseline, its CSV and JSON; returns its Markdown."""
-    gm_best = geomean([v.factor_best for v in versus.values() if v.factor_best is not None])
-    n_best = sum(v.factor_best is not None for v in versus.values())
-    gm_unmod = geomean([v.factor_unmodified for v in versus.values() if v.factor_unmodified is not None])
-    n_unmod = sum(v.factor_unmodified is not None for v in versus.values())
-    header = ["pair", "best baseline", "Σ best", f"Σ {cand}", "factor vs best", "factor vs unmodified", "flag"]
-    cells = [[f"{a}+{b}", v.best or "-", _fmt(v.best_total, 2), _total_cell(entries[(a, b)][cand]),
-              _fmt(v.factor_best), _fmt(v.factor_unmodified), "BELOW" if v.below else ""]
-             for (a, b), v in sorted(versus.items())]
-    counts = f"{n_best} pairs" if n_best == n_unmod else f"{n_best} / {n_unmod} pairs"
-    cells.append([f"geometric mean ({counts})", "-", "-", "-", _fmt(gm_best), _fmt(gm_unmod),
-                  "BELOW" if gm_best is not None and gm_best < LOSS else ""])
-    title = (f"{cand} against the best baseline of each pair (highest Σspeedup of {', '.join(best_names)}); "
-             f"factor = Σ{cand} / Σbaseline; BELOW: more than {round((1 - LOSS) * 100)}% under the best")
-    _show(console, title, header, cells, ("pair", "best baseline", "flag"), footer=1)
+                    versus: dict[tuple[str, str], VsBest], warm: str | None = None) -> list[str]:
+    """The table of the candidate (cold) and its warm twin WARM, when it ran, against each pair's best
+    baseline, its CSV and JSON; returns its Markdown."""
+
+    def mean(attr: str) -> tuple[float | None, int]:
+        xs = [getattr(v, attr) for v in versus.values() if getattr(v, attr) is not None]
+        return geomean(xs), len(xs)
+
+    gm_best, n_best = mean("factor_best")
+    gm_unmod, n_unmod = mean("factor_unmodified")
+    gm_wbest, n_wbest = mean("warm_factor_best")
+    gm_wunmod, n_wunmod = mean("warm_factor_unmodified")
+    under = round((1 - LOSS) * 100)
+
+    def flags(v: VsBest) -> str:
+        out = ["BELOW"] if v.below else []
+        if warm:
+            out += ["WARM BELOW"] if v.warm_below else []
+            out += ["COLD < PLAIN"] if v.below_unmodified else []
+        return " ".join(out)
+
+    def cell(pair: tuple[str, str], config: str) -> str:
+        return _total_cell(entries[pair].get(config))
+
+    if warm:
+        header = ["pair", "best baseline", "Σ best", f"Σ {cand}", f"Σ {warm}", f"{cand} / best", f"{warm} / best",
+                  f"{cand} / unmodified", f"{warm} / unmodified", "flag"]
+        cells = [[f"{a}+{b}", v.best or "-", _fmt(v.best_total, 2), cell((a, b), cand), cell((a, b), warm),
+                  _fmt(v.factor_best), _fmt(v.warm_factor_best), _fmt(v.factor_unmodified),
+                  _fmt(v.warm_factor_unmodified), flags(v)] for (a, b), v in sorted(versus.items())]
+        counts = ", ".join(dict.fromkeys(str(n) for n in (n_best, n_wbest, n_unmod, n_wunmod)))
+        gm_flags = " ".join([*(["BELOW"] if gm_best is not None and gm_best < LOSS else []),
+                             *(["WARM BELOW"] if gm_wbest is not None and gm_wbest < LOSS else []),
+                             *(["COLD < PLAIN"] if gm_unmod is not None and gm_unmod < 1.0 else [])])
+        cells.append([f"geometric mean ({counts} pairs)", "-", "-", "-", "-", _fmt(gm_best), _fmt(gm_wbest),
+                      _fmt(gm_unmod), _fmt(gm_wunmod), gm_flags])
+        title = (f"{cand} (memory cold) and {warm} (memory warm) against the best baseline of each pair (highest "
+                 f"Σspeedup of {', '.join(best_names)}); factor = Σscaf / Σbaseline; BELOW, WARM BELOW: more "
+                 f"than {under}% under the best; COLD < PLAIN: {cand} under unmodified")
+        left = ("pair", "best baseline", "flag")
+    else:
+        header = ["pair", "best baseline", "Σ best", f"Σ {cand}", "factor vs best", "factor vs unmodified", "flag"]
+        cells = [[f"{a}+{b}", v.best or "-", _fmt(v.best_total, 2), cell((a, b), cand),
+                  _fmt(v.factor_best), _fmt(v.factor_unmodified), flags(v)] for (a, b), v in sorted(versus.items())]
+        counts = f"{n_best} pairs" if n_best == n_unmod else f"{n_best} / {n_unmod} pairs"
+        cells.append([f"geometric mean ({counts})", "-", "-", "-", _fmt(gm_best), _fmt(gm_unmod),
+                      "BELOW" if gm_best is not None and gm_best < LOSS else ""])
+        title = (f"{cand} against the best baseline of each pair (highest Σspeedup of {', '.join(best_names)}); "
+                 f"factor = Σ{cand} / Σbaseline; BELOW: more than {under}% under the best")
+        left = ("pair", "best baseline", "flag")
+    _show(console, title, header, cells, left, footer=1)
+
+    def opt(x: object) -> object:
+        return "" if x is None else x
+
     _write_csv(directory / "best_baseline.csv",
                ["first", "second", "candidate", "best_baseline", "best_sum_speedup", "candidate_sum_speedup",
-                "factor_vs_best", "unmodified_sum_speedup", "factor_vs_unmodified", "below_best"],
+                "factor_vs_best", "unmodified_sum_speedup", "factor_vs_unmodified", "below_best",
+                "below_unmodified", "warm", "warm_sum_speedup", "warm_factor_vs_best", "warm_factor_vs_unmodified",
+                "warm_below_best"],
                [[a, b, cand, v.best, v.best_total, v.candidate_total, v.factor_best, v.unmodified_total,
-                 v.factor_unmodified, "yes" if v.below else "no"] for (a, b), v in sorted(versus.items())])
-    doc["vs_best"] = [{"first": a, "second": b, "best_baseline": v.best, "best_sum_speedup": v.best_total,
-                       "candidate_sum_speedup": v.candidate_total, "factor_vs_best": v.factor_best,
-                       "unmodified_sum_speedup": v.unmodified_total, "factor_vs_unmodified": v.factor_unmodified,
-                       "below_best": v.below} for (a, b), v in sorted(versus.items())]
+                 v.factor_unmodified, "yes" if v.below else "no", "yes" if v.below_unmodified else "no",
+                 opt(warm), opt(v.warm_total), opt(v.warm_factor_best), opt(v.warm_factor_unmodified),
+                 ("yes" if v.warm_below else "no") if warm else ""]
+                for (a, b), v in sorted(versus.items())])
+    doc["warm"] = warm
+    doc["vs_best"] = [{"first": a, "second": b, **_vs_best_json(v, warm)} for (a, b), v in sorted(versus.items())]
     doc["geomean"] = {"factor_vs_best": gm_best, "pairs_vs_best": n_best,
                       "factor_vs_unmodified": gm_unmod, "pairs_vs_unmodified": n_unmod}
-    return [f"## {cand} against the best baseline of each pair", "",
-            (f"Per pair, the baseline with the highest Σspeedup among {', '.join(best_names)} (what a user "
+    if warm:
+        doc["geomean"].update({"warm_factor_vs_best": gm_wbest, "warm_pairs_vs_best": n_wbest,
+                               "warm_factor_vs_unmodified": gm_wunmod, "warm_pairs_vs_unmodified": n_wunmod})
+    intro = (f"Per pair, the baseline with the highest Σspeedup among {', '.join(best_names)} (what a user "
              f"could pick without scaf; one that failed in the pair does not count), and the factors "
              f"Σspeedup({cand}) / Σspeedup(best) and Σspeedup({cand}) / Σspeedup(unmodified). BELOW marks "
-             f"a factor under {LOSS}: {cand} more than {round((1 - LOSS) * 100)}% below the best baseline. "
-             f"The last row holds the geometric means over the pairs where each factor exists."), "",
-            _md_table(header, cells), ""]
+             f"a factor under {LOSS}: {cand} more than {under}% below the best baseline. "
+             f"The last row holds the geometric means over the pairs where each factor exists.")
+    if warm:
+        intro += (f" {warm} is the same pair with the daemon's memory warm: its daemon read from disk what a "
+                  f"priming run of the pair left (docs/bench.md, \"Cold and warm\"); {cand} started from an "
+                  f"empty memory. Issue 30's targets: {warm} at least {LOSS} of the best baseline (WARM BELOW "
+                  f"where it is not), {cand} at least unmodified (COLD < PLAIN where it is not).")
+    title_md = f"{cand} and {warm}" if warm else cand
+    return [f"## {title_md} against the best baseline of each pair", "", intro, "", _md_table(header, cells), ""]
 
 
 def render(directory: Path | str, candidate_name: str | None = None, quiet: bool = False) -> int:
@@ -264,15 +332,21 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
         if candidate_name and cand is None:
             console.print(f"[yellow]--candidate {candidate_name} has no runs here[/]")
         doc["candidate"] = cand
-        baselines = [c for c in order if c != cand]
+        # Its warm twin is no baseline: it has columns of its own against the best baseline.
+        baselines = [c for c in order if c != cand and c != configs.warm_of(cand or "")]
         if cand and baselines:
             factors = {b: improvement(entries, cand, b) for b in baselines}
             best_names = best_of(order, cand)
             doc["best_of"] = best_names
+            warm_curve = None
             if best_names:
-                versus = vs_best(entries, cand, best_names)
+                twin = configs.warm_of(cand)
+                warm = twin if twin in order else None
+                versus = vs_best(entries, cand, best_names, warm)
                 factors[BEST] = {p: v.factor_best for p, v in versus.items() if v.factor_best is not None}
-                md += _render_vs_best(console, directory, doc, entries, cand, best_names, versus)
+                if warm:
+                    warm_curve = (warm, [v.warm_factor_best for v in versus.values() if v.warm_factor_best is not None])
+                md += _render_vs_best(console, directory, doc, entries, cand, best_names, versus, warm)
             summary = summary_rows({b: list(f.values()) for b, f in factors.items()})
             header = ["baseline", "class", "pairs", "% of pairs", "mean factor"]
             cells = [[r.baseline, r.cls, str(r.pairs), f"{r.percent:.0f}%", _fmt(r.mean_factor)]
@@ -298,7 +372,7 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                    f"{best_note}."), "",
                    _md_table(header, cells), ""]
             plot_improvement({b: list(f.values()) for b, f in factors.items()}, cand,
-                             directory / "improvement_sorted.png")
+                             directory / "improvement_sorted.png", warm_curve)
 
     rrows = resource_rows(runs)
     if rrows:

@@ -159,7 +159,8 @@ def improvement(entries: dict, candidate: str, baseline: str) -> dict[tuple[str,
 
 @dataclass
 class VsBest:
-    """The candidate against the best a user could do without scaf, in one pair."""
+    """The candidate (and its warm twin, when it ran) against the best a user could do without scaf, in one
+    pair."""
 
     candidate_total: float | None
     best: str | None  # the baseline with the largest Σspeedup in this pair (the first listed on a tie)
@@ -167,11 +168,25 @@ class VsBest:
     factor_best: float | None  # candidate / best
     unmodified_total: float | None
     factor_unmodified: float | None
+    warm_total: float | None = None  # the warm twin's Σspeedup (None: it did not run, or failed)
+    warm_factor_best: float | None = None
+    warm_factor_unmodified: float | None = None
 
     @property
     def below(self) -> bool:
         """More than 5% below the best baseline: the promise 'never slower than without scaf' broken."""
         return self.factor_best is not None and self.factor_best < LOSS
+
+    @property
+    def warm_below(self) -> bool:
+        """The warm run more than 5% below the best baseline: issue 30's target for a memory that knows the
+        programs missed."""
+        return self.warm_factor_best is not None and self.warm_factor_best < LOSS
+
+    @property
+    def below_unmodified(self) -> bool:
+        """The cold run below plain (unmodified): a first run, with nothing remembered, must not lose to it."""
+        return self.factor_unmodified is not None and self.factor_unmodified < 1.0
 
 
 def best_of(order: list[str], candidate: str) -> list[str]:
@@ -179,21 +194,27 @@ def best_of(order: list[str], candidate: str) -> list[str]:
     return [c for c in configs.BASELINES if c in order and c != candidate]
 
 
-def vs_best(entries: dict, candidate: str, baselines: list[str]) -> dict[tuple[str, str], VsBest]:
-    """Per pair that ran the candidate: its Σspeedup against the best of `baselines` that worked
-    there, and against unmodified. A baseline that failed in a pair cannot be its best."""
+def _ratio(x: float | None, y: float | None) -> float | None:
+    return x / y if x and y else None
+
+
+def vs_best(entries: dict, candidate: str, baselines: list[str], warm: str | None = None) -> dict[tuple[str, str], VsBest]:
+    """Per pair that ran the candidate (or its warm twin WARM): its Σspeedup against the best of `baselines`
+    that worked there, and against unmodified. A baseline that failed in a pair cannot be its best."""
     out = {}
     for pair, by_config in entries.items():
         cand = by_config.get(candidate)
-        if cand is None:
+        hot = by_config.get(warm) if warm else None
+        if cand is None and hot is None:
             continue
         present = [(b, by_config[b].total) for b in baselines if b in by_config and by_config[b].total]
         best, best_total = max(present, key=lambda x: x[1]) if present else (None, None)
         unmod = by_config.get("unmodified")
         unmod_total = unmod.total if unmod and unmod.total and candidate != "unmodified" else None
-        c = cand.total or None
-        out[pair] = VsBest(c, best, best_total, c / best_total if c and best_total else None,
-                           unmod_total, c / unmod_total if c and unmod_total else None)
+        c = (cand.total or None) if cand else None
+        w = (hot.total or None) if hot else None
+        out[pair] = VsBest(c, best, best_total, _ratio(c, best_total), unmod_total, _ratio(c, unmod_total),
+                           w, _ratio(w, best_total), _ratio(w, unmod_total))
     return out
 
 
