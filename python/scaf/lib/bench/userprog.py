@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaf.lib.bench import known
 from scaf.lib.bench.errors import BenchError
 
 # Names become file names (logs/NAME+NAME...) and pair labels (NAME+NAME).
@@ -38,18 +39,29 @@ def parse(specs: list[str], outputs: list[str], ignore: str | None,
     relative to the current folder, or through PATH), because the program runs in a folder of its own.
     """
     try:
-        pattern = re.compile(ignore) if ignore else None
+        if ignore:
+            re.compile(ignore)
     except re.error as e:
         raise BenchError(f"--ignore {ignore!r} is not a regular expression: {e}") from None
     cmds: dict[str, tuple[tuple[str, ...], str]] = {}
+    own: dict[str, str] = {}  # the stdout lines a program known by name ignores of itself
     for spec in specs:
         name, sep, cmd = spec.partition("=")
         name = name.strip()
-        if not sep or not _NAME.fullmatch(name):
-            raise BenchError(f"--program {spec!r}: expected NAME='COMMAND ARGS...' with NAME made of "
-                             "letters, digits, '_', '.', '-'")
         if name in cmds:
             raise BenchError(f"--program {name} is given twice")
+        if not sep and name in known.KNOWN:
+            argv, why = known.KNOWN[name].command()
+            if argv is None:
+                raise BenchError(f"--program {name}: not installed here: {why}")
+            cmds[name] = (tuple(argv), shlex.join(argv))
+            if known.KNOWN[name].ignore:
+                own[name] = str(known.KNOWN[name].ignore)
+            continue
+        if not sep or not _NAME.fullmatch(name):
+            raise BenchError(f"--program {spec!r}: expected NAME='COMMAND ARGS...' with NAME made of "
+                             "letters, digits, '_', '.', '-', or the name of a program the bench knows: "
+                             f"{', '.join(known.KNOWN)}")
         if builtin and name in builtin:
             raise BenchError(f"--program {name}: a built-in workload has that name; choose another")
         try:
@@ -68,7 +80,14 @@ def parse(specs: list[str], outputs: list[str], ignore: str | None,
         if name not in cmds:
             raise BenchError(f"--output {spec!r}: no --program named {name!r}")
         files[name].append(path)
-    return {n: UserProgram(n, argv, text, tuple(files[n]), pattern) for n, (argv, text) in cmds.items()}
+    return {n: UserProgram(n, argv, text, tuple(files[n]), _either(own.get(n), ignore))
+            for n, (argv, text) in cmds.items()}
+
+
+def _either(mine: str | None, ignore: str | None) -> re.Pattern[str] | None:
+    """A line matching the program's own pattern (a program known by name) or --ignore's."""
+    either = [f"(?:{p})" for p in (mine, ignore) if p]
+    return re.compile("|".join(either)) if either else None
 
 
 def _resolve(name: str, word: str) -> str:
@@ -104,12 +123,14 @@ def judge(prog: UserProgram, stdout: str, cwd: str) -> tuple[str | None, str | N
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """--program, --output and --ignore, as `scaf bench pairs` and `scaf doctor` take them."""
-    p.add_argument("--program", action="append", metavar="NAME='CMD ARGS'",
+    p.add_argument("--program", action="append", metavar="NAME='CMD ARGS'|NAME",
                    help="your own program instead of the built workloads (repeatable): it runs alone "
                         "on one thread, then in pairs under each configuration; its time is the wall "
                         "time; it is correct when it exits 0 and prints (and writes) the same as on "
                         "one thread. Each run starts in a fresh empty folder: name inputs by absolute "
-                        "path. With --workloads too, both are paired")
+                        "path. With --workloads too, both are paired. A NAME alone names a program the bench "
+                        "knows, where it is installed: xgboost-hist and datatable (the corpus's XGBoost and R "
+                        "data.table scripts), tbb-for and tbb-reduce (the oneTBB test programs)")
     p.add_argument("--output", action="append", metavar="NAME=FILE",
                    help="a file program NAME writes (relative to its folder), compared across runs "
                         "(repeatable)")

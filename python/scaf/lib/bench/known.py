@@ -1,0 +1,84 @@
+"""Programs `scaf bench pairs --program NAME` knows by name: the corpus's xgboost-hist and datatable, the oneTBB test programs; each where it is installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaf.lib import paths
+
+SCRIPTS = paths.ROOT / "tests" / "corpus" / "scripts"
+
+
+@dataclass(frozen=True)
+class Known:
+    """A program the bench can run by its name alone: its command (None and why, where it is not installed),
+    the stdout lines that differ between correct runs, and what it is."""
+
+    name: str
+    what: str
+    ignore: str | None
+    command: Callable[[], tuple[list[str] | None, str]]
+
+
+def _venv_python() -> Path:
+    return paths.build_dir() / "venv" / "bin" / "python"
+
+
+def _script(name: str) -> Path | None:
+    path = SCRIPTS / name
+    return path if path.is_file() else None
+
+
+def _xgboost() -> tuple[list[str] | None, str]:
+    python, script = _venv_python(), _script("xgboost_hist.py")
+    if script is None:
+        return None, f"{SCRIPTS / 'xgboost_hist.py'} is not here (it comes with scaf's source tree)"
+    if not os.access(python, os.X_OK):
+        return None, f"{python} is not built (run make: it installs xgboost-cpu into build/venv)"
+    r = subprocess.run([str(python), "-c", "import importlib.metadata as m; m.version('xgboost-cpu')"],
+                       capture_output=True, timeout=60, check=False)
+    if r.returncode != 0:
+        return None, f"xgboost-cpu is not installed in {python} (run make)"
+    return [str(python), str(script)], ""
+
+
+def _datatable() -> tuple[list[str] | None, str]:
+    script, rscript = _script("datatable_group.R"), shutil.which("Rscript")
+    if script is None:
+        return None, f"{SCRIPTS / 'datatable_group.R'} is not here (it comes with scaf's source tree)"
+    if rscript is None:
+        return None, "Rscript is not in PATH (tools/deps corpus installs r-cran-data.table and R)"
+    r = subprocess.run([rscript, "-e", "suppressPackageStartupMessages(library(data.table))"], capture_output=True,
+                       timeout=60, check=False)
+    if r.returncode != 0:
+        return None, "R's data.table is not installed (tools/deps corpus installs r-cran-data.table)"
+    return [rscript, str(script)], ""
+
+
+def _tbb(binary: str) -> Callable[[], tuple[list[str] | None, str]]:
+    def command() -> tuple[list[str] | None, str]:
+        path = paths.build_dir() / "tbb" / binary
+        if not os.access(path, os.X_OK):
+            return None, f"{path} is not built (run make: it builds the oneTBB test programs on pip's tbb)"
+        return [str(path), "--n", "2000000", "--rounds", "20"], ""
+
+    return command
+
+
+KNOWN: dict[str, Known] = {k.name: k for k in (
+    Known("xgboost-hist", "the corpus's XGBoost (xgboost-cpu wheel), tree_method hist, 30 rounds on 20,000 x 24 "
+          "seeded samples: fixed by evidence (docs/corpus.md)", None, _xgboost),
+    # data.table prints the count it chose, which its CPU set (partition) changes; the results do not.
+    Known("datatable", "the corpus's R data.table script: group-by, order and join of a seeded 1,000,000-row "
+          "table with setDTthreads(0) (every CPU, whatever OMP_NUM_THREADS says)", r"^threads ", _datatable),
+    Known("tbb-for", "oneTBB parallel_for (tests/progs/tbb_for.cpp), through TCM under scaf",
+          r"^round=|max_concurrency=", _tbb("tbb_for")),
+    Known("tbb-reduce", "oneTBB parallel_reduce (tests/progs/tbb_reduce.cpp), through TCM under scaf",
+          r"^round=|max_concurrency=", _tbb("tbb_reduce")),
+)}
+
