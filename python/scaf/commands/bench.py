@@ -32,12 +32,16 @@ examples:
   scaf bench pairs --workloads ep,crit --configs unmodified,equipartition --size S --out /tmp/b
   scaf bench pairs --out /tmp/b ...                  the same --out again resumes an interrupted run
   scaf bench pairs --taskset 0-7 --daemon-arg=--no-lookout
-  scaf bench pairs --program gm="gm convert -size 512x4096 gradient: -blur 0x20 out.ppm" \
-                   --program im="convert -size 256x4096 gradient: -blur 0x6 out.ppm" \
+  scaf bench pairs --program gm="gm convert -size 512x4096 gradient: -blur 0x20 out.ppm" \\
+                   --program im="convert -size 256x4096 gradient: -blur 0x6 out.ppm" \\
                    --output gm=out.ppm --output im=out.ppm --configs unmodified,speedup
                                                      your own programs (here GraphicsMagick and
                                                      ImageMagick, both OpenMP): timed by wall clock,
                                                      judged by exit status, stdout and out.ppm
+  scaf bench pairs --workloads crit,xgbhist,dtgroup --program xgboost-hist --program datatable \\
+                   --configs unmodified,omp-dynamic,static,scaf,scaf-warm
+                                                     scaf with its memory cold and warm against the
+                                                     best a user could do without it
   scaf bench report /tmp/b                           tables, CSV and PNGs again from results.json
   scaf bench overhead --rounds 20                    plain libgomp vs layer+daemon, alternating
   scaf bench stability --workloads ep,crit --cpus 4  allocation changes per minute, mean threads
@@ -53,12 +57,19 @@ configurations (pairs):
   share2         OMP_NUM_THREADS = 2 x CPUs for each program (the oversubscription study)
   equipartition  a private scafd with the equipartition policy; programs run with the layer
   speedup        a private scafd with the speedup policy; programs run with the layer
+  scaf           scaf as `scaf run` gives it: scafd's default policy (speedup), memory
+                 cold; the runs of speedup, named for the table of cold against warm
+                 (not in the default list)
   consumption    the same with --policy consumption (not in the default list)
   fixed-gang     as speedup, both programs declared fixed: their teams kept, taking turns
                  when they do not fit (not in the default list)
   fixed-unconfined
                  the same with scafd --gang-quantum 0: fixed teams side by side,
                  unconfined (not in the default list)
+  NAME-warm      any of scaf's configurations (equipartition, speedup, scaf, consumption,
+                 fixed-gang, fixed-unconfined) with the daemon's memory warm: the pair runs
+                 once first, and the measured run's daemon reads what that run left
+                 (`scaf bench pairs --help`; not in the default list)
 
 output folder (--out): results.json (every raw run and the machine), report.json (every
 figure of the tables), summary.csv, pairs.csv, improvement.csv, best_baseline.csv,
@@ -237,9 +248,10 @@ configuration. Per program, speedup = its serial time (1 thread, alone) / its
 time in the pair; a pair's sum of speedups adds its two programs'.
 
 The summary compares the sum of speedups under the candidate configuration
-(speedup, else equipartition; --candidate) with each other configuration: per
-pair the factor sum(candidate) / sum(baseline), the pairs it wins (>= 1.05)
-and loses (< 0.95), and the geometric mean of each class.
+(speedup, else scaf, else equipartition; --candidate) with each other
+configuration but its warm twin (below): per pair the factor sum(candidate) /
+sum(baseline), the pairs it wins (>= 1.05) and loses (< 0.95), and the
+geometric mean of each class.
 
 Another table sets the candidate against the best a user could do without
 scaf. Per pair: the best baseline (the highest sum of unmodified, omp-dynamic,
@@ -248,6 +260,40 @@ candidate's, the factors sum(candidate) / sum(best) and sum(candidate) /
 sum(unmodified), and BELOW where the candidate is more than 5% under the best;
 its last row gives the geometric means of both factors over the pairs. The
 summary counts wins and losses against that best too (baseline "best").
+
+memory, cold and warm:
+  The daemon remembers programs between runs: a program it learned is fixed
+  starts with its share, a site it learned is clean is steered from its first
+  region. Each private scafd of the bench keeps that memory in a temporary
+  state directory of its own, removed after it (unless --daemon-arg names
+  --state-dir or --no-memory): a bench never reads or writes your memory, and
+  your own past runs never warm a measurement.
+
+  cold   (every scaf configuration) the daemon starts on an empty memory, as
+         for a program's first run. Two copies of one program in a pair share
+         what the daemon learns: a second copy that starts after the first
+         one left finds it.
+  warm   (NAME-warm) the pair first runs once under the same configuration
+         (the priming run: recorded as `prime` in results.json, not measured)
+         on a daemon with a fresh state directory; that daemon is stopped,
+         which writes its memory to disk, and a fresh daemon started on the
+         same directory runs the measured pair: the memory is read from disk,
+         as after a restart or on the next day. A priming run that failed,
+         or left no memory, fails the measurement (it is not run).
+
+  Under scaf's configurations each program starts as `scaf run` starts it:
+  the layer for its runtime (and oneTBB's TCM), the runtime's waiting
+  settings and, when the daemon remembers it fixed (or it is declared fixed),
+  OMP_NUM_THREADS=T and SCAF_START_TEAM=T, T its share when it starts: the
+  daemon is asked at that moment, beside the program already running.
+  results.json keeps per program what was recalled (`recall`: team and why)
+  and what the daemon remembered of it at its arrival (`memory`).
+
+  With the candidate's warm twin in the run (scaf and scaf-warm, speedup and
+  speedup-warm, ...), the table against the best baseline has both: the sum,
+  the factor over the best and over unmodified for cold and for warm, WARM
+  BELOW where warm is more than 5% under the best, and COLD < PLAIN where cold
+  is under unmodified. The warm twin is not one of the summary's baselines.
 """
 
 
@@ -263,12 +309,13 @@ def register_pairs(sub: argparse._SubParsersAction, epilog: str) -> None:
     userprog.add_arguments(p)
     p.add_argument("--configs", default=",".join(configs.DEFAULT_CONFIGS), metavar="C,C,...",
                    help=f"configurations (default: {','.join(configs.DEFAULT_CONFIGS)}; also "
-                        f"{','.join(c for c in configs.CONFIGS if c not in configs.DEFAULT_CONFIGS)}: "
-                        "every program declared fixed, with gangs or unconfined)")
+                        f"{','.join(c for c in configs.CONFIGS if c not in configs.DEFAULT_CONFIGS)}; "
+                        "each is described below)")
     p.add_argument("--stagger", type=nonneg_float, default=1.0, metavar="S",
                    help="seconds between the first and the second program's start (default 1)")
     p.add_argument("--candidate", metavar="C",
-                   help="configuration compared with the others (default speedup, else equipartition)")
+                   help="configuration compared with the others (default speedup, else scaf, else "
+                        "equipartition); its warm twin, when it ran, has columns of its own")
     p.add_argument("--daemon-arg", action="append", metavar="ARG",
                    help="extra scafd option for the private daemons (repeatable), "
                         "e.g. --daemon-arg=--no-lookout")

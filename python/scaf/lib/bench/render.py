@@ -253,7 +253,7 @@ def _render_vs_best(console: Any, directory: Path, doc: dict, entries: dict, can
     if warm:
         intro += (f" {warm} is the same pair with the daemon's memory warm: its daemon read from disk what a "
                   f"priming run of the pair left (docs/bench.md, \"Cold and warm\"); {cand} started from an "
-                  f"empty memory. Issue 30's targets: {warm} at least {LOSS} of the best baseline (WARM BELOW "
+                  f"empty memory. The targets: {warm} at least {LOSS} of the best baseline (WARM BELOW "
                   f"where it is not), {cand} at least unmodified (COLD < PLAIN where it is not).")
     title_md = f"{cand} and {warm}" if warm else cand
     return [f"## {title_md} against the best baseline of each pair", "", intro, "", _md_table(header, cells), ""]

@@ -179,8 +179,8 @@ class VsBest:
 
     @property
     def warm_below(self) -> bool:
-        """The warm run more than 5% below the best baseline: issue 30's target for a memory that knows the
-        programs missed."""
+        """The warm run more than 5% below the best baseline: with a memory that knows both programs, scaf
+        should do at least as well as a user's best guess."""
         return self.warm_factor_best is not None and self.warm_factor_best < LOSS
 
     @property
