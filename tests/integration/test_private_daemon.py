@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import daemon_binaries, layer_env, parse_result
 from scaf.lib import paths, proto
-from scaf.lib.daemon import DaemonExited, PrivateDaemon, memory_chosen, pid_alive, short_tmpdir
+from scaf.lib.daemon import (
+    DaemonExited,
+    PrivateDaemon,
+    memory_chosen,
+    pid_alive,
+    short_tmpdir,
+)
 
 
 @pytest.fixture(params=daemon_binaries(), ids=lambda p: p.parent.parent.name)
