@@ -79,7 +79,9 @@ class Demo:
     def start_daemon(self) -> None:
         self.daemon = PrivateDaemon(["--policy", "equipartition", "--log", self.alloc_log],
                                     socket=self.socket, env=self.env(scaf=False, serial=False),
-                                    stderr_path=self.daemon_stderr)
+                                    stderr_path=self.daemon_stderr,
+                                    # A memory of its own in the demo's folder, gone with it: never the user's.
+                                    state_dir=os.path.join(self.dir, "state"))
         try:
             self.daemon.start()
         except DaemonExited as e:
