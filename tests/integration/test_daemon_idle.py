@@ -179,7 +179,7 @@ def test_a_run_beside_an_idle_client_remembers_no_peer(scafd_factory, clients: l
     clients.append(b)
     d.wait_for(lambda s: len(s["clients"]) == 1 and by_pid(s)[b.pid]["idle"], what="b idle")
     # A program that runs its whole (fixed) life beside b only while b is idle: no peer time.
-    s, page, cid = wire.register(d.socket, 4, key=0x1D1E)
+    s, page, _ = wire.register(d.socket, 4, key=0x1D1E)
     d.wait_for(lambda st: len(st["clients"]) == 2, what="the program")
     for n in range(1, 30):  # its regions move over more than a turn: it is running, never idle itself
         page.set_u64("regions", n)
