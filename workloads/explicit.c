@@ -324,14 +324,7 @@ int main(int argc, char **argv)
             ok = 0;
         }
         h = wl_hash_u64s(h, (const uint64_t *)pred, (size_t)m);
-        if (jobs == 0)
-            first = h;
-        else if (h != first) {
-            fprintf(stderr, "explicit: job %ld gave checksum %016llx, the first %016llx\n", jobs,
-                    (unsigned long long)h, (unsigned long long)first);
-            ok = 0;
-        }
-    } while (wl_round_runs(args.until, ++jobs, 1));
+    } while (wl_job_again(spec.name, args.until, &jobs, h, &first, &ok));
 
     wl_checksum_print(first);
     /* Five regions a round, three in a fused round. No rate here: every line

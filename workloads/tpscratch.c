@@ -172,14 +172,7 @@ int main(int argc, char **argv)
             h = wl_hash_u64s(h, dig, (size_t)N);
         }
         h = wl_hash_u64s(h, a, (size_t)(N * N));
-        if (jobs == 0)
-            first = h;
-        else if (h != first) {
-            fprintf(stderr, "tpscratch: job %ld gave checksum %016llx, the first %016llx\n", jobs,
-                    (unsigned long long)h, (unsigned long long)first);
-            ok = 0;
-        }
-    } while (wl_round_runs(args.until, ++jobs, 1));
+    } while (wl_job_again(spec.name, args.until, &jobs, h, &first, &ok));
     if (failed)
         fprintf(stderr, "tpscratch: %ld of %ld iterations wrong\n", failed, jobs * iterations);
 

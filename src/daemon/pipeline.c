@@ -9,6 +9,7 @@
 #include "decide/idle.h"
 #include "decide/prepare.h"
 #include "decide/referee.h"
+#include "memory/memory.h"
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
 #include "report/status.h"
@@ -154,6 +155,8 @@ void scaf_pipeline_run(struct scafd *d, bool members)
     if (!referee && !d->status_due)
         return;
     collect(d, referee);
+    if (referee)
+        scaf_memory_turn(d); /* with the idleness that held since the last turn, before decide judges it */
     if (!referee || decide(d) < 0)
         return; /* a failed policy leaves the pages and log_due as they were */
     if (scaf_apply_run(d->clients, d->nclients, d->rallocs, d->capacity.cpus, &d->gangs) || d->log_due)

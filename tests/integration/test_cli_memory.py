@@ -71,6 +71,8 @@ needs_two = pytest.mark.skipif(CPUS < 2, reason="a start team below the program'
     ("remembered fixed", FIXED_REMEMBERED, [], "1"),
     ("fixed by scaf check", Answer(proto.MEMORY_OK, 2, proto.VERDICT_FIXED, proto.SOURCE_CHECK, 1), [], "1"),
     ("remembered malleable", Answer(proto.MEMORY_OK, 3, proto.VERDICT_MALLEABLE, proto.SOURCE_EVIDENCE, 1), [], None),
+    # Steered as a `malleable` rule would be: it starts with the whole machine (docs/memory.md).
+    ("malleable by scaf check", Answer(proto.MEMORY_OK, 1, proto.VERDICT_MALLEABLE, proto.SOURCE_CHECK, 1), [], None),
     ("a user's verdict remembered", Answer(proto.MEMORY_OK, 3, proto.VERDICT_FIXED, proto.SOURCE_USER, 1), [], None),
     ("nothing remembered", Answer(proto.MEMORY_UNKNOWN, start_team=1), [], None),
     ("nothing remembered, --fixed", Answer(proto.MEMORY_UNKNOWN, start_team=1), ["--fixed"], "1"),
@@ -103,6 +105,10 @@ def test_run_verbose_says_what_it_decided(memd: Memoryd) -> None:
     memd.answers[proto.MEMORY_RECALL] = Answer(proto.MEMORY_OFF)
     r = scaf("run", "--socket", memd.path, "--no-start", "--verbose", "--", SH, "-c", SHOW)
     assert f"scaf: {name} starts with its own count ({CPUS}): the daemon on {memd.path} keeps no memory" in r.stderr
+    memd.answers[proto.MEMORY_RECALL] = Answer(proto.MEMORY_OK, 1, proto.VERDICT_MALLEABLE, proto.SOURCE_CHECK, 1)
+    r = scaf("run", "--socket", memd.path, "--no-start", "--verbose", "--", SH, "-c", SHOW)
+    assert (f"scaf: {name} starts with its own count ({CPUS}): remembered malleable by scaf check: steered from its "
+            "first region") in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(("case", "flags", "extra", "want"), [

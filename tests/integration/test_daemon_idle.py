@@ -156,6 +156,45 @@ def test_a_wake_gives_the_share_back_in_the_same_step(scafd_factory, clients: li
     assert len(logged_lines(d)) == n
 
 
+def test_an_idle_client_is_nobodys_peer_at_an_arrival(scafd_factory, clients: list[Client]) -> None:
+    d = scafd_factory(*DAEMON)
+    a, b = Client(d.socket), Client(d.socket)
+    clients += [a, b]
+    a.say("busy")
+    d.wait_for(lambda s: len(s["clients"]) == 2 and by_pid(s)[b.pid]["idle"] and not by_pid(s)[a.pid]["idle"],
+               what="b idle, a busy")
+    # 4 contexts, one running client beside it: 4 // 2. Counting b too, it would have been 4 // 3 = 1.
+    s, page, _ = wire.register(d.socket, 8)
+    try:
+        assert page.u32("start_team") == 2
+    finally:
+        s.close()
+
+
+def test_a_run_beside_an_idle_client_remembers_no_peer(scafd_factory, clients: list[Client]) -> None:
+    from scaf.lib import proto
+
+    d = scafd_factory(*DAEMON)
+    b = Client(d.socket)
+    clients.append(b)
+    d.wait_for(lambda s: len(s["clients"]) == 1 and by_pid(s)[b.pid]["idle"], what="b idle")
+    # A program that runs its whole (fixed) life beside b only while b is idle: no peer time.
+    s, page, _ = wire.register(d.socket, 4, key=0x1D1E)
+    d.wait_for(lambda st: len(st["clients"]) == 2, what="the program")
+    for n in range(1, 30):  # its regions move over more than a turn: it is running, never idle itself
+        page.set_u64("regions", n)
+        time.sleep(0.02)
+    page.decide(wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    s.close()
+    d.wait_for(lambda st: len(st["clients"]) == 1, what="the program gone")
+    b.close()
+    clients.remove(b)
+    d.wait_for(lambda st: len(st["clients"]) == 0, what="b gone")
+    # Alone now, it starts with the whole machine: it usually runs beside no one. Had b been its peer, 2.
+    r = proto.memory(d.socket, proto.MEMORY_RECALL, 0x1D1E, 4)
+    assert (r.status, r.runs, r.start_team) == (proto.MEMORY_OK, 1, 4), r
+
+
 def test_idle_after_zero_keeps_every_client_busy(scafd_factory, clients: list[Client]) -> None:
     d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--idle-after", "0")
     a, b = Client(d.socket), Client(d.socket)

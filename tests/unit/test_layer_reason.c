@@ -54,6 +54,8 @@ static const struct {
      "omp_get_max_threads() outside regions from 0x1000, but every region seen reads its own team size or none"},
     {"clean after a TLS check", SCAF_WHY_CLEAN, A2, 0, &none,
      "its thread-local data is per-region scratch (region 0x2000 checked)"},
+    {"the memory recalls scaf check's malleable", SCAF_WHY_CHECKED, NULL, 0, &queried,
+     "scaf check found it malleable (remembered)"},
     {"no rule", SCAF_WHY_NONE, NULL, 0, &none, "region (nil)"},
 };
 

@@ -103,6 +103,18 @@ int wl_round_runs(const char *until, long r, long rounds)
     return 1;
 }
 
+int wl_job_again(const char *name, const char *until, long *jobs, uint64_t h, uint64_t *first, int *ok)
+{
+    if (*jobs == 0)
+        *first = h;
+    else if (h != *first) {
+        fprintf(stderr, "%s: job %ld gave checksum %016llx, the first %016llx\n", name, *jobs,
+                (unsigned long long)h, (unsigned long long)*first);
+        *ok = 0;
+    }
+    return wl_round_runs(until, ++*jobs, 1);
+}
+
 /* Accepts "--opt VALUE" and "--opt=VALUE"; returns the value or NULL. */
 static const char *option_value(int argc, char **argv, int *i, const char *opt)
 {
@@ -155,32 +167,32 @@ enum wl_args_status wl_args_parse(int argc, char **argv, const struct wl_spec *s
             }
             continue;
         }
-        if (spec->takes_until && strncmp(a, "--until", 7) == 0 && (a[7] == '\0' || a[7] == '=')) {
-            v = option_value(argc, argv, &i, "--until");
-            if (!v || !*v) {
-                fprintf(stderr, "%s: --until needs a path\n", spec->name);
-                goto bad;
+        {
+            /* The options whose value is a path: which the workload takes, and where each goes. */
+            const struct {
+                int taken;
+                const char *opt;
+                const char **to;
+            } paths[] = {
+                {spec->takes_until, "--until", &out->until},
+                {spec->takes_switch, "--switch", &out->phase_until},
+                {spec->takes_file, "--file", &out->file},
+            };
+            int matched = 0;
+            for (size_t k = 0; k < sizeof paths / sizeof paths[0] && !matched; k++) {
+                size_t n = strlen(paths[k].opt);
+                if (!paths[k].taken || strncmp(a, paths[k].opt, n) != 0 || (a[n] != '\0' && a[n] != '='))
+                    continue;
+                v = option_value(argc, argv, &i, paths[k].opt);
+                if (!v || !*v) {
+                    fprintf(stderr, "%s: %s needs a path\n", spec->name, paths[k].opt);
+                    goto bad;
+                }
+                *paths[k].to = v;
+                matched = 1;
             }
-            out->until = v;
-            continue;
-        }
-        if (spec->takes_switch && strncmp(a, "--switch", 8) == 0 && (a[8] == '\0' || a[8] == '=')) {
-            v = option_value(argc, argv, &i, "--switch");
-            if (!v || !*v) {
-                fprintf(stderr, "%s: --switch needs a path\n", spec->name);
-                goto bad;
-            }
-            out->phase_until = v;
-            continue;
-        }
-        if (spec->takes_file && strncmp(a, "--file", 6) == 0 && (a[6] == '\0' || a[6] == '=')) {
-            v = option_value(argc, argv, &i, "--file");
-            if (!v || !*v) {
-                fprintf(stderr, "%s: --file needs a path\n", spec->name);
-                goto bad;
-            }
-            out->file = v;
-            continue;
+            if (matched)
+                continue;
         }
         fprintf(stderr, "%s: unknown argument '%s'\n", spec->name, a);
         goto bad;

@@ -2,6 +2,8 @@
 #ifndef WL_ARGS_H
 #define WL_ARGS_H
 
+#include <stdint.h>
+
 /* Workloads are stand-ins for unmodified third-party programs, so their
  * helpers use a wl_ prefix instead of scaf_: the layer preloaded into them
  * exports scaf_* symbols, and a workload must never interpose on those. */
@@ -67,5 +69,13 @@ long wl_scaled(const struct wl_args *args, long n, long min, long multiple);
  * elsewhere it covers every round run.
  */
 int wl_round_runs(const char *until, long r, long rounds);
+
+/*
+ * For a workload that repeats its whole job under --until: records the
+ * checksum `h` of job `*jobs` (the first one's in *first; a later one that
+ * differs is reported on stderr and clears *ok), counts the job, and says
+ * whether to run another.
+ */
+int wl_job_again(const char *name, const char *until, long *jobs, uint64_t h, uint64_t *first, int *ok);
 
 #endif

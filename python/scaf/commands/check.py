@@ -51,12 +51,26 @@ layer's rule says. When the rule and the check disagree, the check says so:
 `--save` (or `scaf run --fixed`/`--malleable`) then records what you know.
 
 The daemon remembers the verdict for PROG as `scaf run -- PROG ARGS` would
-name it (its build ID, and an interpreter's script): a program found not
-malleable is started with its share of the machine by later `scaf run`s
-(docs/memory.md in scaf's source tree). The runs of the check themselves
-are not remembered. --no-memory records nothing; `scaf forget -- PROG`
-forgets it. When no daemon answers on your own socket, one is started to
-record it (as scaf run starts one); on another socket none is.
+name it (its build ID, and an interpreter's script; a new build is another
+program), and later runs of PROG use it (docs/memory.md in scaf's source
+tree):
+  - malleable: the layer takes it as your word, as it takes a `malleable`
+    rule. PROG starts with its own count (not a share) and its regions are
+    steered from the first one, whatever the layer's evidence rule would
+    have said (a num_threads clause of another count still stands), and
+    `scaf status -v` says "scaf check found it malleable (remembered)". Your
+    own word still wins: `scaf run --fixed`, SCAF_MALLEABLE=no or a `fixed`
+    rule keep its team, and `scaf run --no-memory` (SCAF_MEMORY=0) recalls
+    nothing, so the evidence decides as before. Record it only when the
+    input you check is representative: malleable on one input is not a
+    proof (see the limits below).
+  - not malleable: PROG is started with its share of the machine by later
+    `scaf run`s (and by the layer at its first OpenMP call), and keeps it.
+No later run's evidence replaces what the check recorded; check again to
+change it. The runs of the check themselves are not remembered.
+--no-memory records nothing; `scaf forget -- PROG` forgets it. When no
+daemon answers on your own socket, one is started to record it (as scaf run
+starts one); on another socket none is.
 
 Limits (read these before trusting a "malleable"):
   - It tests ONE input (the ARGS you give) with K team sequences. A program
@@ -298,7 +312,8 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
         _err(f"not remembered: the daemon on {sock} {said}")
         return None
     if not args.json:
-        after = "scaf run starts it with its share from now on" if verdict == "fixed" else             "its regions are judged by evidence as before"
+        after = ("scaf run starts it with its share from now on" if verdict == "fixed" else
+                 "its later runs are steered as a `malleable` rule would steer them; --fixed still wins")
         print(f"remembered: {key.name} {verdict} ({after}; scaf forget -- {shlex.join(argv)} forgets it)")
     return {"name": key.name, "key": f"{key.key:016x}", "verdict": verdict, "socket": sock}
 

@@ -92,7 +92,10 @@ malleable or fixed:
   affinity instead (slower next to other programs, but the same team).
   By default the layer decides from evidence (the program's omp_* calls, see
   docs/layer.md in scaf's source tree), unless a rules file names the program
-  (`scaf rules`).
+  (`scaf rules`) or `scaf check` found it malleable: the daemon remembers
+  that, and the layer then steers the program as a `malleable` rule would
+  (--fixed, SCAF_MALLEABLE=no or a `fixed` rule still win; --no-memory
+  recalls nothing).
   You can decide instead, for this run, over any rule:
 
   --fixed      keep the team. Use it when the results must be bitwise

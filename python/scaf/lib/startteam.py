@@ -73,6 +73,9 @@ def decide(sock: str, key: ProgKey, count: int, fixed_by: str | None, timeout: f
         why = f"remembered fixed from {_runs(r.runs)}"
     elif known and r.verdict == proto.VERDICT_FIXED and r.source == proto.SOURCE_CHECK:
         why = "remembered fixed by scaf check"
+    elif known and r.verdict == proto.VERDICT_MALLEABLE and r.source == proto.SOURCE_CHECK:
+        # The layer steers it as a `malleable` rule would (docs/memory.md): the whole machine, then steered.
+        return Start(0, "remembered malleable by scaf check: steered from its first region")
     elif known:
         word = {proto.VERDICT_MALLEABLE: "malleable", proto.VERDICT_FIXED: "fixed by the user"}.get(
             r.verdict, "undecided")

@@ -20,31 +20,46 @@ static int64_t wall_ns(void)
     return (int64_t)scaf_clock_ns(CLOCK_REALTIME);
 }
 
+/* Whether a client counts as running now: idle ones (decide/idle.c) hold nothing and are nobody's peer. */
+static bool running(const struct scaf_client *c)
+{
+    return !c->idle.idle;
+}
+
 /*
  * Each client's peer time up to `now`: since the last count every client here
- * has run beside the others. Called before the table changes, so that a run's
- * mean of other busy clients (docs/memory.md, "peers") weighs each stretch by
- * how long it lasted.
+ * has run beside the running others. Called before the table changes and at
+ * each referee turn before idleness is judged again (scaf_memory_turn), so
+ * that a run's mean of other busy clients (docs/memory.md, "peers") weighs
+ * each stretch by how long it lasted, with whom was idle over it.
  */
 static void tally(struct scafd *d, double now)
 {
     double dt = now - d->memory.tally_s;
+    uint32_t n = 0;
 
-    if (d->nclients > 1 && dt > 0)
+    for (uint32_t i = 0; i < d->nclients; i++)
+        n += running(d->clients[i]);
+    if (n > 0 && dt > 0)
         for (uint32_t i = 0; i < d->nclients; i++)
-            d->clients[i]->memo.peer_s += (double)(d->nclients - 1) * dt;
+            d->clients[i]->memo.peer_s += (double)(n - running(d->clients[i])) * dt;
     d->memory.tally_s = now;
 }
 
-/* The clients running now besides `except` (NULL: all of them): a start team's `busy`. */
+/* The running clients besides `except` (NULL: all of them): a start team's `busy`. */
 static uint32_t busy(const struct scafd *d, const struct scaf_client *except)
 {
     uint32_t n = 0;
 
     for (uint32_t i = 0; i < d->nclients; i++)
-        if (d->clients[i] != except)
+        if (d->clients[i] != except && running(d->clients[i]))
             n++;
     return n;
+}
+
+void scaf_memory_turn(struct scafd *d)
+{
+    tally(d, scaf_clock_s(CLOCK_MONOTONIC));
 }
 
 /* How status names the program: exe and script basenames from /proc/PID/cmdline (collect/foreign.c's rule). */

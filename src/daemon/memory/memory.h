@@ -32,6 +32,14 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key);
 void scaf_memory_leave(struct scafd *d, struct scaf_client *cl);
 
 /*
+ * A referee turn, before idleness is judged again: each client's peer time
+ * is counted up to now with the clients that were running (not idle) over
+ * the stretch since the last count. A start team's busy clients are the
+ * running ones too: a pool's idle worker or waiting parent is nobody's peer.
+ */
+void scaf_memory_turn(struct scafd *d);
+
+/*
  * Answers a MEMORY request from a peer of uid `uid` (SO_PEERCRED: never a uid
  * the peer names) into *r. Never fails: what it cannot do is a status in *r.
  */

@@ -63,18 +63,19 @@ static bool fixing_sites_cleared(const struct scaf_memo_record *rec, const struc
 
 static void learn_verdict(struct scaf_memo_record *rec, const struct scaf_memo_run *run)
 {
-    bool take;
-
-    /* The user's word (scaf run --fixed, a rules file) and scaf check's seeded test runs are not evidence. */
+    /* The user's word (scaf run --fixed, a rules file), scaf check's seeded test runs and a run steered on scaf
+     * check's remembered malleable (source CHECK too) are not evidence. */
     if (run->source != SCAF_SOURCE_EVIDENCE || run->verdict == SCAF_VERDICT_UNDECIDED)
         return;
-    if (run->verdict == SCAF_VERDICT_FIXED)
-        take = !(rec->verdict == SCAF_VERDICT_FIXED && rec->source == SCAF_SOURCE_CHECK);
-    else if (rec->verdict == SCAF_VERDICT_FIXED)
-        take = rec->source != SCAF_SOURCE_CHECK && fixing_sites_cleared(rec, run);
-    else
-        take = !(rec->verdict == SCAF_VERDICT_MALLEABLE && rec->source == SCAF_SOURCE_CHECK);
-    if (!take)
+    /* scaf check's verdict, either way, is a test of what evidence only suspects: no run's evidence replaces it
+     * (scaf check again, or scaf forget, does). Fixed: absence of a hazard in one run is not a test. Malleable:
+     * every rule that fixes a program by evidence is a suspicion (calls, thread-local data) that check's seeded
+     * teams put to the test, and the layer treats check's malleable as a `malleable` rule (docs/memory.md). */
+    if (rec->source == SCAF_SOURCE_CHECK)
+        return;
+    /* Evidence of a fixed team always counts; a malleable run unfixes only what it showed clean. */
+    if (run->verdict == SCAF_VERDICT_MALLEABLE && rec->verdict == SCAF_VERDICT_FIXED &&
+        !fixing_sites_cleared(rec, run))
         return;
     rec->verdict = run->verdict;
     rec->source = SCAF_SOURCE_EVIDENCE;

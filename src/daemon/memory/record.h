@@ -76,12 +76,14 @@ void scaf_memo_record_init(struct scaf_memo_record *rec, uint64_t key, int64_t n
  * to SCAF_MEMO_SITES), its curve points (when it has any, they replace the
  * remembered ones) and its peers (blended by run time). Its verdict counts
  * only when the evidence gave it (source EVIDENCE): a user's, a rules file's
- * or scaf check's test run's word is not evidence. Evidence of a fixed team
- * always counts; evidence of a malleable run replaces a remembered fixed one
- * only when the run showed clean (without SCAF_MEMO_FIXES) every remembered
- * site that fixed it, or no remembered site did, since a run that never
- * reached the site that fixed the program says nothing about it; and never
- * replaces scaf check's fixed.
+ * or scaf check's test run's word is not evidence, nor is a run steered on
+ * scaf check's remembered malleable (source CHECK). scaf check's verdict,
+ * fixed or malleable, is never replaced by a run's evidence (only by another
+ * REMEMBER, or a FORGET). Otherwise evidence of a fixed team always counts;
+ * evidence of a malleable run replaces a remembered fixed one only when the
+ * run showed clean (without SCAF_MEMO_FIXES) every remembered site that fixed
+ * it, or no remembered site did, since a run that never reached the site that
+ * fixed the program says nothing about it.
  */
 void scaf_memo_learn(struct scaf_memo_record *rec, const struct scaf_memo_run *run);
 

@@ -297,6 +297,8 @@ static void publish(struct scaf_page *page)
 {
     atomic_store(&woken_for, 0);
     scaf_page_set(page);
+    /* The memory's word first (scaf check's malleable), so that the verdict published is the one it makes. */
+    scaf_malleable_recall(page);
     /* After the pointer: a verdict change racing with us then writes to this page itself. */
     scaf_malleable_publish(page);
     scaf_estimate_attach(page);

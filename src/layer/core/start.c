@@ -18,9 +18,16 @@ static int keep_of(const struct scaf_start_in *in)
     return SCAF_KEEP_NONE;
 }
 
+/* The memory says scaf check found it malleable, and the user did not say fixed: steered, as a `malleable` rule. */
+static int checked_malleable(const struct scaf_start_in *in)
+{
+    return !in->user_fixed && scaf_start_recalled_malleable(in->memory_runs, in->memory_verdict, in->memory_source);
+}
+
 struct scaf_start scaf_start_decide(const struct scaf_start_in *in)
 {
     struct scaf_start out = {SCAF_START_APPLY, 0, SCAF_KEEP_NONE};
+    int steered;
 
     if (in->memory_off) {
         out.why = SCAF_START_OFF;
@@ -46,9 +53,11 @@ struct scaf_start scaf_start_decide(const struct scaf_start_in *in)
         }
         out.why = SCAF_START_SCAF_RUN;
         out.team = in->scaf_run_team;
-        out.keep = in->user_malleable ? SCAF_KEEP_NONE : keep_of(in);
+        /* Its count stays scaf run's; whether it keeps it: the user's word, scaf check's malleable, the memory. */
+        steered = in->user_malleable || checked_malleable(in);
+        out.keep = steered ? SCAF_KEEP_NONE : keep_of(in);
         /* scaf run recalled it fixed, even if this daemon (restarted since) no longer says so. */
-        if (!in->user_malleable && out.keep == SCAF_KEEP_NONE)
+        if (!steered && out.keep == SCAF_KEEP_NONE)
             out.keep = SCAF_KEEP_REMEMBERED;
         return out;
     }
@@ -66,6 +75,11 @@ struct scaf_start scaf_start_decide(const struct scaf_start_in *in)
     }
     if (!in->asked) {
         out.why = SCAF_START_ASK;
+        return out;
+    }
+    /* Malleable by scaf check's word: it starts with the whole machine and is steered, as with a `malleable` rule. */
+    if (checked_malleable(in)) {
+        out.why = SCAF_START_CHECKED_MALLEABLE;
         return out;
     }
     out.keep = keep_of(in);
@@ -110,6 +124,8 @@ const char *scaf_start_why_text(int why)
         return "OMP_NUM_THREADS is the user's";
     case SCAF_START_NOT_FIXED:
         return "nothing says the program keeps its team";
+    case SCAF_START_CHECKED_MALLEABLE:
+        return "scaf check found it malleable (remembered): it is steered";
     case SCAF_START_NO_TEAM:
         return "the daemon offers no start team";
     case SCAF_START_NOT_SMALLER:

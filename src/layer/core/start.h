@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "scaf/proto.h"
+
 /*
  * docs/memory.md, "The start team", is the prose of this rule. At a program's
  * first touch of the OpenMP API (its first omp_get_max_threads() or
@@ -35,6 +37,7 @@ enum scaf_start_why {
     SCAF_START_MALLEABLE,      /* the user said malleable (or scaf check's seeded teams): it starts as before */
     SCAF_START_USER_COUNT,     /* the user set OMP_NUM_THREADS: their count stands */
     SCAF_START_NOT_FIXED,      /* neither the memory nor the user says it keeps its team: it starts as before */
+    SCAF_START_CHECKED_MALLEABLE, /* the memory says scaf check found it malleable: steered, it starts as before */
     SCAF_START_NO_TEAM,        /* the daemon offers no start team (none answers, or it said 0) */
     SCAF_START_NOT_SMALLER,    /* the start team is not below nthreads-var: nothing to do */
 };
@@ -45,7 +48,8 @@ struct scaf_start_in {
     int level;               /* omp_get_level() of the thread that touched the API */
     int set;                 /* the program sets (or has set) its own count */
     int read;                /* the program read its count before this touch */
-    int user_malleable;      /* SCAF_MALLEABLE=yes, a `malleable` rule, or SCAF_CHECK_SEED */
+    int user_malleable;      /* SCAF_MALLEABLE=yes, a `malleable` rule, or SCAF_CHECK_SEED (not the memory's
+                              * word: that is memory_verdict/memory_source below) */
     int user_fixed;          /* SCAF_MALLEABLE=no or a `fixed` rule */
     int user_count;          /* OMP_NUM_THREADS set in the environment, not by scaf run */
     unsigned nthreads;       /* nthreads-var on that thread now (what omp_get_max_threads() would say) */
@@ -61,12 +65,23 @@ struct scaf_start {
 };
 
 /*
+ * Whether the page's memory (its runs, verdict and source as scaf_page_read_memory gives them) says that scaf
+ * check found the program malleable: the layer then treats it as a `malleable` rule would (docs/memory.md,
+ * "scaf check's malleable"). The one predicate both the start and the verdict (malleable.c) ask.
+ */
+static inline int scaf_start_recalled_malleable(uint32_t runs, uint32_t verdict, uint32_t source)
+{
+    return runs != 0 && verdict == SCAF_VERDICT_MALLEABLE && source == SCAF_SOURCE_CHECK;
+}
+
+/*
  * In order: SCAF_MEMORY=0 -> OFF; a nested touch -> NESTED; the program set
  * its count -> SET; SCAF_START_TEAM equal to nthreads-var -> SCAF_RUN (other
  * -> STALE); a count read before -> READ; the user said malleable ->
- * MALLEABLE; OMP_NUM_THREADS -> USER_COUNT; not asked yet -> ASK; why it keeps
- * its team (the user's word first, then the memory: fixed by evidence or by
- * scaf check) or NOT_FIXED; start team 0 -> NO_TEAM, not below nthreads-var
+ * MALLEABLE; OMP_NUM_THREADS -> USER_COUNT; not asked yet -> ASK; the memory
+ * says scaf check found it malleable (and the user did not say fixed) ->
+ * CHECKED_MALLEABLE; why it keeps its team (the user's word first, then the
+ * memory: fixed by evidence or by scaf check) or NOT_FIXED; start team 0 -> NO_TEAM, not below nthreads-var
  * -> NOT_SMALLER; else APPLY.
  */
 struct scaf_start scaf_start_decide(const struct scaf_start_in *in);

@@ -93,6 +93,7 @@ enum scaf_why {
     SCAF_WHY_TLS_WAIT,        /* runs in code with thread-local data: held at its team while checked (undecided) */
     SCAF_WHY_TLS_HELD,        /* a site was cleared or seen clean, but others are still held (undecided) */
     SCAF_WHY_CLEAN,           /* every region seen reads its own team size or none: malleable */
+    SCAF_WHY_CHECKED,         /* not a judgement: the memory recalls scaf check's malleable (malleable.c's recall) */
 };
 
 struct scaf_judgement {

@@ -10,6 +10,7 @@
 #include "../core/say.h"
 #include "../core/settings.h"
 #include "../core/site.h"
+#include "../core/start.h"
 #include "../core/verdict.h"
 #include "../sandbox/sandbox.h"
 #include "checkteam.h"
@@ -87,6 +88,7 @@ static struct {
 
     /* The daemon's memory (docs/memory.md): SCAF_MEMORY, the start team, the sites learned for learned[]. */
     int memory;
+    _Atomic int recalled; /* the forced verdict is the memory's: scaf check found it malleable (not the user's) */
     _Atomic unsigned started;
     struct scaf_site_memo learned[SCAF_MEMORY_SITES];
     unsigned nlearned; /* guarded by lock */
@@ -182,6 +184,17 @@ static void set_verdict(uint32_t verdict, uint32_t source, const char *reason, u
 
 /* ---- the user's word ---- */
 
+/*
+ * A word that evidence does not judge (the user's, a rules line's, scaf
+ * check's): the verdict stands from now on, as a fixed one does. The one path
+ * for all of them; caller holds M.lock.
+ */
+static void force_locked(uint32_t verdict, uint32_t source, const char *reason)
+{
+    atomic_fetch_or(&M.ev, EV_FORCED);
+    set_verdict_locked(verdict, source, reason, 0);
+}
+
 void scaf_malleable_init(void)
 {
     int m = scaf_settings.malleable;
@@ -191,16 +204,18 @@ void scaf_malleable_init(void)
     M.memory = scaf_settings.memory;
     if (scaf_settings.check) {
         M.check_seed = scaf_settings.check_seed;
-        atomic_fetch_or(&M.ev, EV_CHECK | EV_FORCED);
-        set_verdict(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_CHECK,
-                    "scaf check: SCAF_CHECK_SEED gives every region a seeded team", 0);
+        atomic_fetch_or(&M.ev, EV_CHECK);
+        pthread_mutex_lock(&M.lock);
+        force_locked(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_CHECK,
+                     "scaf check: SCAF_CHECK_SEED gives every region a seeded team");
+        pthread_mutex_unlock(&M.lock);
         return;
     }
     if (m >= 0) {
-        atomic_fetch_or(&M.ev, EV_FORCED);
-        set_verdict(m ? SCAF_VERDICT_MALLEABLE : SCAF_VERDICT_FIXED, SCAF_SOURCE_USER,
-                    m ? "SCAF_MALLEABLE=yes (scaf run --malleable)"
-                      : "SCAF_MALLEABLE=no (scaf run --fixed)", 0);
+        pthread_mutex_lock(&M.lock);
+        force_locked(m ? SCAF_VERDICT_MALLEABLE : SCAF_VERDICT_FIXED, SCAF_SOURCE_USER,
+                     m ? "SCAF_MALLEABLE=yes (scaf run --malleable)" : "SCAF_MALLEABLE=no (scaf run --fixed)");
+        pthread_mutex_unlock(&M.lock);
     }
 }
 
@@ -221,8 +236,28 @@ void scaf_malleable_prepare(void)
     if (!scaf_rules_find_self(scaf_settings.rules, &verdict, reason, sizeof reason))
         return;
     pthread_mutex_lock(&M.lock);
-    atomic_fetch_or(&M.ev, EV_FORCED);
-    set_verdict_locked(verdict, SCAF_SOURCE_RULES, reason, 0);
+    force_locked(verdict, SCAF_SOURCE_RULES, reason);
+    pthread_mutex_unlock(&M.lock);
+}
+
+void scaf_malleable_recall(const struct scaf_page *page)
+{
+    struct scaf_page_memory m;
+    char reason[SCAF_REASON_MAX];
+
+    if (!page || !M.memory)
+        return;
+    scaf_page_read_memory(page, &m);
+    if (!scaf_start_recalled_malleable(m.runs, m.verdict, m.source))
+        return;
+    scaf_reason_for(SCAF_WHY_CHECKED, NULL, 0, &(struct scaf_reason_facts){0}, reason, sizeof reason);
+    pthread_mutex_lock(&M.lock);
+    /* The user's word (read before the first HELLO) wins, and evidence that fixed the program already stands (a
+     * page that came only with a later daemon). Otherwise check's word is the verdict, as a `malleable` rule's. */
+    if (!ev_has(EV_FORCED) && atomic_load(&M.verdict) != SCAF_VERDICT_FIXED) {
+        atomic_store(&M.recalled, 1);
+        force_locked(SCAF_VERDICT_MALLEABLE, SCAF_SOURCE_CHECK, reason);
+    }
     pthread_mutex_unlock(&M.lock);
 }
 
@@ -231,7 +266,8 @@ uint32_t scaf_malleable_user_word(uint32_t *verdict, char *reason, size_t len)
     uint32_t source = 0;
 
     pthread_mutex_lock(&M.lock);
-    if (ev_has(EV_FORCED)) {
+    /* The memory's word is not the user's: the start reads it from the page (core/start.c). */
+    if (ev_has(EV_FORCED) && !atomic_load(&M.recalled)) {
         source = atomic_load(&M.source);
         *verdict = atomic_load(&M.verdict);
         scaf_say_into(reason, len, "%s", M.reason);

@@ -21,9 +21,22 @@ void scaf_malleable_init(void);
 void scaf_malleable_prepare(void);
 
 /*
+ * The daemon's memory on the page just mapped (client/conn.c, at every
+ * (re)connect): a program remembered as malleable by scaf check (page
+ * memory_verdict MALLEABLE, memory_source CHECK) is treated as a `malleable`
+ * rule treats it, through the same path: its verdict is malleable with source
+ * CHECK and no evidence is judged. The user's word (SCAF_MALLEABLE, a rules
+ * line) wins; SCAF_MEMORY=0 recalls nothing; a program evidence has already
+ * fixed stays fixed.
+ */
+void scaf_malleable_recall(const struct scaf_page *page);
+
+/*
  * The user's word on malleability (SCAF_MALLEABLE, a rules line, scaf check's
  * seeded teams): its source (enum scaf_verdict_source), verdict and reason;
- * 0 when the evidence decides. Rules are known after scaf_malleable_prepare.
+ * 0 when the evidence decides or the word is the memory's (scaf check's
+ * malleable, recalled: the start reads that from the page). Rules are known
+ * after scaf_malleable_prepare.
  */
 uint32_t scaf_malleable_user_word(uint32_t *verdict, char *reason, size_t len);
 

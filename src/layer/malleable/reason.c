@@ -93,6 +93,9 @@ void scaf_reason_for(int why, void *fn, unsigned team, const struct scaf_reason_
         else
             scaf_say_into(out, len, "its thread-local data is per-region scratch (region %s checked)", what);
         return;
+    case SCAF_WHY_CHECKED:
+        scaf_say_into(out, len, "scaf check found it malleable (remembered)");
+        return;
     default:
         scaf_say_into(out, len, "region %s", what);
         return;
