@@ -118,6 +118,28 @@ def test_scaf_check_finds_dtgroup_malleable_and_later_runs_are_steered(
     assert recalled(two) == (2, proto.VERDICT_MALLEABLE, proto.SOURCE_CHECK)
 
 
+def test_the_report_names_the_program_as_the_memory_does(two: Daemon, tmp_path: Path) -> None:
+    """SCAF_REPORT carries the program's key and name, with SCAF_MEMORY=0 too (scaf check's runs keep no memory)."""
+    want = progkey.key_of(DTGROUP, ARGV)
+    for extra in ({}, {"SCAF_MEMORY": "0"}):
+        _, rep = under_layer(two, tmp_path, extra)
+        assert (rep["key"], rep["program"]) == (f"{want.key:016x}", want.name), (extra, rep)
+
+
+def test_check_behind_a_launcher_records_the_program_that_ran_the_regions(two: Daemon) -> None:
+    """`scaf check -- sh -c 'exec dtgroup ...'`: the regions ran in dtgroup, and its record is dtgroup's (the key the
+    layer reported), found by dtgroup's next run however it is started."""
+    env = clean({k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    env["SCAF_SOCKET"] = two.socket
+    r = subprocess.run([str(SCAF), "check", "--seeds", "2", "--threads", str(BOUND), "--ignore", "^name=", "--",
+                        "sh", "-c", 'exec "$0" "$@"', *ARGV], env=env, capture_output=True, text=True, timeout=300,
+                       check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    name = progkey.key_of(DTGROUP, ARGV).name
+    assert f"remembered: {name} malleable" in r.stdout and "scaf forget forgets it" in r.stdout, r.stdout
+    assert recalled(two) == (1, proto.VERDICT_MALLEABLE, proto.SOURCE_CHECK)
+
+
 def test_without_the_record_dtgroup_stays_fixed(two: Daemon, plain: str, tmp_path: Path) -> None:
     """The negative: nothing remembered (or a record of another kind), and the rule's suspicion keeps the team."""
     got, rep = under_layer(two, tmp_path)

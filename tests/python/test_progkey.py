@@ -104,3 +104,28 @@ def test_command_follows_shebang_lines_as_the_kernel_does(tmp_path: Path) -> Non
         os.environ["PATH"] = old
     true = shutil.which("true") or "/bin/true"
     assert progkey.command(true, ["true", "x"]) == (true, ["true", "x"])
+
+
+@pytest.mark.parametrize("words, want", [
+    (["Rscript", "a.R"], ["--file=a.R"]),
+    (["Rscript", "a.R", "x", "--y"], ["--file=a.R", "--args", "x", "--y"]),
+    (["Rscript", "--vanilla", "--verbose", "--default-packages=stats", "a.R"], ["--vanilla", "--file=a.R"]),
+    (["Rscript", "-e", "1+1", "-e", "2"], ["-e", "1+1", "-e", "2"]),
+    (["Rscript", "-e", "f()", "arg"], ["-e", "f()", "--args", "arg"]),
+    (["Rscript"], []),
+])
+def test_rscript_becomes_the_engine_with_the_arguments_rscript_gives_it(words: list[str], want: list[str]) -> None:
+    assert progkey._rscript_as_r("/r/bin/exec/R", words) == ["/r/bin/exec/R", "--no-echo", "--no-restore", *want]
+
+
+@pytest.mark.skipif(not shutil.which("Rscript"), reason="R is not installed (r-base-core)")
+def test_rscript_is_named_as_the_layer_names_r_running_the_script(tmp_path: Path) -> None:
+    script = tmp_path / "s.R"
+    script.write_text("cat(1)\n")
+    exe, words = progkey.command("Rscript", ["Rscript", str(script), "in.csv"])
+    assert exe.endswith("/bin/exec/R") and os.access(exe, os.X_OK), exe
+    assert words[1:] == ["--no-echo", "--no-restore", f"--file={script}", "--args", "in.csv"]
+    # What the layer computes in R's engine for the same script: the R rule's key, not Rscript's.
+    engine = progkey.key_of(exe, [exe, "--no-echo", "--no-restore", f"--file={script}"])
+    assert progkey.of_command("Rscript", ["Rscript", str(script)]).key == engine.key != 0
+    assert engine.key != progkey.key_of(shutil.which("Rscript") or "Rscript", ["Rscript", str(script)]).key

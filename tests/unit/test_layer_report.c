@@ -8,26 +8,26 @@
 static const struct {
     const char *what;
     struct scaf_report r;
-    size_t len; /* the buffer given (0: 1024, what the layer uses) */
+    size_t len; /* the buffer given (0: 1536, what the layer uses) */
     const char *want; /* NULL: does not fit */
 } rows[] = {
-    {"plain", {.pid = 42, .exe = "/bin/lu", .verdict = SCAF_VERDICT_MALLEABLE, .source = SCAF_SOURCE_CHECK,
+    {"plain", {.pid = 42, .exe = "/bin/lu", .key = 0xabcde, .program = "lu", .verdict = SCAF_VERDICT_MALLEABLE, .source = SCAF_SOURCE_CHECK,
                .reason = "scaf check: seeded", .regions = 3, .team_bits = {0x5}},
-     0, "{\"pid\":42,\"exe\":\"/bin/lu\",\"verdict\":\"malleable\",\"source\":\"check\",\"reason\":\"scaf check: seeded\","
+     0, "{\"pid\":42,\"exe\":\"/bin/lu\",\"key\":\"00000000000abcde\",\"program\":\"lu\",\"verdict\":\"malleable\",\"source\":\"check\",\"reason\":\"scaf check: seeded\","
         "\"regions\":3,\"teams\":[1,3]}\n"},
     {"fixed by a rule, no team recorded", {.pid = 7, .exe = "x", .verdict = SCAF_VERDICT_FIXED,
                                            .source = SCAF_SOURCE_RULES, .reason = "", .regions = 1},
-     0, "{\"pid\":7,\"exe\":\"x\",\"verdict\":\"fixed\",\"source\":\"rules\",\"reason\":\"\",\"regions\":1,\"teams\":[]}\n"},
+     0, "{\"pid\":7,\"exe\":\"x\",\"key\":\"0000000000000000\",\"program\":\"\",\"verdict\":\"fixed\",\"source\":\"rules\",\"reason\":\"\",\"regions\":1,\"teams\":[]}\n"},
     {"undecided, unknown source", {.pid = 1, .exe = "", .verdict = 99, .source = 99, .reason = "r", .regions = 0},
-     0, "{\"pid\":1,\"exe\":\"\",\"verdict\":\"undecided\",\"source\":\"default\",\"reason\":\"r\",\"regions\":0,"
+     0, "{\"pid\":1,\"exe\":\"\",\"key\":\"0000000000000000\",\"program\":\"\",\"verdict\":\"undecided\",\"source\":\"default\",\"reason\":\"r\",\"regions\":0,"
         "\"teams\":[]}\n"},
-    {"escaping", {.pid = 2, .exe = "/a\"b\\c\td", .verdict = SCAF_VERDICT_FIXED, .source = SCAF_SOURCE_EVIDENCE,
+    {"escaping", {.pid = 2, .exe = "/a\"b\\c\td", .key = ~0ull, .program = "R \"x\"", .verdict = SCAF_VERDICT_FIXED, .source = SCAF_SOURCE_EVIDENCE,
                   .reason = "say \"hi\" \\ now\n", .regions = 5, .team_bits = {0, 1}},
-     0, "{\"pid\":2,\"exe\":\"/a?b?c?d\",\"verdict\":\"fixed\",\"source\":\"evidence\",\"reason\":\"say \\\"hi\\\" \\\\ now \","
+     0, "{\"pid\":2,\"exe\":\"/a?b?c?d\",\"key\":\"ffffffffffffffff\",\"program\":\"R ?x?\",\"verdict\":\"fixed\",\"source\":\"evidence\",\"reason\":\"say \\\"hi\\\" \\\\ now \","
         "\"regions\":5,\"teams\":[65]}\n"},
     {"the user's word", {.pid = 3, .exe = "p", .verdict = SCAF_VERDICT_MALLEABLE, .source = SCAF_SOURCE_USER,
                          .reason = "--malleable", .regions = 9, .team_bits = {0x8000000000000000ull, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x8000000000000000ull}},
-     0, "{\"pid\":3,\"exe\":\"p\",\"verdict\":\"malleable\",\"source\":\"user\",\"reason\":\"--malleable\",\"regions\":9,"
+     0, "{\"pid\":3,\"exe\":\"p\",\"key\":\"0000000000000000\",\"program\":\"\",\"verdict\":\"malleable\",\"source\":\"user\",\"reason\":\"--malleable\",\"regions\":9,"
         "\"teams\":[64,1024]}\n"},
     {"too small a buffer", {.pid = 3, .exe = "p", .reason = "r"}, 32, NULL},
 };
@@ -35,7 +35,7 @@ static const struct {
 int main(void)
 {
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        char buf[1024];
+        char buf[1536];
         size_t len = rows[i].len ? rows[i].len : sizeof buf;
         int n = scaf_report_format(&rows[i].r, buf, len);
 

@@ -66,8 +66,11 @@ tree):
     proof (see the limits below).
   - not malleable: PROG is started with its share of the machine by later
     `scaf run`s (and by the layer at its first OpenMP call), and keeps it.
-No later run's evidence replaces what the check recorded; check again to
-change it. The runs of the check themselves are not remembered.
+It is recorded for the program that ran the parallel regions, as the layer
+named it: R's engine running the script for `Rscript S.R`, the program a
+shell script or `sh -c` execs. No later run's evidence replaces what the
+check recorded; check again to change it. The runs of the check themselves
+are not remembered.
 --no-memory records nothing; `scaf forget -- PROG` forgets it. When no
 daemon answers on your own socket, one is started to record it (as scaf run
 starts one); on another socket none is.
@@ -169,8 +172,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "absolute path) into your rules file, and say which file and line (not for a script: "
                         "its regions run in another program)")
     p.add_argument("--no-memory", action="store_true",
-                   help="do not record the verdict in the daemon's memory (by default it is, for PROG as "
-                        "scaf run would start it)")
+                   help="do not record the verdict in the daemon's memory (by default it is, for the program "
+                        "that ran the parallel regions)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- PROG ARGS", help="the program and its arguments")
     p.set_defaults(func=main, _parser=p)
 
@@ -279,20 +282,31 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
     """REMEMBER the verdict with the daemon (its memory, docs/memory.md), for PROG as scaf run would start it.
     Returns what was recorded, or None with one line on stderr saying why not; never changes the exit status."""
     verdict = "malleable" if code == EXIT_MALLEABLE else "fixed"
+    key: progkey.ProgKey | None = None
+    named: Exception | None = None
     try:
         exe, words = progkey.command(path, argv)
         key = progkey.key_of(exe, words)
     except (OSError, progkey.KeyLibraryMissing) as e:
-        _err(f"not remembered: {argv[0]} cannot be named ({e})")
-        return None
-    # The verdict is of the program that ran the regions: a launcher or a shell script that starts it is not it.
-    ran, why = ck.program_with_regions()
-    if ran is None or os.path.realpath(ran) != os.path.realpath(exe):
-        _err(f"not remembered: {why or f'the parallel regions ran in {ran}, not in {exe}'}")
-        return None
-    if key.key == 0:
-        _err(f"not remembered: {key.name} cannot be named (its code comes from stdin or a terminal)")
-        return None
+        named = e
+    # The verdict is of the program that ran the regions: its key as the layer itself reported it, so that
+    # the record is found whatever starts the program (a launcher, a shell script, Rscript).
+    reported = ck.program_key()
+    if reported is not None:
+        number, name = reported
+        forget = f"scaf forget -- {shlex.join(argv)}" if key is not None and key.key == number else "scaf forget"
+    else:
+        if key is None:
+            _err(f"not remembered: {argv[0]} cannot be named ({named})")
+            return None
+        ran, why = ck.program_with_regions()
+        if ran is None or os.path.realpath(ran) != os.path.realpath(exe):
+            _err(f"not remembered: {why or f'the parallel regions ran in {ran}, not in {exe}'}")
+            return None
+        if key.key == 0:
+            _err(f"not remembered: {key.name} cannot be named (its code comes from stdin or a terminal)")
+            return None
+        number, name, forget = key.key, key.name, f"scaf forget -- {shlex.join(argv)}"
     sock = paths.default_socket()
     got = autostart.daemon_for(sock, autostart.own_socket(sock))
     if got.problem:
@@ -301,9 +315,9 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
     if got.started:
         _err(f"{autostart.started_line(got.started)} (to record the verdict)")
     try:
-        r = proto.memory(sock, proto.MEMORY_REMEMBER, key=key.key,
+        r = proto.memory(sock, proto.MEMORY_REMEMBER, key=number,
                          verdict=proto.VERDICT_MALLEABLE if verdict == "malleable" else proto.VERDICT_FIXED,
-                         name=key.name.encode())
+                         name=name.encode())
     except (proto.DaemonUnavailable, proto.UntrustedDaemon) as e:
         _err(f"not remembered: {e}")
         return None
@@ -314,8 +328,8 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
     if not args.json:
         after = ("scaf run starts it with its share from now on" if verdict == "fixed" else
                  "its later runs are steered as a `malleable` rule would steer them; --fixed still wins")
-        print(f"remembered: {key.name} {verdict} ({after}; scaf forget -- {shlex.join(argv)} forgets it)")
-    return {"name": key.name, "key": f"{key.key:016x}", "verdict": verdict, "socket": sock}
+        print(f"remembered: {name} {verdict} ({after}; {forget} forgets it)")
+    return {"name": name, "key": f"{number:016x}", "verdict": verdict, "socket": sock}
 
 
 def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int:

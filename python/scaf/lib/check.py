@@ -342,6 +342,21 @@ class Checker:
             return None, f"{self.argv[0]} is a script: the parallel regions ran in a program it started"
         return self.exe, ""
 
+    def program_key(self) -> tuple[int, str] | None:
+        """(key, name) the layer reported for the process that ran the regions (SCAF_REPORT's "key" and
+        "program": the key the daemon's memory knows it by, whatever launched it), when every report of the
+        runs under scaf names one and the same nonzero key; None otherwise (an older layer, several programs)."""
+        reports = [r for run in self.runs if run.kind != "plain" for r in run.reports]
+        keys = {(r["key"], str(r.get("program", ""))) for r in reports if isinstance(r.get("key"), str)}
+        if len(keys) != 1:
+            return None
+        text, name = keys.pop()
+        try:
+            key = int(text, 16)
+        except ValueError:
+            return None
+        return (key, name) if key else None
+
     # -- running --
     def execute(self, run: Run, env: dict[str, str]) -> Run:
         tag = run.name.replace(" ", "-")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -104,7 +105,8 @@ def _shebang(path: str) -> tuple[str, str | None] | None:
 def command(path: str, argv: Sequence[str]) -> tuple[str, list[str]]:
     """The executable and argv the kernel ends up running for PATH (found like a shell) with ARGV: a `#!`
     script becomes its interpreter with the script's path as an argument; `#!/usr/bin/env NAME` runs NAME
-    from PATH. Anything else is returned as given."""
+    from PATH; Rscript becomes R's engine with the arguments Rscript gives it. Anything else is returned as
+    given."""
     exe, words = path, list(argv)
     for _ in range(4):  # an interpreter that is a script itself, at most this deep (as the kernel allows)
         bang = _shebang(exe)
@@ -123,7 +125,56 @@ def command(path: str, argv: Sequence[str]) -> tuple[str, list[str]]:
         else:
             words = [interp, *([opt] if opt else []), exe, *words[1:]]
             exe = interp
+    # Rscript is a launcher: the regions run in R's engine, which the layer names (docs/memory.md).
+    if os.path.basename(exe) == "Rscript":
+        engine = _r_engine(shutil.which(exe) or exe)
+        if engine:
+            exe, words = engine, _rscript_as_r(engine, words)
     return exe, words
+
+
+# Rscript's own options (R's src/unix/Rscript.c): consumed by Rscript, never passed to R.
+_RSCRIPT_OWN = ("--verbose", "--default-packages=")
+
+
+def _r_engine(rscript: str) -> str | None:
+    """R's engine, which Rscript runs (through the R shell script): $R_HOME/bin/exec/R, R_HOME from the
+    environment or from `R RHOME` beside Rscript. None when it cannot be found."""
+    home = os.environ.get("R_HOME")
+    if not home:
+        r = os.path.join(os.path.dirname(os.path.realpath(rscript)), "R")
+        if not os.access(r, os.X_OK):
+            r = shutil.which("R") or ""
+        if not r:
+            return None
+        try:
+            home = subprocess.run([r, "RHOME"], capture_output=True, text=True, timeout=10,
+                                  check=False).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+    engine = os.path.join(home, "bin", "exec", "R")
+    return engine if home and os.access(engine, os.X_OK) else None
+
+
+def _rscript_as_r(engine: str, words: Sequence[str]) -> list[str]:
+    """The argv R's engine gets from `Rscript [options] (-e EXPR... | FILE) [ARGS]` (Rscript.c): --no-echo
+    --no-restore, the options, then --file=FILE or the -e expressions, then --args and ARGS."""
+    out = [engine, "--no-echo", "--no-restore"]
+    i = 1
+    while i < len(words) and words[i].startswith("--") and words[i] != "--args":
+        if not words[i].startswith(_RSCRIPT_OWN):
+            out.append(words[i])
+        i += 1
+    if i < len(words) and words[i] == "-e":
+        while i + 1 < len(words) and words[i] == "-e":
+            out += ["-e", words[i + 1]]
+            i += 2
+    elif i < len(words):
+        out.append(f"--file={words[i]}")
+        i += 1
+    if i < len(words):
+        out += ["--args", *words[i:]]
+    return out
 
 
 def of_command(path: str, argv: Sequence[str]) -> ProgKey:

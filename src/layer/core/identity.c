@@ -19,7 +19,7 @@ static struct scaf_progkey key;
 
 void scaf_identity_init(void)
 {
-    if (!scaf_settings.memory || !getcwd(start_dir, sizeof start_dir))
+    if (!getcwd(start_dir, sizeof start_dir))
         start_dir[0] = '\0';
 }
 
@@ -31,24 +31,33 @@ static void compute(void)
     int argc = 0;
     ssize_t n;
 
-    if (!scaf_settings.memory)
-        return;
     /* A program that rewrote its argv (setproctitle) is named by what it wrote; one too long is cut. */
     n = scaf_procfs_read("/proc/self/cmdline", cmdline, sizeof cmdline);
     for (ssize_t i = 0; i < n && argc < ARGS_MAX; i += (ssize_t)strlen(cmdline + i) + 1)
         argv[argc++] = cmdline + i;
     if (scaf_progkey_of_at(start_dir[0] ? start_dir : NULL, "/proc/self/exe", argv, argc, &key) != 0) {
-        scaf_layer_log("no key for the daemon's memory: /proc/self/exe unreadable");
+        if (scaf_settings.memory)
+            scaf_layer_log("no key for the daemon's memory: /proc/self/exe unreadable");
         return;
     }
-    if (key.key == 0)
+    if (key.key == 0 && scaf_settings.memory)
         scaf_layer_log("no key for the daemon's memory: %s cannot be named (code from stdin?)", key.name);
 }
 
-uint64_t scaf_identity_key(const char **name)
+uint64_t scaf_identity_program(const char **name)
 {
     pthread_once(&once, compute);
     if (name)
         *name = key.name;
     return key.key;
+}
+
+uint64_t scaf_identity_key(const char **name)
+{
+    if (!scaf_settings.memory) {
+        if (name)
+            *name = ""; /* SCAF_MEMORY=0: nothing is read or named */
+        return 0;
+    }
+    return scaf_identity_program(name);
 }

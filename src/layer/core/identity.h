@@ -18,4 +18,12 @@ void scaf_identity_init(void);
  */
 uint64_t scaf_identity_key(const char **name);
 
+/*
+ * The same key whatever SCAF_MEMORY says (0 only for a program that cannot
+ * be named): what the SCAF_REPORT line carries, so that `scaf check`, whose
+ * runs keep no memory, records its verdict under the key of the process that
+ * ran the regions (R's engine for an Rscript command, not Rscript).
+ */
+uint64_t scaf_identity_program(const char **name);
+
 #endif

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../core/bound.h"
+#include "../core/identity.h"
 #include "../core/page.h"
 #include "../core/say.h"
 #include "../core/settings.h"
@@ -614,5 +615,7 @@ __attribute__((destructor)) static void report_at_exit(void)
     pthread_mutex_unlock(&M.lock);
     for (int w = 0; w < SCAF_CPUSET_WORDS; w++)
         r.team_bits[w] = atomic_load(&M.team_bits[w]);
+    /* The program as the memory names it, whatever SCAF_MEMORY says: scaf check records its verdict under it. */
+    r.key = scaf_identity_program(&r.program);
     scaf_report_write(M.report_path, &r);
 }

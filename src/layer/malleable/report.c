@@ -20,9 +20,18 @@ static const char *source_word(uint32_t s)
     return s < sizeof w / sizeof w[0] ? w[s] : "default";
 }
 
+/* A path or name inside quotes: quotes, backslashes and control bytes become '?'. */
+static void plain_copy(char *out, size_t len, const char *in)
+{
+    snprintf(out, len, "%s", in ? in : "");
+    for (char *q = out; *q; q++)
+        if (*q == '"' || *q == '\\' || (unsigned char)*q < 0x20)
+            *q = '?';
+}
+
 int scaf_report_format(const struct scaf_report *r, char *buf, size_t len)
 {
-    char esc[2 * SCAF_REASON_MAX], exe[512];
+    char esc[2 * SCAF_REASON_MAX], exe[512], program[128];
     size_t k = 0;
     int n, first = 1;
 
@@ -33,14 +42,12 @@ int scaf_report_format(const struct scaf_report *r, char *buf, size_t len)
         esc[k++] = c < 0x20 ? ' ' : (char)c;
     }
     esc[k] = 0;
-    snprintf(exe, sizeof exe, "%s", r->exe);
-    for (char *q = exe; *q; q++)
-        if (*q == '"' || *q == '\\' || (unsigned char)*q < 0x20)
-            *q = '?';
+    plain_copy(exe, sizeof exe, r->exe);
+    plain_copy(program, sizeof program, r->program);
     n = snprintf(buf, len,
-                 "{\"pid\":%d,\"exe\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\",\"reason\":\"%s\",\"regions\":%llu,"
-                 "\"teams\":[",
-                 r->pid, exe, verdict_word(r->verdict), source_word(r->source), esc,
+                 "{\"pid\":%d,\"exe\":\"%s\",\"key\":\"%016llx\",\"program\":\"%s\",\"verdict\":\"%s\","
+                 "\"source\":\"%s\",\"reason\":\"%s\",\"regions\":%llu,\"teams\":[",
+                 r->pid, exe, (unsigned long long)r->key, program, verdict_word(r->verdict), source_word(r->source), esc,
                  (unsigned long long)r->regions);
     for (int t = 1; t <= SCAF_MAX_CPUS && n > 0 && n < (int)len - 16; t++)
         if (r->team_bits[(t - 1) / 64] & (1ull << ((t - 1) % 64))) {
@@ -55,7 +62,7 @@ int scaf_report_format(const struct scaf_report *r, char *buf, size_t len)
 
 void scaf_report_write(const char *path, struct scaf_report *r)
 {
-    char buf[1024], exe[512] = "";
+    char buf[1536], exe[512] = "";
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     int n, fd;
 

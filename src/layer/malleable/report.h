@@ -11,6 +11,8 @@
 struct scaf_report {
     int pid;
     const char *exe;    /* the program's path; quotes, backslashes and control bytes become '?' */
+    uint64_t key;       /* its key for the daemon's memory (core/identity.c), 0: cannot be named */
+    const char *program; /* how the memory names it (NULL: ""); escaped as exe */
     uint32_t verdict;   /* enum scaf_verdict */
     uint32_t source;    /* enum scaf_verdict_source */
     const char *reason; /* JSON-escaped here; control bytes become spaces */
