@@ -117,3 +117,23 @@ def test_no_lookout_no_list(scafd_factory: Callable[..., Daemon], started: list[
     r = subprocess.run([str(SCAF), "status", "--json", "--socket", d.socket], capture_output=True, text=True,
                        timeout=30, check=False)
     assert r.returncode == 0 and json.loads(r.stdout)["foreign_procs"] == []
+
+
+def test_a_start_team_is_not_sized_by_foreign_load_that_has_ended(scafd_factory: Callable[..., Daemon],
+                                                                   started: list[subprocess.Popen]) -> None:
+    """The lookout's moving average outlives a foreign program by seconds; a start team, kept for a program's
+    whole run, counts only the foreign processes still there (docs/memory.md, "The start team")."""
+    from scaf.lib import proto
+
+    d = scafd_factory("--policy", "equipartition", "--cpus", "8")
+    spin = subprocess.Popen(SPIN, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **QUIET))
+    started.append(spin)
+    # Counted: it keeps most of a context busy (two on a quiet machine, one beside two busy loops).
+    d.wait_for(lambda st: (p := foreign_of(st, spin.pid)) is not None and p["cpu"] >= 0.8 and st["available"] <= 7,
+               timeout=60, what="the spinning program counted as foreign load")
+    before = proto.memory(d.socket, proto.MEMORY_RECALL, 0xF00D, 8).start_team
+    spin.kill()
+    spin.wait()
+    # At once, before the lookout's next sample could lower its average: the program that ended is not counted.
+    after = proto.memory(d.socket, proto.MEMORY_RECALL, 0xF00D, 8).start_team
+    assert after >= before + 1, (before, after)

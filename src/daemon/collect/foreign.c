@@ -494,3 +494,24 @@ size_t scaf_foreign_top(const struct scaf_foreign *f, const struct scaf_foreign_
     }
     return n;
 }
+
+double scaf_foreign_gone_cpu(const struct scaf_foreign *f)
+{
+    double gone = 0.0;
+    char buf[1024];
+
+    if (!f->on)
+        return 0.0;
+    for (size_t i = 0; i < f->cap; i++) {
+        const struct scaf_foreign_proc *p = &f->table[i];
+        struct scaf_foreign_stat st;
+
+        if (p->pid == 0 || p->cpu < SCAF_FOREIGN_GONE_MIN_CPU)
+            continue;
+        /* Gone: no such process now, or another one under its pid (a different start time). */
+        if (scaf_procfs_read_pid(p->pid, "stat", buf, sizeof buf) <= 0 || scaf_foreign_stat_parse(buf, &st) != 0 ||
+            st.starttime != p->starttime)
+            gone += p->cpu;
+    }
+    return gone;
+}

@@ -122,4 +122,15 @@ void scaf_foreign_sample(struct scaf_foreign *f, const pid_t *known, size_t nkno
 /* The significant processes, busiest first: fills out[] with up to max pointers into f's table; returns how many. */
 size_t scaf_foreign_top(const struct scaf_foreign *f, const struct scaf_foreign_proc **out, size_t max);
 
+/* Only processes that kept at least this much busy are looked up again by scaf_foreign_gone_cpu. */
+#define SCAF_FOREIGN_GONE_MIN_CPU 0.05
+
+/*
+ * The smoothed CPU use (contexts) of the processes in the list that have
+ * ended since the last sample: the part of the lookout's foreign load that
+ * is already gone. One /proc/PID/stat read per process that kept at least
+ * SCAF_FOREIGN_GONE_MIN_CPU busy; 0 when the list is off.
+ */
+double scaf_foreign_gone_cpu(const struct scaf_foreign *f);
+
 #endif
