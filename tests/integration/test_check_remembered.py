@@ -1,5 +1,5 @@
 """scaf check's malleable, remembered, is the user's word as a `malleable` rule is (docs/memory.md, "scaf check's
-malleable"; issue 30): real daemons with a memory of their own, the real layer, and dtgroup, the workload with R's
+malleable"): real daemons with a memory of their own, the real layer, and dtgroup, the workload with R's
 data.table's shape, which the evidence rule keeps fixed although any team up to its count gives the same bits.
 
 The daemon believes it has 2 contexts and dtgroup sees 4 (OMP_NUM_THREADS): a steered region runs at most 2

@@ -1,6 +1,6 @@
 """nofile_flood.py — scafd out of file descriptors: CPU it burns and log it writes while idle peers wait.
 
-The issue's reproduction: `prlimit --nofile=1024:1024 scafd --max-clients 1024` and about 1,040 idle
+The reproduction: `prlimit --nofile=1024:1024 scafd --max-clients 1024` and about 1,040 idle
 connections (here 1,100). Prints the daemon's CPU time and stderr growth over 3 s, then how soon it
 answers once the connections close. Usage: nofile_flood.py [SCAFD]   (default: build/bin/scafd)
 """

@@ -2,7 +2,7 @@
 # pools_figures.sh — the runs behind docs/results/pools.md, in one go, on a quiet machine: pools under each configuration, the reclaim, the overhead before and after.
 # Usage: tools/experiments/pools_figures.sh OUT [BASE_BUILD]
 #   OUT         a folder for every run's output (docs/results/pools/ in the repository)
-#   BASE_BUILD  a build of the commit before issue 32 (scafd, libscaf_gomp.so, workloads/regions) for the overhead's "before"
+#   BASE_BUILD  a build of the commit before idle clients (scafd, libscaf_gomp.so, workloads/regions) for the overhead's "before"
 set -eu
 OUT=$1
 BASE=${2:-}
