@@ -16,13 +16,16 @@ from support import wire
 
 # A client process: registers, says "ready ID", then obeys lines on stdin: `busy` makes its regions counter move
 # every 20 ms (a program running regions), `quiet` stops that, `wake` sends one WAKE, `idle?` prints its page's
-# idle word and threads. It burns next to no CPU either way.
+# idle word and threads. It burns next to no CPU either way, unless told: `spin` burns one whole thread without a
+# region (a serial phase), `bursts` 80 ms of that thread's CPU then 170 ms asleep, over and over (at most a
+# third of a context: a pool worker's bookkeeping between tasks), `rest` stops either.
 CLIENT_PY = r"""
 import sys, threading, time
 sys.path[:0] = [sys.argv[1] + "/python", sys.argv[1] + "/tests"]
 from support import wire
 sock, page, cid = wire.register(sys.argv[2], int(sys.argv[3]))
 busy = threading.Event()
+burn = {"mode": "rest"}
 def regions():
     n = 0
     while True:
@@ -30,7 +33,19 @@ def regions():
         n += 1
         page.set_u64("regions", n)
         time.sleep(0.02)
+def burner():
+    while True:
+        mode = burn["mode"]
+        if mode == "rest":
+            time.sleep(0.01)
+            continue
+        t = time.thread_time()
+        while time.thread_time() - t < 0.08:
+            pass
+        if mode == "bursts":
+            time.sleep(0.17)
 threading.Thread(target=regions, daemon=True).start()
+threading.Thread(target=burner, daemon=True).start()
 print("ready", cid, flush=True)
 for line in sys.stdin:
     cmd = line.strip()
@@ -40,6 +55,8 @@ for line in sys.stdin:
         busy.clear()
     elif cmd == "wake":
         sock.sendall(wire.header(8, 16))
+    elif cmd in ("spin", "bursts", "rest"):
+        burn["mode"] = cmd
     elif cmd == "idle?":
         print("idle", page.u32("idle"), page.threads, flush=True)
 """
@@ -154,6 +171,29 @@ def test_a_wake_gives_the_share_back_in_the_same_step(scafd_factory, clients: li
     a.say("wake")
     time.sleep(0.3)
     assert len(logged_lines(d)) == n
+
+
+def test_cpu_without_regions_wakes_an_idle_client_only_past_half_a_context(scafd_factory,
+                                                                            clients: list[Client]) -> None:
+    d = scafd_factory(*DAEMON)
+    a, b = Client(d.socket), Client(d.socket)
+    clients += [a, b]
+    a.say("busy")
+    d.wait_for(lambda s: len(s["clients"]) == 2 and by_pid(s)[b.pid]["idle"], what="b idle")
+    # Bursts of a third of a context at most (a worker between tasks): b stays idle, over every sample of 2 s, and
+    # a keeps the machine. Busy, the same CPU would have kept b busy (10% of a context at most is quiet).
+    b.say("bursts")
+    for _ in range(20):
+        st = by_pid(d.wait_for(lambda s: True))
+        assert st[b.pid]["idle"] and st[b.pid]["share"] == 0 and st[a.pid]["share"] == 4, st
+        time.sleep(0.1)
+    # A whole thread without a region (a serial phase): busy again, with its share.
+    b.say("spin")
+    st = d.wait_for(lambda s: not by_pid(s)[b.pid]["idle"] and by_pid(s)[b.pid]["share"] == 2, what="b busy")
+    assert by_pid(st)[a.pid]["share"] == 2
+    # Resting, it is idle again.
+    b.say("rest")
+    d.wait_for(lambda s: by_pid(s)[b.pid]["idle"] and by_pid(s)[a.pid]["share"] == 4, what="b idle again")
 
 
 def test_an_idle_client_is_nobodys_peer_at_an_arrival(scafd_factory, clients: list[Client]) -> None:

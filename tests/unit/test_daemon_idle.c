@@ -9,7 +9,7 @@
 /*
  * One client over referee turns at 4 Hz (250 ms), clock ticks at 100 Hz, the
  * daemon's rule: 0.25 s quiet, spans of 0.2 s or more, 10% of one context + 1
- * tick. Each row is one turn: what the turn saw and what the rule must say.
+ * tick (over half a context + 1 tick to be busy again while idle). Each row is one turn: what the turn saw and what the rule must say.
  */
 struct turn {
     uint32_t ms;       /* the turn's time */
@@ -64,6 +64,15 @@ static const struct story stories[] = {
     {"light housekeeping (a heartbeat: 2 ticks a second) stays idle",
      {{0, 1, 0, 1, 0, 0, 0}, {250, 1, 0, 1, 0, 1, 1}, {500, 1, 0, 1, 1, 1, 1}, {750, 1, 0, 1, 1, 1, 1},
       {1000, 1, 0, 1, 2, 1, 1}, {1250, 1, 0, 1, 2, 1, 1}, {1500, 1, 0, 1, 3, 1, 1}}},
+    {"a pool worker's bookkeeping after its last task (6 ticks in 250 ms, a garbage collection) stays idle",
+     {{0, 5, 0, 1, 0, 0, 0},
+      {250, 5, 0, 1, 0, 1, 1},
+      {500, 5, 0, 1, 6, 1, 1},  /* 24% of a context: more than turns a busy client idle, less than wakes one */
+      {750, 5, 0, 1, 6, 1, 1}}},
+    {"the same CPU keeps a busy client busy: idle takes 10% at most, busy again takes over half",
+     {{0, 5, 0, 1, 0, 0, 0}, {250, 5, 0, 1, 5, 0, 0}, {500, 5, 0, 1, 10, 0, 0}, {750, 5, 0, 1, 15, 0, 0}}},
+    {"a serial phase after idleness (one thread busy, no region) takes the share back within a span",
+     {{0, 5, 0, 1, 0, 0, 0}, {250, 5, 0, 1, 0, 1, 1}, {500, 5, 0, 1, 25, 0, 1}, {750, 5, 0, 1, 50, 0, 1}}},
     {"a fast --rate: spans under 0.2 s are judged when complete, or at once when already past",
      {{0, 1, 0, 1, 0, 0, 0},
       {100, 1, 0, 1, 0, 0, 0},  /* 100 ms: not judged yet */
@@ -78,7 +87,7 @@ static void idle_stories(void)
 {
     struct scaf_idle_rule rule = scaf_idle_rule_default(100);
 
-    CHECK(rule.window_ns == 250000000ull && rule.hz == 100, "the daemon's rule");
+    CHECK(rule.window_ns == 250000000ull && rule.hz == 100 && rule.cpu_frac < rule.wake_frac, "the daemon's rule");
     for (size_t k = 0; k < sizeof stories / sizeof stories[0]; k++) {
         struct scaf_idle s;
 

@@ -7,13 +7,16 @@ struct scaf_idle_rule scaf_idle_rule_default(uint32_t hz)
         .window_ns = SCAF_IDLE_WINDOW_NS,
         .span_ns = SCAF_IDLE_SPAN_NS,
         .cpu_frac = SCAF_IDLE_CPU_FRAC,
+        .wake_frac = SCAF_IDLE_WAKE_FRAC,
         .slack_ticks = SCAF_IDLE_SLACK_TICKS,
         .hz = hz ? hz : 100,
     };
 }
 
 /* Whether the CPU burned since the mark is more than the rule allows over `span_ns` (the span's length, or
- * the shortest span for one not yet complete: a partial span already past that is busy for sure). */
+ * the shortest span for one not yet complete: a partial span already past that is busy for sure). An idle
+ * client is allowed more: the bursts of a pool worker waiting for its next task would otherwise hand its
+ * share back and forth while the last task runs. */
 static bool span_busy(const struct scaf_idle *s, const struct scaf_idle_obs *o, const struct scaf_idle_rule *r,
                       uint64_t span_ns)
 {
@@ -22,7 +25,7 @@ static bool span_busy(const struct scaf_idle *s, const struct scaf_idle_obs *o, 
     /* A count that went back (a reused pid cannot get here, but a page or /proc oddity can) is activity. */
     if (o->cpu_ticks < s->mark_ticks)
         return true;
-    allowed = r->cpu_frac * (double)span_ns * (double)r->hz / 1e9 + (double)r->slack_ticks;
+    allowed = (s->idle ? r->wake_frac : r->cpu_frac) * (double)span_ns * (double)r->hz / 1e9 + (double)r->slack_ticks;
     return (double)(o->cpu_ticks - s->mark_ticks) > allowed;
 }
 

@@ -16,14 +16,17 @@ struct scaf_idle_rule {
     uint64_t window_ns;   /* quiet this long: idle */
     uint64_t span_ns;     /* the shortest CPU span judged: /proc counts whole ticks */
     double cpu_frac;      /* of one context: at most this much CPU is still quiet */
+    double wake_frac;     /* of one context: an idle client is busy again past this much (hysteresis) */
     uint32_t slack_ticks; /* ticks a quiet span may exceed cpu_frac by (a tick straddles the span's edges) */
     uint32_t hz;          /* clock ticks per second (sysconf(_SC_CLK_TCK)) */
 };
 
-/* The daemon's rule: 0.25 s quiet, CPU judged over spans of 0.2 s or more, at most 10% of one context. */
+/* The daemon's rule: 0.25 s quiet, CPU judged over spans of 0.2 s or more, at most 10% of one context to turn
+ * idle, more than half of one to be busy again without a region or a WAKE. */
 #define SCAF_IDLE_WINDOW_NS 250000000ull
 #define SCAF_IDLE_SPAN_NS 200000000ull
 #define SCAF_IDLE_CPU_FRAC 0.10
+#define SCAF_IDLE_WAKE_FRAC 0.50
 #define SCAF_IDLE_SLACK_TICKS 1u
 
 /* What one referee turn saw of one client. */
@@ -52,7 +55,10 @@ struct scaf_idle {
  * One turn. Activity is a moved region count, a WAKE, a CPU reading that
  * failed (a process the daemon cannot see is never called idle: BLAS or
  * oneTBB work would be invisible), or a span that burned more than the rule
- * allows; activity makes the client busy at once. Otherwise it turns idle
+ * allows: `cpu_frac` of one context while busy, `wake_frac` while idle (a
+ * worker's bookkeeping between tasks, a garbage collection, a heartbeat, does
+ * not take a share back; a serial phase or BLAS work does); activity makes
+ * the client busy at once. Otherwise it turns idle
  * once it has been quiet for the window, and a new idle period gets the next
  * epoch. Returns s->idle.
  */

@@ -3,7 +3,7 @@
 It is a user's program, not part of scaf: it imports nothing of scaf's, and runs under whatever Python has
 scikit-learn, joblib and dask (`python poolprog.py --help`). It prints one line, `pool-result {JSON}`: the
 makespan of the map (from the first submission to the last result), the whole run's wall time, and per task
-its size, worker pid, start and end (seconds from the map's start) and a digest of what it computed.
+its size, worker pid, start and end (seconds from the map's start, which is given as a Unix time) and a digest of what it computed.
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ def main() -> int:
     tasks = [{"size": s, **r, "start": r["start"] - (start - T0), "end": r["end"] - (start - T0)}
              for s, r in zip(sizes, results)]
     out = {"framework": a.framework, "task": a.task, "workers": a.workers, "makespan_s": round(end - start, 4),
+           "map_start_epoch": round(start, 6),
            "wall_s": round(end - T0, 4), "digest": hashlib.sha256("".join(r["digest"] for r in results).encode())
            .hexdigest()[:16], "tasks": tasks}
     print("pool-result " + json.dumps(out), flush=True)
