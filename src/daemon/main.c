@@ -42,7 +42,8 @@ static void help(void)
            "SYNOPSIS\n"
            "    scafd [--socket PATH] [--policy NAME] [--cpus N] [--rate HZ] [-t SECS]\n"
            "          [--log FILE] [--idle-exit SECS] [--max-clients N] [--chunk C]\n"
-           "          [--no-lookout] [--gang-quantum MS] [--probe-interval SECS]\n"
+           "          [--no-lookout] [--gang-quantum MS] [--placement cpuset|kernel]\n"
+           "          [--probe-interval SECS]\n"
            "          [--min-gain G] [--idle-after SECS] [--shared [--user-clients N]] [--job ID]\n"
            "          [--exit-with PID] [--state-dir DIR | --no-memory]\n"
            "          [--memory-programs N] [-v] [--help] [--version]\n"
@@ -93,7 +94,11 @@ static void help(void)
            "                       whole teams, MS milliseconds each (1 to 60000, default\n"
            "                       100), parked by their own layer at region boundaries.\n"
            "                       0: they run unconfined\n"
-           "                       side by side instead, as without scaf\n"
+           "                       side by side instead, as without scaf\n"           "    --placement WHERE  where fixed teams run when they all fit: cpuset (default),\n"
+           "                       each on a CPU set of exactly its team, disjoint from the\n"
+           "                       others; kernel, where the kernel puts them, as a static\n"
+           "                       split (OMP_NUM_THREADS=N/k) leaves them. Their contexts\n"
+           "                       are theirs either way\n"
            "    --probe-interval SECS\n"
            "                       a client the speedup policy held at one chunk this long is\n"
            "                       given an average share again until it reports from it, so a\n"
@@ -272,7 +277,7 @@ enum parse_result {
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH, O_STATEDIR, O_NOMEMORY, O_MEMPROGS, O_IDLEAFTER };
+    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH, O_STATEDIR, O_NOMEMORY, O_MEMPROGS, O_IDLEAFTER, O_PLACEMENT };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"policy", required_argument, NULL, O_POLICY},
@@ -285,6 +290,7 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         {"chunk", required_argument, NULL, O_CHUNK},
         {"no-lookout", no_argument, NULL, O_NOLOOK},
         {"gang-quantum", required_argument, NULL, O_GANG},
+        {"placement", required_argument, NULL, O_PLACEMENT},
         {"probe-interval", required_argument, NULL, O_PROBE},
         {"min-gain", required_argument, NULL, O_MINGAIN},
         {"idle-after", required_argument, NULL, O_IDLEAFTER},
@@ -348,6 +354,12 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
         case O_GANG:
             r = parse_secs("--gang-quantum", optarg, 1, true, 60000, &o->gang_quantum_s);
             o->gang_quantum_s /= 1000.0;
+            break;
+        case O_PLACEMENT:
+            if (strcmp(optarg, "cpuset") == 0 || strcmp(optarg, "kernel") == 0)
+                o->place_kernel = strcmp(optarg, "kernel") == 0;
+            else
+                r = bad("--placement", optarg, "expected cpuset or kernel");
             break;
         case O_PROBE:
             r = parse_secs("--probe-interval", optarg, 0, false, 86400, &o->probe_interval_s);

@@ -110,6 +110,7 @@ static int decide(struct scafd *d)
         .cpu_list = d->capacity.cpu_list,
         .cpu_list_len = d->capacity.cpu_list_len,
         .gang = d->opt.gang_quantum_s > 0,
+        .kernel_places = d->opt.place_kernel,
         .per_user = d->opt.shared,
         .min_gain = d->opt.min_gain,
     };

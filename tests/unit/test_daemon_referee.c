@@ -307,26 +307,34 @@ static void scratch_growth(void)
     CHECK(s.size == 0 && s.share == NULL, "free resets");
 }
 
-/* Fixed teams are never squeezed: placed on CPU sets of their own size, or left unconfined. */
+/* Fixed teams are never squeezed: placed on CPU sets of their own size, or left unconfined; with --placement kernel,
+ * teams that fit are left to the kernel too, with the same shares. */
 static void decide_fixed_teams(void)
 {
     static const struct {
         const char *name;
         uint32_t cpus, available, nclients;
+        bool kernel; /* --placement kernel */
         int malleable[4];
         uint32_t fixed[4];
         uint32_t want_share[4];
         uint32_t want_control[4]; /* SCAF_CONTROL_* */
         uint32_t want_cpus[4];    /* CPUs in the set */
     } cases[] = {
-        {"fixed fits beside two malleable", 4, 4, 3, {0, 1, 1}, {2, 0, 0}, {2, 1, 1}, {1, 0, 0}, {2, 1, 1}},
-        {"fixed too big to leave each malleable one", 4, 4, 3, {0, 1, 1}, {3, 0, 0}, {3, 1, 1}, {0, 0, 0},
+        {"fixed fits beside two malleable", 4, 4, 3, false, {0, 1, 1}, {2, 0, 0}, {2, 1, 1}, {1, 0, 0}, {2, 1, 1}},
+        {"fixed too big to leave each malleable one", 4, 4, 3, false, {0, 1, 1}, {3, 0, 0}, {3, 1, 1}, {0, 0, 0},
          {0, 1, 1}},
-        {"two fixed pairs on 2 contexts: unconfined", 2, 2, 2, {0, 0}, {2, 2}, {2, 2}, {0, 0}, {0, 0}},
-        {"two fixed pairs on 4 contexts: disjoint sets", 4, 4, 2, {0, 0}, {2, 2}, {2, 2}, {1, 1}, {2, 2}},
-        {"a team larger than the machine runs unconfined", 4, 4, 1, {0}, {8}, {4}, {0}, {0}},
-        {"foreign load never squeezes a fixed team", 2, 1, 1, {0}, {2}, {2}, {0}, {0}},
-        {"fixed and malleable on 2: malleable keeps one", 2, 2, 2, {0, 1}, {2, 0}, {2, 1}, {0, 0}, {0, 1}},
+        {"two fixed pairs on 2 contexts: unconfined", 2, 2, 2, false, {0, 0}, {2, 2}, {2, 2}, {0, 0}, {0, 0}},
+        {"two fixed pairs on 4 contexts: disjoint sets", 4, 4, 2, false, {0, 0}, {2, 2}, {2, 2}, {1, 1}, {2, 2}},
+        {"a team larger than the machine runs unconfined", 4, 4, 1, false, {0}, {8}, {4}, {0}, {0}},
+        {"foreign load never squeezes a fixed team", 2, 1, 1, false, {0}, {2}, {2}, {0}, {0}},
+        {"fixed and malleable on 2: malleable keeps one", 2, 2, 2, false, {0, 1}, {2, 0}, {2, 1}, {0, 0}, {0, 1}},
+        {"--placement kernel: a fixed team that fits is left to the kernel, same share", 4, 4, 3, true, {0, 1, 1},
+         {2, 0, 0}, {2, 1, 1}, {0, 0, 0}, {0, 1, 1}},
+        {"--placement kernel: two fixed pairs on 4 contexts, no sets, no turns", 4, 4, 2, true, {0, 0}, {2, 2},
+         {2, 2}, {0, 0}, {0, 0}},
+        {"--placement kernel: teams that do not fit are as ever", 4, 4, 3, true, {0, 1, 1}, {3, 0, 0}, {3, 1, 1},
+         {0, 0, 0}, {0, 1, 1}},
     };
     const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
     int cpu[] = {0, 1, 2, 3};
@@ -336,7 +344,7 @@ static void decide_fixed_teams(void)
         struct scaf_referee_alloc out[4];
         struct scaf_referee_snapshot s = {.available = cases[t].available, .cpus = cases[t].cpus, .chunk = 1,
                                           .nclients = cases[t].nclients, .clients = cl, .cpu_list = cpu,
-                                          .cpu_list_len = cases[t].cpus};
+                                          .cpu_list_len = cases[t].cpus, .kernel_places = cases[t].kernel};
         uint64_t seen = 0;
 
         for (uint32_t i = 0; i < cases[t].nclients; i++)
@@ -373,14 +381,17 @@ static void decide_gangs(void)
         int malleable[4];
         uint32_t fixed[4];
         uint32_t want_slot[4];
+        bool kernel; /* --placement kernel */
     } cases[] = {
-        {"two pairs on 2 contexts take turns", 2, 2, true, {0, 0}, {2, 2}, {1, 2}},
-        {"gangs off: unconfined side by side", 2, 2, false, {0, 0}, {2, 2}, {0, 0}},
-        {"two pairs share a gang, the quad has its own", 4, 3, true, {0, 0, 0}, {2, 2, 4}, {1, 1, 2}},
-        {"placed teams need no turns", 4, 2, true, {0, 0}, {2, 2}, {0, 0}},
-        {"a fixed team and a malleable one take turns", 2, 2, true, {0, 1}, {2, 0}, {1, 2}},
-        {"the malleable clients are one gang, the last", 2, 4, true, {0, 1, 0, 1}, {2, 0, 2, 0}, {1, 3, 2, 3}},
-        {"a fixed team alone needs no turns", 2, 1, true, {0}, {4}, {0}},
+        {"two pairs on 2 contexts take turns", 2, 2, true, {0, 0}, {2, 2}, {1, 2}, false},
+        {"gangs off: unconfined side by side", 2, 2, false, {0, 0}, {2, 2}, {0, 0}, false},
+        {"two pairs share a gang, the quad has its own", 4, 3, true, {0, 0, 0}, {2, 2, 4}, {1, 1, 2}, false},
+        {"placed teams need no turns", 4, 2, true, {0, 0}, {2, 2}, {0, 0}, false},
+        {"a fixed team and a malleable one take turns", 2, 2, true, {0, 1}, {2, 0}, {1, 2}, false},
+        {"the malleable clients are one gang, the last", 2, 4, true, {0, 1, 0, 1}, {2, 0, 2, 0}, {1, 3, 2, 3}, false},
+        {"a fixed team alone needs no turns", 2, 1, true, {0}, {4}, {0}, false},
+        {"teams left to the kernel because they fit need no turns either", 4, 2, true, {0, 0}, {2, 2}, {0, 0}, true},
+        {"with --placement kernel, teams that do not fit still take turns", 2, 2, true, {0, 0}, {2, 2}, {1, 2}, true},
     };
     const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
     int cpu[] = {0, 1, 2, 3};
@@ -390,7 +401,8 @@ static void decide_gangs(void)
         struct scaf_referee_alloc out[4];
         struct scaf_referee_snapshot s = {.available = cases[t].cpus, .cpus = cases[t].cpus, .chunk = 1,
                                           .nclients = cases[t].nclients, .clients = cl, .cpu_list = cpu,
-                                          .cpu_list_len = cases[t].cpus, .gang = cases[t].gang};
+                                          .cpu_list_len = cases[t].cpus, .gang = cases[t].gang,
+                                          .kernel_places = cases[t].kernel};
 
         for (uint32_t i = 0; i < cases[t].nclients; i++)
             cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);

@@ -103,8 +103,9 @@ static uint32_t team_of(const struct scaf_referee_client *c)
  * Fixed teams, and for as long as they run them, the teams of malleable
  * clients that the daemon did not choose (a num_threads other than the
  * default, a first look, a long region), come first. When they all fit beside
- * one chunk per steered client, each gets a CPU set of exactly its team and
- * the policy divides the rest among the steered clients. When they do not fit
+ * one chunk per steered client, each gets a CPU set of exactly its team (or,
+ * with snap->kernel_places, runs where the kernel puts it, as under a static
+ * split) and the policy divides the rest among the steered clients. When they do not fit
  * (or one team is larger than the machine), they run unconfined, as they would
  * without scaf, and each steered client keeps a share of what is left (at
  * least one chunk), so scaf never adds threads to an oversubscribed machine.
@@ -137,8 +138,9 @@ void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct sca
             parts->nfixed++;
         }
     }
-    parts->placed = !too_big && parts->fixed_sum + parts->nmall * chunk <= available;
-    parts->gangs = !parts->placed && snap->gang && parts->nfixed > 0 && parts->nfixed + (parts->nmall > 0) >= 2;
+    parts->fits = !too_big && parts->fixed_sum + parts->nmall * chunk <= available;
+    parts->placed = parts->fits && !snap->kernel_places;
+    parts->gangs = !parts->fits && snap->gang && parts->nfixed > 0 && parts->nfixed + (parts->nmall > 0) >= 2;
     parts->rest = parts->gangs                  ? available
                   : available > parts->fixed_sum ? available - parts->fixed_sum
                                                  : 0;

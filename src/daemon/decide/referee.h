@@ -36,6 +36,9 @@ struct scaf_referee_snapshot {
     const int *cpu_list; /* real CPUs; virtual context v runs on cpu_list[v % cpu_list_len] */
     uint32_t cpu_list_len;
     bool gang; /* fixed teams that do not fit may take turns */
+    /* Fixed teams that fit are left where the kernel puts them, as a static split leaves them (true,
+     * --placement kernel), instead of CPU sets of their own; either way their contexts are theirs. */
+    bool kernel_places;
     /* --shared: the contexts for malleable clients are split between users first (decide/peruser.c),
      * then the policy splits each user's part between that user's clients. */
     bool per_user;
@@ -87,7 +90,8 @@ struct scaf_referee_parts {
     uint32_t nmall;     /* malleable clients steered by their thread count: pc[0..nmall), idx[0..nmall) */
     uint32_t nfixed;    /* clients placed like a fixed team */
     uint32_t fixed_sum; /* the contexts their teams take, each at most cpus */
-    bool placed;        /* the fixed teams fit beside one chunk per steered client: CPU sets of their own */
+    bool fits;          /* the fixed teams fit beside one chunk per steered client */
+    bool placed;        /* they fit, and CPU sets of their own (not snap->kernel_places) */
     bool gangs;         /* they do not, gangs are on, and there are two groups or more to take turns */
     uint32_t rest;      /* the contexts the policy divides among the steered clients (>= nmall chunks) */
 };

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from scaf.lib.bench.report import (
     improvement,
     overhead_rows,
     pair_entries,
+    paired_factors,
     resource_rows,
     serial_times,
     solo_rows,
@@ -28,7 +30,7 @@ from scaf.lib.bench.report import (
     vs_best,
 )
 
-FILES = ("summary.csv", "pairs.csv", "improvement.csv", "best_baseline.csv", "solo.csv", "overhead.csv",
+FILES = ("summary.csv", "pairs.csv", "improvement.csv", "best_baseline.csv", "paired.csv", "solo.csv", "overhead.csv",
          "resources.csv", "report.md", "report.json", "improvement_sorted.png", "pairs_bars.png", "solo_speedup.png")
 
 
@@ -259,6 +261,39 @@ def _render_vs_best(console: Any, directory: Path, doc: dict, entries: dict, can
     return [f"## {title_md} against the best baseline of each pair", "", intro, "", _md_table(header, cells), ""]
 
 
+def _render_paired(console: Any, directory: Path, doc: dict, runs: list[dict], serial: dict, cands: list[str],
+                   best_names: list[str]) -> list[str]:
+    """Each candidate's factor against the best baseline repeat by repeat (report.paired_factors): shown
+    where some pair ran twice or more; returns its Markdown."""
+    paired = paired_factors(runs, serial, cands, best_names)
+    if not any(len(fs) >= 2 for by_cand in paired.values() for fs in by_cand.values()):
+        return []
+    rows = []
+    for (a, b), by_cand in sorted(paired.items()):
+        for c in cands:
+            fs = sorted(by_cand.get(c, []))
+            if fs:
+                med = statistics.median(fs)
+                rows.append({"first": a, "second": b, "config": c, "repeats": len(fs), "median": med,
+                             "low": fs[0], "high": fs[-1], "factors": fs})
+    header = ["pair", "config", "repeats", "median factor", "lowest", "highest", "flag"]
+    cells = [[f"{r['first']}+{r['second']}", r["config"], str(r["repeats"]), _fmt(r["median"]), _fmt(r["low"]),
+              _fmt(r["high"]), "BELOW" if r["median"] < LOSS else ""] for r in rows]
+    title = (f"side by side, repeat by repeat: Σconfig / Σbest baseline within each repeat (best of "
+             f"{', '.join(best_names)}); BELOW: median more than {round((1 - LOSS) * 100)}% under")
+    _show(console, title, header, cells, ("pair", "config", "flag"))
+    _write_csv(directory / "paired.csv", ["first", "second", "config", "repeats", "median_factor", "lowest",
+               "highest"], [[r[k] for k in ("first", "second", "config", "repeats", "median", "low", "high")]
+                            for r in rows])
+    doc["paired"] = rows
+    intro = ("The same factor as above, taken within each repeat: the configurations of one repeat run one "
+             "after another, so a machine whose speed drifts over minutes moves a repeat's candidate and its "
+             "baselines together, where the medians above may each come from a different minute. The median "
+             "of these factors is the figure to quote from a noisy machine; lowest and highest show its "
+             "spread.")
+    return ["## Side by side, repeat by repeat", "", intro, "", _md_table(header, cells), ""]
+
+
 def render(directory: Path | str, candidate_name: str | None = None, quiet: bool = False) -> int:
     """Writes every table and plot of a bench folder from results.json; prints the tables.
 
@@ -347,6 +382,8 @@ def render(directory: Path | str, candidate_name: str | None = None, quiet: bool
                 if warm:
                     warm_curve = (warm, [v.warm_factor_best for v in versus.values() if v.warm_factor_best is not None])
                 md += _render_vs_best(console, directory, doc, entries, cand, best_names, versus, warm)
+                md += _render_paired(console, directory, doc, runs, serial, [cand, *([warm] if warm else [])],
+                                     best_names)
             summary = summary_rows({b: list(f.values()) for b, f in factors.items()})
             header = ["baseline", "class", "pairs", "% of pairs", "mean factor"]
             cells = [[r.baseline, r.cls, str(r.pairs), f"{r.percent:.0f}%", _fmt(r.mean_factor)]

@@ -218,6 +218,36 @@ def vs_best(entries: dict, candidate: str, baselines: list[str], warm: str | Non
     return out
 
 
+def paired_factors(runs: list[dict], serial: dict[str, Serial], candidates: list[str],
+                   baselines: list[str]) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """(a, b) -> candidate -> its factor against the best baseline, one per repeat, each measured within that
+    repeat alone: the configurations of one repeat run one after another, so a machine whose speed drifts
+    over minutes (a shared VM) moves the candidate and its baselines together. A repeat where the candidate
+    or every baseline failed gives no factor."""
+    totals: dict[tuple[tuple[str, str], int], dict[str, float]] = {}
+    for run in runs:
+        if run["kind"] != "pair" or run["config"] not in (*candidates, *baselines):
+            continue
+        progs = run.get("programs", [])
+        if run.get("error") or len(progs) != 2 or any(program_failure(p, serial) is not None for p in progs):
+            continue
+        speedups = []
+        for p in progs:
+            ser = serial.get(p["workload"])
+            if not (ser and ser.time and p.get("time_s")):
+                break
+            speedups.append(ser.time / p["time_s"])
+        else:
+            totals.setdefault((tuple(run["pair"]), run.get("repeat", 0)), {})[run["config"]] = sum(speedups)
+    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for (pair, _), by_config in sorted(totals.items()):
+        best = max((by_config[b] for b in baselines if b in by_config), default=None)
+        for c in candidates:
+            if best and c in by_config:
+                out.setdefault(pair, {}).setdefault(c, []).append(by_config[c] / best)  # type: ignore[index]
+    return out
+
+
 def summary_rows(factors_by_baseline: dict[str, list[float]]) -> list[ClassRow]:
     rows = []
     for base, factors in factors_by_baseline.items():
