@@ -109,6 +109,38 @@ def test_vs_best_picks_the_best_that_worked_and_flags_more_than_5_percent_below(
     assert cc.candidate_total is None and cc.factor_best is None and not cc.below
 
 
+def test_scaf_kernel_is_scaf_with_fixed_teams_left_to_the_kernel() -> None:
+    c = configs.CONFIGS["scaf-kernel"]
+    assert c.policy == "speedup" and c.daemon_args == ("--placement", "kernel") and not c.env
+    assert configs.warm_of("scaf-kernel") == "scaf-kernel-warm" and configs.CONFIGS["scaf-kernel-warm"].warm
+    assert "scaf-kernel" not in configs.DEFAULT_CONFIGS and "scaf-kernel" not in configs.BASELINES
+
+
+def pair_run(config: str, repeat: int, t0: float | None, t1: float | None) -> dict:
+    """A pair run of workloads a and b taking t0 and t1 seconds (None: that program failed)."""
+    progs = [{"workload": w, "slot": k, "time_s": t, "error": None if t else "exit status 1"}
+             for k, (w, t) in enumerate((("a", t0), ("b", t1)))]
+    return {"kind": "pair", "pair": ["a", "b"], "config": config, "repeat": repeat, "programs": progs}
+
+
+def test_paired_factors_compare_within_each_repeat() -> None:
+    serial = {"a": report.Serial(4.0, None, 1), "b": report.Serial(2.0, None, 1)}
+    runs = [
+        # Repeat 0, a fast minute: static Σ = 2 + 1 = 3, unmodified 1 + 0.5; scaf Σ = 2 + 1.
+        pair_run("static", 0, 2.0, 2.0), pair_run("unmodified", 0, 4.0, 4.0), pair_run("scaf", 0, 2.0, 2.0),
+        # Repeat 1, everything 25% slower: the factor is the same, though scaf's Σ is below repeat 0's static.
+        pair_run("static", 1, 2.5, 2.5), pair_run("scaf", 1, 2.5, 2.5),
+        # Repeat 2: scaf 10% slower than static in the same minute.
+        pair_run("static", 2, 2.0, 2.0), pair_run("scaf", 2, 2.2, 2.2),
+        # Repeat 3: a failed scaf run gives no factor; repeat 4: no baseline worked, no factor.
+        pair_run("static", 3, 2.0, 2.0), pair_run("scaf", 3, None, 2.0),
+        pair_run("static", 4, None, 2.0), pair_run("scaf", 4, 2.0, 2.0),
+    ]
+    out = report.paired_factors(runs, serial, ["scaf"], ["unmodified", "static"])
+    assert list(out) == [("a", "b")]
+    assert out[("a", "b")]["scaf"] == pytest.approx([1.0, 1.0, 2.0 / 2.2])
+
+
 # ---------------------------------------------------------------- a real bench
 
 

@@ -153,6 +153,34 @@ def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
     s2.close()
 
 
+def test_placement_kernel_leaves_a_fixed_team_that_fits_unconfined(scafd_factory) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--placement", "kernel")
+    s1, p1, _ = wire.register(d.socket, 3, flags=wire.HELLO_F_NONMALLEABLE)
+    s2, p2, _ = wire.register(d.socket, 8)
+    try:
+        # The same count as placed (3 of 4 for the team, the rest to the malleable client), but no CPU set:
+        # where its threads run is the kernel's choice, as under OMP_NUM_THREADS=3 with nothing pinned.
+        st = d.wait_for(lambda s: len(s["clients"]) == 2, what="both clients")
+        fixed = next(c for c in st["clients"] if not c["malleable"])
+        assert (fixed["threads"], fixed["share"], fixed["control"], fixed["cpuset"]) == (3, 3, "threads", []), fixed
+        assert p1.control == wire.CONTROL_THREADS and p1.threads == 3 and p1.cpuset() == []
+        assert p2.control == wire.CONTROL_THREADS and p2.threads == 1
+        # No turns either: the teams fit.
+        assert all(c["gang"] == 0 for c in st["clients"]), st["clients"]
+    finally:
+        s1.close()
+        s2.close()
+
+
+@pytest.mark.parametrize("bad", ["", "pinned", "CPUSET"])
+def test_placement_takes_cpuset_or_kernel(bad: str) -> None:
+    from scaf.lib import paths
+
+    r = subprocess.run([str(paths.scafd()), "--placement", bad, "--socket", "/nonexistent/s"], capture_output=True,
+                       text=True, timeout=10, check=False)
+    assert r.returncode == 2 and "--placement" in r.stderr and "cpuset or kernel" in r.stderr, r.stderr
+
+
 def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
     """The layer marks a client non-malleable on its page at run time; the referee picks it up.
     A fixed team is never confined to fewer CPUs than it has threads: 6 on 4 contexts runs
