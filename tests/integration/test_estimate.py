@@ -122,6 +122,28 @@ def test_ep_ranks_above_crit_at_two_threads(scafd_factory: Callable[..., Daemon]
     assert eff["ep"] > eff["crit"], eff
 
 
+def test_alone_a_program_slower_on_more_threads_is_measured_and_given_one(scafd_factory) -> None:
+    """SCAF_LAZY at its default, alone on 2 contexts: crit (a dominant critical section, slower on 2 threads than
+    on 1) is measured at 2 threads from a cheap in-place baseline, and the speedup policy then gives it one
+    context and keeps it there, where a program nobody measured keeps the whole machine."""
+    d = scafd_factory("--policy", "speedup", "--cpus", "2", "--no-lookout")
+    env = layer_env(d.socket, {})
+    with running("crit", env, "--size", "W") as p:
+        d.wait_for(lambda st: (c := client(st, p.pid)) is not None and c["eff_threads"] == 2
+                   and c["estimate"] == "measured", timeout=60, what="crit measured at 2 threads, alone")
+        st = d.wait_for(lambda st: (c := client(st, p.pid)) is not None and c["share"] == 1, timeout=60,
+                        what="crit given one context")
+        assert client(st, p.pid)["efficiency"] < 0.5, st  # type: ignore[index]
+        # Over the next second and a half (the policy's probe comes 10 s after), it stays at one.
+        shares = []
+        for _ in range(10):
+            c = client(d.status(), p.pid)
+            assert c is not None
+            shares.append(c["share"])
+            time.sleep(0.15)
+        assert shares.count(1) >= 9, shares
+
+
 def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:
     """A region running past SCAF_LONG_REGION_S: long_region and the stated assumed efficiency, until it ends."""
     prog = build_prog("slowregions")

@@ -152,7 +152,8 @@ def test_fork_with_1gib_heap(scafd: Daemon) -> None:
 
 
 def test_lazy_no_experiment_while_alone(scafd_factory: Callable[..., Daemon]) -> None:
-    """Alone with the daemon and SCAF_LAZY at its default: no baseline is taken, no child is forked."""
+    """Alone with the daemon and SCAF_LAZY at its default: no child is forked, ever; and an in-place baseline
+    only within its budget, a hundredth of SCAF_EXPERIMENT_INTERVAL_S, here 0: none at all."""
     d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
     prog = build_prog("slowregions")
     env = layer_env(d.socket, {"SCAF_INPLACE_MAX_MS": "0", "SCAF_EXPERIMENT_INTERVAL_S": "0",

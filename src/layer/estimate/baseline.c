@@ -35,16 +35,27 @@ static uint64_t fork_ns_estimate(uint64_t seen)
     return (uint64_t)resident * 100u;
 }
 
-int scaf_baseline_due(const struct scaf_site *s, unsigned nclients, int lazy, uint64_t now,
-                      uint64_t interval_ns)
+int scaf_baseline_due(const struct scaf_site *s, uint64_t now, uint64_t interval_ns)
 {
-    if (lazy && nclients <= 1)
-        return 0;
     if (now < LD(s->next_try_ns) || LD(s->busy))
         return 0;
     if (LD(s->serial_ns) == 0 && LD(s->serial_ins) == 0)
         return 1;
     return now - LD(s->serial_at_ns) >= interval_ns;
+}
+
+int scaf_baseline_alone(const struct scaf_site *s, unsigned threads, uint64_t now, uint64_t not_before_ns,
+                        uint64_t budget_ns, uint64_t *cost)
+{
+    uint64_t par = LD(s->par_ns), pt = LD(s->par_threads);
+
+    *cost = 0;
+    if (threads <= 1)
+        return 1;
+    if (now < not_before_ns || !par || pt < 2)
+        return 0;
+    *cost = (pt - 1) * par;
+    return *cost <= budget_ns;
 }
 
 int scaf_baseline_in_place(const struct scaf_site *s, unsigned threads, uint64_t inplace_ns,

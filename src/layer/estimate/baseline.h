@@ -9,11 +9,25 @@
 
 /*
  * Nonzero when the site needs a (new) baseline now: none yet, or older than
- * `interval_ns`; never while another is taken, before the site's retry time,
- * or (`lazy`) while the program is the daemon's only client (`nclients` <= 1).
+ * `interval_ns`; never while another is taken or before the site's retry time.
  */
-int scaf_baseline_due(const struct scaf_site *s, unsigned nclients, int lazy, uint64_t now,
-                      uint64_t interval_ns);
+int scaf_baseline_due(const struct scaf_site *s, uint64_t now, uint64_t interval_ns);
+
+/*
+ * A program that is the daemon's only client (and SCAF_LAZY on) takes a due
+ * baseline only this way: in place, and only when it is cheap. Its estimate
+ * then steers nobody else, but it decides the program's own team (a dominant
+ * critical section ran 2.5-3.6X slower on 2 threads than on 1, alone) and it
+ * is what the daemon remembers of the program for its next run. Nonzero when
+ * the instance may run as the baseline now, at a team of `threads`: at one
+ * thread it costs nothing (*cost = 0); otherwise the site's latest parallel
+ * instance says what running it on one thread would lose ((threads-1) x its
+ * time, *cost), which must be at most `budget_ns`, and not before
+ * `not_before_ns` (the caller spaces these so that they lose a bounded share
+ * of the program's time).
+ */
+int scaf_baseline_alone(const struct scaf_site *s, unsigned threads, uint64_t now, uint64_t not_before_ns,
+                        uint64_t budget_ns, uint64_t *cost);
 
 /*
  * Nonzero when the baseline should be taken in place, on one thread, at a

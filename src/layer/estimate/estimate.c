@@ -25,6 +25,7 @@ static struct scaf_estimator {
     _Atomic uint32_t active;      /* outermost regions running now (several program threads may run one) */
     _Atomic uint64_t last_end_ns; /* when the latest one ended, or attach time */
     _Atomic int attached;         /* the first attach ran (settings complaints, counters detected) */
+    _Atomic uint64_t alone_next_ns; /* no baseline alone before this (scaf_baseline_alone) */
     struct scaf_filter filter;
     struct scaf_schedule exp;
     struct scaf_watchdog watch;
@@ -47,6 +48,10 @@ static __thread int tl_pc_tried;
 /* At most this share of a region's wall time is taken as run-queue wait: a team starved
  * outright says little, and the correction must not divide by ~0. */
 #define RUN_DELAY_MAX 0.9
+
+/* Alone, the baselines may lose at most 1/ALONE_SHARE of the program's time: each one's cost is repaid by
+ * ALONE_SHARE times that long without another, and none may cost more than that share of the interval. */
+#define ALONE_SHARE 100u
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -122,8 +127,17 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
         return r->mode;
     atomic_fetch_add_explicit(&s->instances, 1, memory_order_relaxed);
     par = LD(s->par_ns);
-    if (scaf_baseline_due(s, scaf_page_nclients(pg), cfg->lazy, now, cfg->interval_ns)) {
-        r->mode = baseline_mode(r, pg, s, team, forkable, now);
+    if (scaf_baseline_due(s, now, cfg->interval_ns)) {
+        uint64_t cost;
+
+        if (!cfg->lazy || scaf_page_nclients(pg) > 1)
+            r->mode = baseline_mode(r, pg, s, team, forkable, now);
+        else if (scaf_baseline_alone(s, team, now, LD(E.alone_next_ns), cfg->interval_ns / ALONE_SHARE, &cost) &&
+                 scaf_site_claim(s)) {
+            ST(E.alone_next_ns, now + cost * ALONE_SHARE);
+            r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+            r->mode = SCAF_TEAM_EST_INPLACE;
+        }
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }

@@ -102,27 +102,58 @@ def run_one(framework: str, config: str, task: str, workers: int, sizes: list[fl
     return rec
 
 
+def task_span(result: dict) -> float | None:
+    """From the first task's start to the last one's end: the makespan less the pool's start (spawning the
+    workers, their imports), which is the same work under every configuration and which scaf cannot shorten."""
+    tasks = result.get("tasks") or []
+    if not tasks:
+        return None
+    return max(t["end"] for t in tasks) - min(t["start"] for t in tasks)
+
+
+def _paired(runs: list[dict], fw: str, cfg: str, key) -> float | None:
+    """The median over rounds of scaf's figure divided by cfg's in the same round (the configurations of a
+    round run back to back, so a machine's drift over minutes hits both alike)."""
+    by_round: dict[int, dict[str, float]] = {}
+    for r in runs:
+        if r["framework"] == fw and not r["error"] and r["config"] in (cfg, "scaf"):
+            v = key(r["result"])
+            if v:
+                by_round.setdefault(r.get("round", 0), {})[r["config"]] = v
+    ratios = [x["scaf"] / x[cfg] for x in by_round.values() if "scaf" in x and cfg in x]
+    return statistics.median(ratios) if ratios else None
+
+
 def summarize(runs: list[dict]) -> list[dict]:
-    """Per framework and configuration: the median makespan, the digests, and scaf's ratio to it."""
+    """Per framework and configuration: the median makespan and task span, the digests, and scaf's ratios to
+    them (of the medians, and round by round)."""
     rows: list[dict] = []
     keys = sorted({(r["framework"], r["config"]) for r in runs}, key=lambda k: (k[0], CONFIGS.index(k[1])))
     med: dict[tuple[str, str], float] = {}
+    span: dict[tuple[str, str], float] = {}
     digests: dict[tuple[str, str], set[str]] = {}
     for k in keys:
         ok = [r for r in runs if (r["framework"], r["config"]) == k and not r["error"]]
         if ok:
             med[k] = statistics.median(r["result"]["makespan_s"] for r in ok)
+            spans = [x for x in (task_span(r["result"]) for r in ok) if x]
+            if spans:
+                span[k] = statistics.median(spans)
         digests[k] = {r["result"]["digest"] for r in ok}
     for fw, cfg in keys:
         ref = digests.get((fw, "default")) or set()
         ok = med.get((fw, cfg))
         s = med.get((fw, "scaf"))
+        sp, ssp = span.get((fw, cfg)), span.get((fw, "scaf"))
         rows.append({
             "framework": fw, "config": cfg,
             "runs": sum(1 for r in runs if (r["framework"], r["config"]) == (fw, cfg)),
             "failed": sum(1 for r in runs if (r["framework"], r["config"]) == (fw, cfg) and r["error"]),
             "makespan_s": ok,
             "scaf_ratio": (s / ok) if ok and s else None,
+            "scaf_ratio_paired": _paired(runs, fw, cfg, lambda res: res["makespan_s"]),
+            "span_s": sp,
+            "scaf_span_ratio": (ssp / sp) if sp and ssp else None,
             "same_result": (digests[(fw, cfg)] == ref and len(ref) == 1) if ref and digests[(fw, cfg)] else None,
         })
     return rows
@@ -132,14 +163,24 @@ def render(rows: list[dict], meta: dict) -> str:
     out = [(f"# scaf bench pools: {meta['task']} tasks {meta['sizes']} over {meta['workers']} workers, "
             f"{meta['cpus']} CPUs, {meta['rounds']} rounds"), "",
            f"load average at start: {meta['load']}", "",
-           "| framework | configuration | makespan (median s) | scaf / this | same predictions as default | runs (failed) |",
-           "| --- | --- | --- | --- | --- | --- |"]
+           "| framework | configuration | makespan (median s) | scaf / this | scaf / this, round by round "
+           "(median) | task span (median s) | scaf / this (span) | same predictions as default | runs (failed) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def f3(x: float | None) -> str:
+        return f"{x:.3f}" if x is not None else "-"
+
     for r in rows:
         ms = f"{r['makespan_s']:.3f}" if r["makespan_s"] is not None else "FAILED"
-        ratio = f"{r['scaf_ratio']:.3f}" if r["scaf_ratio"] is not None else "-"
         same = {True: "yes", False: "NO", None: "-"}[r["same_result"]]
-        out.append(f"| {r['framework']} | {r['config']} | {ms} | {ratio} | {same} | {r['runs']} ({r['failed']}) |")
-    out += ["", "Configurations:", ""] + [f"- `{k}`: {v}" for k, v in CONFIG_HELP.items()]
+        out.append(f"| {r['framework']} | {r['config']} | {ms} | {f3(r['scaf_ratio'])} | "
+                   f"{f3(r['scaf_ratio_paired'])} | {f3(r['span_s'])} | {f3(r['scaf_span_ratio'])} | {same} | "
+                   f"{r['runs']} ({r['failed']}) |")
+    out += ["", "The makespan runs from the first submission to the last result, so it includes the pool's start "
+            "(spawning the workers, their imports); the task span runs from the first task's start to the last "
+            "one's end. Round by round: the median of scaf's makespan over this configuration's in the same "
+            "round, where the configurations ran back to back.", "", "Configurations:", ""]
+    out += [f"- `{k}`: {v}" for k, v in CONFIG_HELP.items()]
     return "\n".join(out) + "\n"
 
 
