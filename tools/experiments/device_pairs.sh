@@ -8,6 +8,7 @@
 #   static    OMP_NUM_THREADS=N/2 each (the static split)
 #   cold      under scaf (LD_PRELOAD, a fresh daemon, an empty memory)
 #   warm      under scaf again, in a fresh daemon on the state directory the cold run left
+#   kwarm     warm again, the daemon with --placement kernel (fixed teams that fit are not pinned)
 #   checked   (dtgroup only) warm, after scaf check's word (malleable) was recorded, as `scaf check` does
 # Times are each program's wall seconds; a run past $CAP seconds is killed and shown as >CAP.
 # Usage: tools/experiments/device_pairs.sh [PAIR...]   (PAIR like crit+crit; default: the set below)
@@ -59,9 +60,11 @@ pair() {
     wait $p
 }
 
-daemon_start() { # STATE_DIR
+daemon_start() { # STATE_DIR [SCAFD OPTION...]
+    local st=$1
+    shift
     rm -f "$OUT/sock"
-    "$B/bin/scafd" --socket "$OUT/sock" --state-dir "$1" --log "$OUT/daemon-$RUN.log" 2>>"$OUT/daemon.err" &
+    "$B/bin/scafd" --socket "$OUT/sock" --state-dir "$st" --log "$OUT/daemon-$RUN.log" "$@" 2>>"$OUT/daemon.err" &
     DPID=$!
     for _ in $(seq 50); do [ -S "$OUT/sock" ] && break; sleep 0.1; done
 }
@@ -78,7 +81,7 @@ sums() { grep -h '^checksum=' "$OUT/$1.1.out" "$OUT/$1.2.out" 2>/dev/null | sort
 
 PAIRS=("$@")
 [ ${#PAIRS[@]} -eq 0 ] && PAIRS=(xgbhist+xgbhist crit+crit dtgroup+dtgroup crit+ep)
-printf "%-18s %9s %9s %9s %9s %9s %9s\n" pair plain dynamic static cold warm checked | tee -a "$OUT/table.txt"
+printf "%-18s %9s %9s %9s %9s %9s %9s %9s\n" pair plain dynamic static cold warm kwarm checked | tee -a "$OUT/table.txt"
 for p in "${PAIRS[@]}"; do
     a=${p%+*}; b=${p#*+}; RUN=$p
     pair "$p.plain" "$a" "$b"
@@ -90,6 +93,9 @@ for p in "${PAIRS[@]}"; do
     daemon_stop
     daemon_start "$st"
     pair "$p.warm" "$a" "$b" "${SCAF_ENV[@]}" SCAF_REPORT="$OUT/$p.warm.report"
+    daemon_stop
+    daemon_start "$st" --placement kernel
+    pair "$p.kwarm" "$a" "$b" "${SCAF_ENV[@]}" SCAF_REPORT="$OUT/$p.kwarm.report"
     if [ "$a" = dtgroup ] && command -v python3 >/dev/null; then
         SCAF_BUILD=$B PYTHONPATH=$ROOT/python python3 - "$OUT/sock" "$W/$a" >>"$OUT/daemon.err" 2>&1 <<'EOF'
 import sys
@@ -106,13 +112,13 @@ EOF
     daemon_stop
     ref=$(sums "$p.plain")
     row=()
-    for c in plain dynamic static cold warm checked; do
+    for c in plain dynamic static cold warm kwarm checked; do
         if [ ! -f "$OUT/$p.$c.1.t" ]; then row+=(-); continue; fi
         v=$(cell "$p.$c")
         [ "$(sums "$p.$c")" = "$ref" ] || v="$v*"
         row+=("$v")
     done
-    printf "%-18s %9s %9s %9s %9s %9s %9s\n" "$p" "${row[@]}" | tee -a "$OUT/table.txt"
+    printf "%-18s %9s %9s %9s %9s %9s %9s %9s\n" "$p" "${row[@]}" | tee -a "$OUT/table.txt"
 done
 echo "summed wall seconds of the two programs (lower is better); * an answer (checksum) that differs from plain's" | tee -a "$OUT/table.txt"
 grep -h '"reason"' "$OUT"/*.report 2>/dev/null | sed 's/.*"exe":"\([^"]*\)".*"verdict":"\([^"]*\)".*"reason":"\([^"]*\)".*"teams":\(\[[^]]*\]\).*/\1 \2: \3 teams \4/' | sort | uniq -c >"$OUT/verdicts.txt"
