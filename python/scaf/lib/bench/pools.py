@@ -163,8 +163,8 @@ def render(rows: list[dict], meta: dict) -> str:
     out = [(f"# scaf bench pools: {meta['task']} tasks {meta['sizes']} over {meta['workers']} workers, "
             f"{meta['cpus']} CPUs, {meta['rounds']} rounds"), "",
            f"load average at start: {meta['load']}", "",
-           "| framework | configuration | makespan (median s) | scaf / this | scaf / this, round by round "
-           "(median) | task span (median s) | scaf / this (span) | same predictions as default | runs (failed) |",
+           ("| framework | configuration | makespan (median s) | scaf / this | scaf / this, round by round "
+           "(median) | task span (median s) | scaf / this (span) | same predictions as default | runs (failed) |"),
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def f3(x: float | None) -> str:
@@ -176,10 +176,10 @@ def render(rows: list[dict], meta: dict) -> str:
         out.append(f"| {r['framework']} | {r['config']} | {ms} | {f3(r['scaf_ratio'])} | "
                    f"{f3(r['scaf_ratio_paired'])} | {f3(r['span_s'])} | {f3(r['scaf_span_ratio'])} | {same} | "
                    f"{r['runs']} ({r['failed']}) |")
-    out += ["", "The makespan runs from the first submission to the last result, so it includes the pool's start "
+    out += ["", ("The makespan runs from the first submission to the last result, so it includes the pool's start "
             "(spawning the workers, their imports); the task span runs from the first task's start to the last "
             "one's end. Round by round: the median of scaf's makespan over this configuration's in the same "
-            "round, where the configurations ran back to back.", "", "Configurations:", ""]
+            "round, where the configurations ran back to back."), "", "Configurations:", ""]
     out += [f"- `{k}`: {v}" for k, v in CONFIG_HELP.items()]
     return "\n".join(out) + "\n"
 
