@@ -101,12 +101,13 @@ def test_counters_off_and_unavailable_said_only_when_verbose(scafd: Daemon) -> N
 
 
 def test_bad_setting_is_reported_and_ignored(scafd: Daemon) -> None:
-    env = layer_env(scafd.socket, {"SCAF_RC_TAU_S": "soon", "SCAF_LAZY": "maybe"})
+    env = layer_env(scafd.socket, {"SCAF_RC_TAU_S": "soon", "SCAF_LAZY": "maybe", "SCAF_ALONE_SHARE": "2"})
     r = subprocess.run(check=False, args=[str(paths.workload("crit")), "--size", "S"], env=env, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "verified=yes" in r.stdout
     assert 'ignoring SCAF_RC_TAU_S="soon"' in r.stderr
     assert 'ignoring SCAF_LAZY="maybe"' in r.stderr
+    assert 'ignoring SCAF_ALONE_SHARE="2"' in r.stderr
 
 
 def test_ep_ranks_above_crit_at_two_threads(scafd_factory: Callable[..., Daemon]) -> None:
@@ -125,8 +126,9 @@ def test_ep_ranks_above_crit_at_two_threads(scafd_factory: Callable[..., Daemon]
 def test_alone_a_program_slower_on_more_threads_is_measured_and_given_one(scafd_factory) -> None:
     """SCAF_LAZY at its default, alone on 2 contexts: crit (a dominant critical section, slower on 2 threads than
     on 1) is measured at 2 threads from a cheap in-place baseline, and the speedup policy then gives it one
-    context and keeps it there, where a program nobody measured keeps the whole machine."""
-    d = scafd_factory("--policy", "speedup", "--cpus", "2", "--no-lookout")
+    context and keeps it there, where a program nobody measured keeps the whole machine. (No memory: the second
+    run must not recall the first.)"""
+    d = scafd_factory("--policy", "speedup", "--cpus", "2", "--no-lookout", "--no-memory")
     env = layer_env(d.socket, {})
     with running("crit", env, "--size", "W") as p:
         d.wait_for(lambda st: (c := client(st, p.pid)) is not None and c["eff_threads"] == 2
@@ -142,6 +144,12 @@ def test_alone_a_program_slower_on_more_threads_is_measured_and_given_one(scafd_
             shares.append(c["share"])
             time.sleep(0.15)
         assert shares.count(1) >= 9, shares
+    # SCAF_ALONE_SHARE=0: no baseline alone, so nothing is measured while the program runs alone (it keeps both).
+    with running("crit", layer_env(d.socket, {"SCAF_ALONE_SHARE": "0"}), "--size", "W") as p:
+        d.wait_for(lambda st: (c := client(st, p.pid)) is not None and c["regions"] >= 50, timeout=60,
+                   what="crit's first 50 regions")
+        c = client(d.status(), p.pid)
+        assert c is not None and c["estimate"] == "none" and c["share"] == 2, c
 
 
 def test_long_region_is_flagged_with_assumed_efficiency(scafd: Daemon) -> None:

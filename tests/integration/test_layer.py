@@ -21,7 +21,9 @@ from scaf.lib import paths
 PROGS = Path(__file__).resolve().parents[1] / "progs"
 # Long enough never to end on its own during a test; tests end it through the stop file.
 MAXSEC = "60"
-QUIET = {"OMP_WAIT_POLICY": "passive"}
+# Passive waits; and no baseline while a program is alone (SCAF_ALONE_SHARE=0): these tests judge the teams the
+# page gives, and an in-place baseline runs one instance on one thread (test_estimate.py tests those).
+QUIET = {"OMP_WAIT_POLICY": "passive", "SCAF_ALONE_SHARE": "0"}
 # The estimator's in-place baselines run single regions on one thread: tests that read team
 # sizes turn it off so that every region shows the allocation itself.
 NO_ESTIMATE = {"SCAF_ESTIMATE": "0", **QUIET}

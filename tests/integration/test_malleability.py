@@ -20,6 +20,9 @@ from scaf.lib import paths
 
 BOUND = 4
 TIMEOUT = 120
+# No baseline while the program is alone: these tests judge the teams the verdict allows, and an in-place
+# baseline runs one instance of a steered site on one thread (test_estimate.py tests those).
+ALONE = {"SCAF_ALONE_SHARE": "0"}
 
 
 def plain_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -67,7 +70,7 @@ def under_scaf(name: str, d: Daemon, tmp_path: Path, extra: dict[str, str] | Non
     """Runs `name` under the layer; returns (the workload's result line, the layer's report)."""
     report = tmp_path / f"{name}.report"
     report.unlink(missing_ok=True)
-    env = layer_env(d.socket, {"OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(report), **(extra or {})})
+    env = layer_env(d.socket, {**ALONE, "OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(report), **(extra or {})})
     # The user's word and scaf check's seeded teams decide at once: nothing to wait for.
     forced = bool({"SCAF_CHECK_SEED", "SCAF_MALLEABLE"} & set(extra or {}))
     p = run_until_decided(name, d, env) if name in TLS_CHECKED and not forced else run(name, env)
@@ -126,7 +129,7 @@ def test_threadprivate_scratch_is_checked_and_steered(two: Daemon, tmp_path: Pat
     plain = subprocess.run([wl, "--size", "S"], env=plain_env({"OMP_NUM_THREADS": str(BOUND)}),
                            capture_output=True, text=True, timeout=TIMEOUT, check=False)
     report = tmp_path / "tpscratch.report"
-    env = layer_env(two.socket, {"OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(report)})
+    env = layer_env(two.socket, {**ALONE, "OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(report)})
     p = run_until_decided("tpscratch", two, env)
     rep = json.loads(report.read_text().splitlines()[0])
     assert parse_result(p.stdout)["verified"] == "yes", p.stdout + p.stderr
@@ -234,7 +237,7 @@ def test_xdg_rules_file_is_read(two: Daemon, tmp_path: Path) -> None:
 
 
 def test_status_shows_verdict_and_reason(two: Daemon) -> None:
-    env = layer_env(two.socket, {"OMP_NUM_THREADS": str(BOUND)})
+    env = layer_env(two.socket, {**ALONE, "OMP_NUM_THREADS": str(BOUND)})
     p = subprocess.Popen([str(paths.workload("split")), "--size", "W"], env=env, stdout=subprocess.DEVNULL)
     try:
         st = two.wait_for(
@@ -349,7 +352,7 @@ def build(tmp_path: Path, name: str, src: str) -> Path:
 
 def report_of(exe: Path, d: Daemon, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
     rep = tmp_path / f"{exe.name}.report"
-    env = layer_env(d.socket, {"OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(rep)})
+    env = layer_env(d.socket, {**ALONE, "OMP_NUM_THREADS": str(BOUND), "SCAF_REPORT": str(rep)})
     p = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
     return p, json.loads(rep.read_text().splitlines()[0])
 

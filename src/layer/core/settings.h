@@ -25,6 +25,7 @@ struct scaf_settings {
     /* efficiency estimation */
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */
+    double alone_share;    /* SCAF_ALONE_SHARE: the most of a lone program's time its baselines may lose; 0 = none */
     int experiments;       /* SCAF_EXPERIMENTS */
     int tls_check;         /* SCAF_TLS_CHECK: check regions in code with thread-local data (else fixed) */
     int cpu_view;          /* SCAF_CPU_VIEW */

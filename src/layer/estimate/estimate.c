@@ -49,10 +49,6 @@ static __thread int tl_pc_tried;
  * outright says little, and the correction must not divide by ~0. */
 #define RUN_DELAY_MAX 0.9
 
-/* Alone, the baselines may lose at most 1/ALONE_SHARE of the program's time: each one's cost is repaid by
- * ALONE_SHARE times that long without another, and none may cost more than that share of the interval. */
-#define ALONE_SHARE 100u
-
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 
@@ -132,9 +128,13 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
 
         if (!cfg->lazy || scaf_page_nclients(pg) > 1)
             r->mode = baseline_mode(r, pg, s, team, forkable, now);
-        else if (scaf_baseline_alone(s, team, now, LD(E.alone_next_ns), cfg->interval_ns / ALONE_SHARE, &cost) &&
+        /* Alone, the baselines lose at most SCAF_ALONE_SHARE of the program's time: none costs more than that
+         * share of the interval, and each is repaid by 1/share times its cost without another. */
+        else if (cfg->alone_share > 0 &&
+                 scaf_baseline_alone(s, team, now, LD(E.alone_next_ns),
+                                     (uint64_t)((double)cfg->interval_ns * cfg->alone_share), &cost) &&
                  scaf_site_claim(s)) {
-            ST(E.alone_next_ns, now + cost * ALONE_SHARE);
+            ST(E.alone_next_ns, now + (uint64_t)((double)cost / cfg->alone_share));
             r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
             r->mode = SCAF_TEAM_EST_INPLACE;
         }
