@@ -8,6 +8,7 @@ samples taken while the condition holds; no timing is asserted.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -199,3 +200,33 @@ def test_a_program_that_set_its_own_count_keeps_it(scafd_factory, framework: str
     d = scafd_factory(*DAEMON)
     got = worker_env(framework, d.socket, env)
     assert {k: got[k] for k in want} == want, got
+
+
+def test_bench_pools_runs_each_configuration_and_reports_span_and_rounds(tmp_path: Path) -> None:
+    """`scaf bench pools` end to end on the smallest pool: multiprocessing over numpy products. Every
+    configuration asked for runs each round (scaf-warm after a priming run on the same memory), computes what
+    the default computed, and the report gives each one's makespan, task span and round-by-round ratio."""
+    out = tmp_path / "pools"
+    r = subprocess.run([str(SCAF), "bench", "pools", "--frameworks", "mp", "--task", "matmul", "--sizes", "0.2,0.1",
+                        "--rounds", "2", "--configs", "default,scaf,scaf-warm", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((out / "report.json").read_text())
+    rows = {row["config"]: row for row in doc["rows"]}
+    assert set(rows) == {"default", "scaf", "scaf-warm"}
+    for row in rows.values():
+        assert row["runs"] == 2 and row["failed"] == 0 and row["same_result"] is True, row
+        assert row["makespan_s"] > 0 and 0 < row["span_s"] <= row["makespan_s"], row
+        assert row["scaf_ratio_paired"] is not None, row
+    assert rows["scaf"]["scaf_ratio_paired"] == pytest.approx(1.0)
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    logs = {run["config"]: Path(run["alloc_log"]) for run in runs if run["config"].startswith("scaf")}
+    assert set(logs) == {"scaf", "scaf-warm"} and all(p.is_file() and p.stat().st_size > 0 for p in logs.values())
+    report = (out / "report.md").read_text()
+    assert "| mp | scaf-warm |" in report and "task span (median s)" in report and "round by round" in report
+
+
+def test_bench_pools_rejects_an_unknown_configuration() -> None:
+    r = subprocess.run([str(SCAF), "bench", "pools", "--configs", "default,scaf-hot"], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert r.returncode == 2 and "scaf-hot" in r.stderr and "scaf-warm" in r.stderr, r.stderr

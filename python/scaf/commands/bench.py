@@ -495,7 +495,7 @@ def cmd_pools(args: argparse.Namespace) -> int:
             raise BenchError(f"unknown framework or configuration: {', '.join(bad) or '(none given)'}; "
                              f"frameworks {','.join(pools.FRAMEWORKS)}, configurations {','.join(pools.CONFIGS)}")
         sizes = pools.parse_sizes(args.sizes)
-        if "scaf" in cfgs:
+        if {"scaf", "scaf-warm"} & set(cfgs):
             common.check_built(True)
     except BenchError as e:
         print(f"scaf bench pools: {e}", file=sys.stderr)
@@ -526,8 +526,8 @@ def register_pools(sub: argparse._SubParsersAction, epilog: str) -> None:
     )
     p.add_argument("--frameworks", default="loky,dask,mp", metavar="F,F,...",
                    help=f"pools to measure (default loky,dask,mp; of {','.join(pools.FRAMEWORKS)})")
-    p.add_argument("--configs", default=",".join(pools.CONFIGS), metavar="C,C,...",
-                   help=f"configurations (default {','.join(pools.CONFIGS)})")
+    p.add_argument("--configs", default=",".join(pools.DEFAULT_CONFIGS), metavar="C,C,...",
+                   help=f"configurations (default {','.join(pools.DEFAULT_CONFIGS)}; of {','.join(pools.CONFIGS)})")
     p.add_argument("--task", choices=("hgb", "matmul"), default="hgb",
                    help="each task: a HistGradientBoosting fit (OpenMP, default) or numpy products (BLAS)")
     p.add_argument("--workers", type=positive_int, default=2, metavar="K", help="pool workers (default 2)")

@@ -7,6 +7,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from scaf.lib.daemon import PrivateDaemon
 POOLPROG = Path(__file__).with_name("poolprog.py")
 SCAF_PATH = str(Path(scaf.__file__).resolve().parents[1])
 FRAMEWORKS = ("loky", "dask", "mp", "cf")
-CONFIGS = ("default", "guard-off", "static", "scaf")
+CONFIGS = ("default", "guard-off", "static", "scaf", "scaf-warm")
+# What `--configs` runs unless told: scaf-warm runs each round twice.
+DEFAULT_CONFIGS = ("default", "guard-off", "static", "scaf")
 # What each configuration means (docs/bench.md, "scaf bench pools").
 CONFIG_HELP = {
     "default": "plain, the framework as it comes: loky's cpu_count() // n_jobs, Dask's 1 thread per worker, "
@@ -28,6 +31,8 @@ CONFIG_HELP = {
                  "pre-spawn-environ counts unset (multiprocessing and concurrent.futures have none: skipped)",
     "static": "plain, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = CPUs // workers for every worker",
     "scaf": "scaf run on a private scafd (its default policy and --idle-after): the frameworks' counts left to scaf",
+    "scaf-warm": "scaf with the daemon's memory warm: the same run once first (not timed), then the measured run on "
+                 "a fresh daemon that recalls it, as a user's second run does (not in the default list)",
 }
 # The pool program's own variables: a configuration sets what it means to.
 STRIPPED = (*frameworks.LOKY_VARS, "ENABLE_IPC")
@@ -56,6 +61,11 @@ def applies(framework: str, config: str) -> bool:
     return not (config == "guard-off" and framework in ("mp", "cf"))
 
 
+def _scaf_run(socket: str, argv: list[str]) -> list[str]:
+    """`scaf run` itself, as a user types it: this very package, run by this interpreter."""
+    return [sys.executable, "-m", "scaf", "run", "--no-start", "--socket", socket, "--", *argv]
+
+
 def run_one(framework: str, config: str, task: str, workers: int, sizes: list[float], cpus: int, python: str,
             tag: str, timeout: float, logdir: Path, rnd: int) -> dict:
     """One pool program run under one configuration; its pool-result, or an error."""
@@ -76,14 +86,24 @@ def run_one(framework: str, config: str, task: str, workers: int, sizes: list[fl
     env.update({k: v for k, v in settings.items() if k.isupper()})
     rec: dict = {"kind": "pool", "framework": framework, "config": config, "task": task, "workers": workers,
                  "sizes": sizes, "round": rnd, "settings": settings, "error": None}
+    state: tempfile.TemporaryDirectory | None = None
     try:
-        if config == "scaf":
-            log = logdir / f"{framework}.{task}.r{rnd}.alloc.jsonl"
-            d = PrivateDaemon([], log=log)
-            d.start_or_discard()
-            # `scaf run` itself, as a user types it: this very package, run by this interpreter.
-            argv = [sys.executable, "-m", "scaf", "run", "--no-start", "--socket", d.socket, "--", *argv]
+        if config in ("scaf", "scaf-warm"):
+            log = logdir / f"{framework}.{task}.{config}.r{rnd}.alloc.jsonl"
             env["PYTHONPATH"] = os.pathsep.join(p for p in (SCAF_PATH, env.get("PYTHONPATH")) if p)
+            if config == "scaf-warm":
+                state = tempfile.TemporaryDirectory(prefix="scaf-pools-state-")
+                prime = PrivateDaemon([], state_dir=state.name)
+                prime.start_or_discard()
+                try:
+                    subprocess.run(_scaf_run(prime.socket, argv), capture_output=True, text=True, timeout=timeout,
+                                   env=env, check=False)
+                finally:
+                    prime.stop()
+                    prime.cleanup()
+            d = PrivateDaemon([], log=log, state_dir=state.name if state else None)
+            d.start_or_discard()
+            argv = _scaf_run(d.socket, argv)
             rec["alloc_log"] = str(log)
         t = time.monotonic()
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, check=False)
@@ -99,6 +119,8 @@ def run_one(framework: str, config: str, task: str, workers: int, sizes: list[fl
         if d is not None:
             d.stop()
             d.cleanup()
+        if state is not None:
+            state.cleanup()
     return rec
 
 
