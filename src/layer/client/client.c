@@ -39,6 +39,8 @@ static void atfork_parent(void)
  * experiment child is the exception: it is part of the parent's measurement
  * and must not touch the daemon at all.
  */
+static _Atomic int pool_watch_started; /* start_pool_watch started the helper: this process loads pools late */
+
 static void atfork_child(void)
 {
     scaf_conn_unlock();
@@ -46,6 +48,11 @@ static void atfork_child(void)
         return;
     scaf_helper_forget();
     scaf_conn_forget();
+    /* A worker forked by an interpreter's pool (Python's multiprocessing) may never run a region: its BLAS,
+     * loaded before the fork or imported by its first task, is found by a helper of its own, as its parent's
+     * was. Only the thread is started here; the scan runs on it. */
+    if (atomic_load(&pool_watch_started) && scaf_pool_watching() && scaf_helper_start() != 0)
+        atomic_store(&pool_watch_started, 0);
 }
 
 /*
@@ -118,6 +125,8 @@ static void start_pool_watch(void)
         return;
     if (scaf_helper_start() != 0)
         scaf_layer_log("no helper thread (%s): thread pools not watched", strerror(errno));
+    else
+        atomic_store(&pool_watch_started, 1);
 }
 
 static _Atomic int initialised;
