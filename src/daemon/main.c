@@ -94,7 +94,8 @@ static void help(void)
            "                       whole teams, MS milliseconds each (1 to 60000, default\n"
            "                       100), parked by their own layer at region boundaries.\n"
            "                       0: they run unconfined\n"
-           "                       side by side instead, as without scaf\n"           "    --placement WHERE  where fixed teams run when they all fit: cpuset (default),\n"
+           "                       side by side instead, as without scaf\n"
+           "    --placement WHERE  where fixed teams run when they all fit: cpuset (default),\n"
            "                       each on a CPU set of exactly its team, disjoint from the\n"
            "                       others; kernel, where the kernel puts them, as a static\n"
            "                       split (OMP_NUM_THREADS=N/k) leaves them. Their contexts\n"
@@ -356,9 +357,8 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
             o->gang_quantum_s /= 1000.0;
             break;
         case O_PLACEMENT:
-            if (strcmp(optarg, "cpuset") == 0 || strcmp(optarg, "kernel") == 0)
-                o->place_kernel = strcmp(optarg, "kernel") == 0;
-            else
+            o->place_kernel = strcmp(optarg, "kernel") == 0;
+            if (!o->place_kernel && strcmp(optarg, "cpuset") != 0)
                 r = bad("--placement", optarg, "expected cpuset or kernel");
             break;
         case O_PROBE:

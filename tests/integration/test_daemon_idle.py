@@ -106,6 +106,13 @@ def by_pid(st: dict) -> dict[int, dict]:
     return {c["pid"]: c for c in st["clients"]}
 
 
+def samples(d: Daemon, n: int) -> Iterator[dict[int, dict]]:
+    """N status samples 0.1 s apart, by pid: a window to judge an allocation over, not one lucky moment."""
+    for _ in range(n):
+        yield by_pid(d.wait_for(lambda s: True))
+        time.sleep(0.1)
+
+
 def test_a_quiet_client_holds_nothing_and_shows_idle(scafd_factory, clients: list[Client]) -> None:
     d = scafd_factory(*DAEMON)
     a, b = Client(d.socket), Client(d.socket)
@@ -113,11 +120,9 @@ def test_a_quiet_client_holds_nothing_and_shows_idle(scafd_factory, clients: lis
     a.say("busy")
     st = d.wait_for(lambda s: len(s["clients"]) == 2 and by_pid(s)[b.pid]["idle"], what="b idle")
     # Over a window: b holds nothing, a has the machine; b's page keeps the team it had (2 of 4) for its next region.
-    for _ in range(10):
-        st = by_pid(d.wait_for(lambda s: True))
+    for st in samples(d, 10):
         assert st[b.pid]["idle"] and st[b.pid]["share"] == 0 and st[b.pid]["threads"] == 2, st[b.pid]
         assert not st[a.pid]["idle"] and st[a.pid]["share"] == 4 and st[a.pid]["threads"] == 4, st[a.pid]
-        time.sleep(0.1)
     idle, threads = b.page()
     assert idle != 0 and threads == 2
     assert a.page()[0] == 0
@@ -183,10 +188,8 @@ def test_cpu_without_regions_wakes_an_idle_client_only_past_half_a_context(scafd
     # Bursts of a third of a context at most (a worker between tasks): b stays idle, over every sample of 2 s, and
     # a keeps the machine. Busy, the same CPU would have kept b busy (10% of a context at most is quiet).
     b.say("bursts")
-    for _ in range(20):
-        st = by_pid(d.wait_for(lambda s: True))
+    for st in samples(d, 20):
         assert st[b.pid]["idle"] and st[b.pid]["share"] == 0 and st[a.pid]["share"] == 4, st
-        time.sleep(0.1)
     # A whole thread without a region (a serial phase): busy again, with its share.
     b.say("spin")
     st = d.wait_for(lambda s: not by_pid(s)[b.pid]["idle"] and by_pid(s)[b.pid]["share"] == 2, what="b busy")

@@ -31,6 +31,8 @@ static void atfork_parent(void)
     scaf_conn_unlock();
 }
 
+static _Atomic int pool_watch_started; /* start_pool_watch started the helper: this process loads pools late */
+
 /*
  * A forked child is another process: it must not share its parent's client
  * slot (the daemon would count the parent alive while the child runs, and
@@ -39,8 +41,6 @@ static void atfork_parent(void)
  * experiment child is the exception: it is part of the parent's measurement
  * and must not touch the daemon at all.
  */
-static _Atomic int pool_watch_started; /* start_pool_watch started the helper: this process loads pools late */
-
 static void atfork_child(void)
 {
     scaf_conn_unlock();

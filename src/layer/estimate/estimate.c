@@ -65,17 +65,37 @@ int scaf_estimate_long_region_check(uint64_t now)
     return scaf_watchdog_update(&E.watch, pg, now, cfg->long_ns, 1, &E.filter, cfg->assumed);
 }
 
-/* A baseline is due: in place (one thread) or forked, whichever costs less; PLAIN when neither can start. */
+/* This instance runs on one thread as the site's baseline, unless another thread is taking one. */
+static int in_place(struct scaf_region *r, struct scaf_site *s)
+{
+    if (!scaf_site_claim(s))
+        return SCAF_TEAM_EST_PLAIN;
+    r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    return SCAF_TEAM_EST_INPLACE;
+}
+
+/*
+ * A baseline is due: in place (one thread) or forked, whichever costs less; PLAIN when neither can start.
+ * Alone (SCAF_LAZY), only in place, and losing at most SCAF_ALONE_SHARE of the program's time: none costs
+ * more than that share of the interval, and each is repaid by 1/share times its cost without another.
+ */
 static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct scaf_site *s, unsigned team,
                          int forkable, uint64_t now)
 {
-    if (scaf_baseline_in_place(s, team, cfg->inplace_ns, LD(E.exp.fork_ns_seen))) {
-        if (scaf_site_claim(s)) {
-            r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-            return SCAF_TEAM_EST_INPLACE;
-        }
-    } else if (LD(s->par_ns) && forkable && cfg->experiments && !LD(E.exp.disabled) &&
-               !(LD(s->flags) & SCAF_SITE_NOFORK)) {
+    if (cfg->lazy && scaf_page_nclients(pg) <= 1) {
+        uint64_t cost;
+
+        if (cfg->alone_share <= 0 ||
+            !scaf_baseline_alone(s, team, now, LD(E.alone_next_ns),
+                                 (uint64_t)((double)cfg->interval_ns * cfg->alone_share), &cost) ||
+            in_place(r, s) != SCAF_TEAM_EST_INPLACE)
+            return SCAF_TEAM_EST_PLAIN;
+        ST(E.alone_next_ns, now + (uint64_t)((double)cost / cfg->alone_share));
+        return SCAF_TEAM_EST_INPLACE;
+    }
+    if (scaf_baseline_in_place(s, team, cfg->inplace_ns, LD(E.exp.fork_ns_seen)))
+        return in_place(r, s);
+    if (LD(s->par_ns) && forkable && cfg->experiments && !LD(E.exp.disabled) && !(LD(s->flags) & SCAF_SITE_NOFORK)) {
         r->exp_pid = scaf_schedule_start(&E.exp, r->run, r->data, pg, s, now, cfg->exp_max_ns, cfg->interval_ns);
         if (r->exp_pid)
             return SCAF_TEAM_EST_EXPERIMENT;
@@ -124,20 +144,7 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
     atomic_fetch_add_explicit(&s->instances, 1, memory_order_relaxed);
     par = LD(s->par_ns);
     if (scaf_baseline_due(s, now, cfg->interval_ns)) {
-        uint64_t cost;
-
-        if (!cfg->lazy || scaf_page_nclients(pg) > 1)
-            r->mode = baseline_mode(r, pg, s, team, forkable, now);
-        /* Alone, the baselines lose at most SCAF_ALONE_SHARE of the program's time: none costs more than that
-         * share of the interval, and each is repaid by 1/share times its cost without another. */
-        else if (cfg->alone_share > 0 &&
-                 scaf_baseline_alone(s, team, now, LD(E.alone_next_ns),
-                                     (uint64_t)((double)cfg->interval_ns * cfg->alone_share), &cost) &&
-                 scaf_site_claim(s)) {
-            ST(E.alone_next_ns, now + (uint64_t)((double)cost / cfg->alone_share));
-            r->cpu0_ns = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-            r->mode = SCAF_TEAM_EST_INPLACE;
-        }
+        r->mode = baseline_mode(r, pg, s, team, forkable, now);
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }
