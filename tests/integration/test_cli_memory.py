@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -159,6 +160,29 @@ def test_run_names_a_script_as_its_interpreter_running_it(memd: Memoryd, tmp_pat
     r = scaf("run", "--socket", memd.path, "--no-start", "--", script)
     assert r.returncode == 0 and shown(r.stdout)["OMP"] == "1", r.stderr
     assert memd.asked[0].key == progkey.key_of(SH, [SH, script]).key
+
+PY_SHOW = "import os; print(' '.join(f'{v}={os.environ.get(v, \"unset\")}' for v in ('OMP_NUM_THREADS', " \
+          "'OPENBLAS_NUM_THREADS')))"
+
+
+@needs_two
+@pytest.mark.parametrize(("case", "answer", "extra", "want"), [
+    # A static split's OMP_NUM_THREADS=1 reaches OpenBLAS too: the pool count scaf run sets for a Python
+    # program's workers must not give the fixed process's own OpenBLAS the whole machine.
+    ("started with its share", FIXED_REMEMBERED, {}, {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}),
+    ("its own count", Answer(proto.MEMORY_UNKNOWN, start_team=1), {},
+     {"OMP_NUM_THREADS": str(CPUS), "OPENBLAS_NUM_THREADS": str(CPUS)}),
+    ("the user's OpenBLAS count stands", FIXED_REMEMBERED, {"OPENBLAS_NUM_THREADS": "2"},
+     {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "2"}),
+])
+def test_run_gives_a_python_program_started_with_its_share_the_same_blas_count(
+        case: str, answer: Answer, extra: dict[str, str], want: dict[str, str], memd: Memoryd) -> None:
+    memd.answers[proto.MEMORY_RECALL] = answer
+    r = scaf("run", "--socket", memd.path, "--no-start", "--", sys.executable, "-c", PY_SHOW, environ=env(**extra))
+    assert r.returncode == 0, r.stderr
+    got = dict(kv.split("=", 1) for kv in r.stdout.split())
+    assert got == want, (case, r.stdout)
+
 
 
 # ---- scaf forget ----
