@@ -231,6 +231,22 @@ def test_run_does_not_preload_the_layer_twice(nosock: str) -> None:
     assert r.stdout.strip().replace(":", " ").split() == [layer]
 
 
+@pytest.mark.parametrize("user", [None, "/nowhere/a:/nowhere/b"])
+def test_run_leaves_pythonpath_as_the_user_had_it(nosock: str, tmp_path: os.PathLike[str], user: str | None) -> None:
+    """scaf's own package path must not reach the program: a Python program would import from it. Run from
+    a folder holding a module named like one scaf imports, which must not shadow it either."""
+    with open(os.path.join(tmp_path, "argparse.py"), "w") as f:
+        f.write("raise SystemExit('the current folder shadowed argparse')\n")
+    env = env_with(SCAF_SOCKET=nosock)
+    env.pop("PYTHONPATH", None)
+    if user is not None:
+        env["PYTHONPATH"] = user
+    r = subprocess.run([str(SCAF), "run", "--no-start", "--", "sh", "-c", 'echo "${PYTHONPATH-unset}"'],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (user or "unset")
+
+
 def test_run_socket_option_wins_over_environment(nosock: str) -> None:
     other = nosock + ".other"
     r = scaf("run", "--no-start", "--socket", other, "--", "sh", "-c", 'echo "$SCAF_SOCKET"',
