@@ -326,3 +326,37 @@ def test_a_program_that_is_not_an_interpreter_gets_no_thread_at_start(scafd_fact
     # The layer is loaded into setpriv itself, as root, with the daemon's socket in sight: that is where a thread
     # started at load broke setresgid (SIGABRT). ep, as nobody, then may or may not reach the daemon.
     assert got.returncode == 0 and "verified=yes" in got.stdout, got.stdout + got.stderr
+
+
+IDLE_SPIN = """
+import os, sys, time
+import numpy as np
+a = np.random.default_rng(0).standard_normal((400, 400))
+idle = 0.0
+for _ in range(3):
+    a = (a @ a) / 400.0
+    t = time.process_time()
+    time.sleep(0.3)
+    idle += time.process_time() - t
+print(f"idle_cpu={idle:.4f} timeout={os.environ.get('OPENBLAS_THREAD_TIMEOUT', 'unset')}")
+"""
+
+
+@pytest.mark.parametrize(("user", "want"), [(None, "18"), ("25", "25")])
+def test_scaf_run_keeps_openblas_idle_threads_from_spinning(user: str | None, want: str) -> None:
+    """OpenBLAS's idle threads spin about 0.1 s after every call before they sleep, on CPUs the daemon may have given
+    to another program; scaf run shortens that as it does libgomp's. The process's own CPU time while it sleeps after
+    each product is what the spare thread spun (no daemon here: the pool keeps its 2 threads). A user's setting
+    stays."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")}
+    env.update(OPENBLAS_NUM_THREADS="2", SCAF_SOCKET=os.path.join(short_tmpdir(), "none.sock"))
+    if user is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = user
+    r = subprocess.run([str(SCAF), "run", "--no-start", "--", sys.executable, "-c", IDLE_SPIN], env=env,
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    got = dict(kv.split("=", 1) for kv in r.stdout.split())
+    assert got["timeout"] == want
+    if user is None:
+        # 2^18 cycles is a tenth of a millisecond after each of the 3 products; the library's 2^28 is ~0.1 s each.
+        assert float(got["idle_cpu"]) < 0.03, r.stdout

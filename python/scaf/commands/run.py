@@ -147,6 +147,10 @@ environment:
                     sleep, so a team waiting for its turn gives the CPUs back
   KMP_BLOCKTIME     the same for libomp and libiomp5: set to 1 (ms) unless it or
                     OMP_WAIT_POLICY is set
+  OPENBLAS_THREAD_TIMEOUT
+                    the same for OpenBLAS's pool: set to 18 (2^18 cycles, a tenth of a
+                    millisecond, where OpenBLAS spins 2^28, a tenth of a second, after
+                    every call) unless it or GOTO_THREAD_TIMEOUT is set
   SCAF_VERBOSE=1    the layer reports on stderr what it does
   SCAF_DISABLE=1    the layer stays inert
   (the layer's other settings: docs/settings.md in scaf's source tree)

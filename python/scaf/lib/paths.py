@@ -92,15 +92,27 @@ SPINCOUNT = "10000"
 BLOCKTIME = "1"
 
 
+# OpenBLAS's pthread server: each idle thread spins 2^n TSC cycles before it sleeps, n = 28 unless
+# OPENBLAS_THREAD_TIMEOUT (or the older GOTO_THREAD_TIMEOUT) says otherwise (driver/others/blas_server.c,
+# blas_thread_init: clamped to 4..30). 2^28 is about 0.1 s, spun after every call and when the pool starts:
+# a Python process pool whose workers import numpy and scipy under scaf run (two pools each) spun 0.24
+# CPU-s per run, beside the other workers' fits. 2^18 is about 0.1 ms, the order of GOMP_SPINCOUNT above.
+THREAD_TIMEOUT = "18"
+
+
 def wait_defaults(env: dict[str, str], kind: str = "gomp") -> dict[str, str]:
-    """The runtime's waiting settings scaf runs programs with, unless the user chose their own."""
+    """The runtimes' waiting settings scaf runs programs with, unless the user chose their own."""
+    out: dict[str, str] = {}
+    if not any(v in env for v in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")):
+        out["OPENBLAS_THREAD_TIMEOUT"] = THREAD_TIMEOUT
     if "OMP_WAIT_POLICY" in env:
-        return {}
+        return out
     if kind == "omp":
-        return {} if "KMP_BLOCKTIME" in env else {"KMP_BLOCKTIME": BLOCKTIME}
-    if "GOMP_SPINCOUNT" in env:
-        return {}
-    return {"GOMP_SPINCOUNT": SPINCOUNT}
+        if "KMP_BLOCKTIME" not in env:
+            out["KMP_BLOCKTIME"] = BLOCKTIME
+    elif "GOMP_SPINCOUNT" not in env:
+        out["GOMP_SPINCOUNT"] = SPINCOUNT
+    return out
 
 
 def default_socket() -> str:
