@@ -270,3 +270,49 @@ def test_a_forked_pool_worker_that_only_runs_blas_becomes_a_client(scafd_factory
         stop.touch()
         p.wait(timeout=60)
     assert p.returncode == 0
+
+
+SERIAL_WHILE_IDLE = r"""
+import os, sys, time
+import numpy as np  # its OpenBLAS pool makes this process a client; it runs no region
+go, stop = sys.argv[1], sys.argv[2]
+print("ready", os.getpid(), flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+while not os.path.exists(stop):  # serial work without a region: a pool worker's garbage collection
+    sum(i * i for i in range(10000))
+"""
+
+
+def test_serial_work_of_an_idle_client_sends_the_wake_itself(scafd_factory, tmp_path: Path) -> None:
+    """An idle client that burns a whole CPU without a region wins its share back through its own layer's WAKE
+    (the helper samples the process's CPU while the page says idle), not only at the daemon's next look at /proc.
+    The daemon looks once a second here, so its own rule (over half a CPU since its last look) cannot come first:
+    the helper's needs 0.2 s of the same. The work lasts until the layer says it sent the WAKE."""
+    d = scafd_factory(*DAEMON, "--rate", "1")
+    go, stop, err = tmp_path / "go", tmp_path / "stop", tmp_path / "err"
+    script = tmp_path / "serial.py"
+    script.write_text(SERIAL_WHILE_IDLE)
+    with open(err, "wb") as e:
+        p = subprocess.Popen([str(SCAF), "run", "--no-start", "--socket", d.socket, "--", sys.executable,
+                              str(script), str(go), str(stop)], stdout=subprocess.PIPE, stderr=e, text=True,
+                             env=dict(os.environ, SCAF_VERBOSE="1", OPENBLAS_NUM_THREADS=str(CPUS)))
+    try:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        assert line.startswith("ready"), line + err.read_text()
+        pid = int(line.split()[1])
+        d.wait_for(lambda st: any(c["pid"] == pid and c["idle"] for c in st["clients"]), timeout=30,
+                   what="the client idle")
+        go.touch()
+        said = f"scaf[{pid}]: busy while idle: over half a CPU for 200 ms without a region; WAKE sent"
+        end = time.monotonic() + 60
+        while said not in err.read_text():
+            assert time.monotonic() < end and p.poll() is None, err.read_text()
+            time.sleep(0.02)
+        d.wait_for(lambda st: any(c["pid"] == pid and not c["idle"] and c["share"] == CPUS
+                                  for c in st["clients"]), timeout=30, what="the client busy again")
+    finally:
+        stop.touch()
+        p.wait(timeout=60)
+    assert p.returncode == 0

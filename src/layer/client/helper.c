@@ -1,6 +1,7 @@
 /* helper.c — the one thread the layer adds: sleeps on the page futex, applies CPU sets, reconnects. */
 #include "helper.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "../core/bound.h"
+#include "../core/idlewatch.h"
 #include "../core/page.h"
 #include "../core/permit.h"
 #include "../core/pool.h"
@@ -26,6 +28,13 @@
 #define BACKOFF_MAX_MS 2000
 /* Joining a daemon that was not there at start-up: the same backoff, a slower cap (most never come). */
 #define JOIN_MAX_MS 2000
+/* While the daemon counts the process idle: sample its CPU this often, and send the WAKE once it burned over
+ * half a context over the last IDLE_WINDOW_MS (core/idlewatch.h says why). */
+#define IDLE_TICK_MS 20
+#define IDLE_WINDOW_MS 200
+#define IDLE_BUSY_FRAC 0.5
+/* A sample a whole window old must still be held when the next one comes (sleeps can end early: a page write). */
+static_assert(IDLE_WINDOW_MS / IDLE_TICK_MS + 2 <= SCAF_IDLEWATCH_SAMPLES, "the watch holds too few samples");
 
 static _Atomic int helper_started;
 
@@ -170,6 +179,29 @@ static void join(void)
         sleep_ms(3600 * 1000);
 }
 
+static uint64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+
+    if (clock_gettime(c, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Serial work without regions while idle (a pool worker's garbage collection) takes its share back at once. */
+static void watch_idle(const struct scaf_page *p, struct scaf_idlewatch *w)
+{
+    uint32_t idle = scaf_page_idle(p);
+
+    if (idle == 0 && w->period == 0)
+        return;
+    if (scaf_idlewatch_step(w, idle, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID),
+                            IDLE_WINDOW_MS * 1000000ull, IDLE_BUSY_FRAC)) {
+        scaf_layer_log("busy while idle: over half a CPU for %d ms without a region; WAKE sent", IDLE_WINDOW_MS);
+        scaf_conn_wake(idle);
+    }
+}
+
 /* The helper's own OpenMP calls (a BLAS pool's count: MKL_Get_Max_Threads may ask omp_get_max_threads) are
  * the layer's, not the program's: the adapters ask scaf_helper_self. */
 static _Thread_local int on_helper;
@@ -182,6 +214,7 @@ int scaf_helper_self(void)
 static void *helper_main(void *arg)
 {
     int applied = 0;
+    struct scaf_idlewatch watch = {0};
 
     (void)arg;
     on_helper = 1;
@@ -216,7 +249,8 @@ static void *helper_main(void *arg)
         scaf_pool_poll(p);
         /* Permits (oneTBB's arenas) are renegotiated here, from this thread only: core/permit.h. */
         scaf_permit_poll(p);
-        scaf_page_sleep(p, seq, TICK_MS);
+        scaf_page_sleep(p, seq, scaf_page_idle(p) ? IDLE_TICK_MS : TICK_MS);
+        watch_idle(p, &watch);
         scaf_estimate_long_region_check(0);
         if (scaf_conn_lost())
             reconnect();
