@@ -104,7 +104,7 @@ def test_run_verbose_says_what_it_decided(memd: Memoryd) -> None:
     assert (f"scaf: {name} starts with 1 of {CPUS} threads (OMP_NUM_THREADS=1): remembered fixed from 3 runs; "
             "it keeps them") in r.stderr, r.stderr
     memd.answers[proto.MEMORY_RECALL] = Answer(proto.MEMORY_OFF)
-    r = scaf("run", "--socket", memd.path, "--no-start", "--verbose", "--", SH, "-c", SHOW)
+    r = scaf("run", "--socket", memd.path, "--no-start", "-v", "--", SH, "-c", SHOW)
     assert f"scaf: {name} starts with its own count ({CPUS}): the daemon on {memd.path} keeps no memory" in r.stderr
     memd.answers[proto.MEMORY_RECALL] = Answer(proto.MEMORY_OK, 1, proto.VERDICT_MALLEABLE, proto.SOURCE_CHECK, 1)
     r = scaf("run", "--socket", memd.path, "--no-start", "--verbose", "--", SH, "-c", SHOW)

@@ -180,7 +180,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="scaf run [-h] [--socket P] [--no-start] [--policy NAME] [--daemon-arg ARG]\n"
-              "                [--layer auto|gomp|omp] [--verbose] [--malleable | --fixed] [--no-memory]\n"
+              "                [--layer auto|gomp|omp] [-v] [--malleable | --fixed] [--no-memory]\n"
               "                -- CMD [ARGS...]",
     )
     p.add_argument("--socket", metavar="P", help="the daemon's socket (default: the search order above); "
@@ -194,7 +194,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the layer to preload: auto (default: by the OpenMP runtime CMD loads), gomp "
                         "(libscaf_gomp.so, GNU libgomp) or omp (libscaf_omp.so, LLVM libomp and Intel libiomp5); "
                         "default $SCAF_LAYER, else auto")
-    p.add_argument("--verbose", action="store_true",
+    p.add_argument("-v", "--verbose", action="store_true",
                    help="say on stderr which layer and OpenMP runtime scaf chose, and why, and whether CMD "
                         "starts with a share of its own (the start team) and why")
     p.add_argument("--no-memory", action="store_true",
