@@ -161,6 +161,7 @@ def test_run_names_a_script_as_its_interpreter_running_it(memd: Memoryd, tmp_pat
     assert r.returncode == 0 and shown(r.stdout)["OMP"] == "1", r.stderr
     assert memd.asked[0].key == progkey.key_of(SH, [SH, script]).key
 
+
 PY_SHOW = "import os; print(' '.join(f'{v}={os.environ.get(v, \"unset\")}' for v in ('OMP_NUM_THREADS', " \
           "'OPENBLAS_NUM_THREADS')))"
 
@@ -182,7 +183,6 @@ def test_run_gives_a_python_program_started_with_its_share_the_same_blas_count(
     assert r.returncode == 0, r.stderr
     got = dict(kv.split("=", 1) for kv in r.stdout.split())
     assert got == want, (case, r.stdout)
-
 
 
 # ---- scaf forget ----
