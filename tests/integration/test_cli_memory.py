@@ -13,11 +13,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import SCAF, short_tmpdir
 from scaf.lib import paths, progkey, proto
 from support.memoryd import Answer, Memoryd
+from test_layer_memory import build_pertd
 
 SH = shutil.which("sh") or "/bin/sh"
 # What the program was started with: /proc/PID/environ (the layer preloaded in sh takes SCAF_START_TEAM out of
@@ -160,6 +162,24 @@ def test_run_names_a_script_as_its_interpreter_running_it(memd: Memoryd, tmp_pat
     r = scaf("run", "--socket", memd.path, "--no-start", "--", script)
     assert r.returncode == 0 and shown(r.stdout)["OMP"] == "1", r.stderr
     assert memd.asked[0].key == progkey.key_of(SH, [SH, script]).key
+
+
+@needs_two
+@pytest.mark.parametrize(("case", "script", "want"), [
+    # dash execs the last command of -c: pertd is the process scaf run started, as R is after Rscript's exec.
+    ("exec'd by a launcher", "exec {pertd} 3", {"max": "1", "env": "1", "procs": "1"}),
+    # A command before another one runs as sh's child: a program the started program starts. It sees
+    # OMP_NUM_THREADS=1 as any user's, and nothing keeps its count of processors to a share.
+    ("started by the program", "{pertd} 3; true", {"max": "1", "env": "1", "procs": str(CPUS)}),
+])
+def test_run_starts_with_its_share_the_program_it_starts_through_its_execs(
+        case: str, script: str, want: dict[str, str], memd: Memoryd, tmp_path: Path) -> None:
+    memd.answers[proto.MEMORY_RECALL] = FIXED_REMEMBERED
+    pertd = build_pertd("gomp", tmp_path)
+    r = scaf("run", "--socket", memd.path, "--no-start", "--", SH, "-c", script.format(pertd=pertd))
+    assert r.returncode == 0, r.stderr
+    got = dict(kv.split("=", 1) for kv in r.stdout.split() if kv.split("=")[0] in want)
+    assert got == want, (case, r.stdout, r.stderr)
 
 
 PY_SHOW = "import os; print(' '.join(f'{v}={os.environ.get(v, \"unset\")}' for v in ('OMP_NUM_THREADS', " \

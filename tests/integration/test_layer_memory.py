@@ -222,6 +222,7 @@ def test_a_remembered_fixed_program_starts_with_its_share(rt: str, peer: Peer, r
     plain = subprocess.run([str(exe), "30"], check=False, env=plain_env(QUIET), capture_output=True, text=True,
                            timeout=60)
     assert plain.returncode == 0 and fields(plain.stdout)["max"] == str(cpus()), plain.stdout
+    assert fields(plain.stdout)["procs"] == str(cpus()), plain.stdout
     r = runs([str(exe), "30"], env_for(peer, layer="gomp" if rt == "gomp" else "omp"))
     conn, hello = peer.accept()
     mm = peer.welcome(conn, threads=cpus(), cpus=cpus(), page_init=memory(**REMEMBERED_FIXED))
@@ -230,6 +231,8 @@ def test_a_remembered_fixed_program_starts_with_its_share(rt: str, peer: Peer, r
     assert rc == 0, out + err
     got = fields(out)
     assert got["max"] == "1" and got["env"] == "1", out
+    # As inside a cpuset of its share: a count of the CPUs taken later (setDTthreads(0)) is the share too.
+    assert got["procs"] == "1", out
     assert got["teams"] == "1", out
     assert got["checksum"] == fields(plain.stdout)["checksum"]
     assert u32(mm, "started_with") == 1
@@ -258,6 +261,37 @@ def test_a_first_region_is_a_first_touch(rt: str, peer: Peer, tmp_path: Path) ->
         assert rc == 0, text
         assert set(p.teams()) == {1} and u32(mm, "started_with") == 1, text
         assert "kinds" in text and all(kv.endswith("=1") for kv in text.split("kinds ")[1].split()[:11]), text
+        conn.close()
+    finally:
+        p.kill()
+
+
+@needs_two
+@pytest.mark.parametrize("rt", ["gomp", *sorted(RUNTIMES)])
+@pytest.mark.parametrize("case", ["remembered fixed", "no memory"])
+def test_a_count_of_processors_first_is_a_first_touch(rt: str, case: str, peer: Peer, tmp_path: Path) -> None:
+    """omp_probe's procs mode asks omp_get_num_procs() (then its Fortran name) before anything else, as a
+    program that sizes itself by the CPUs does: remembered fixed, the start team is decided on that call and
+    both names answer it; with nothing remembered, both answer the CPUs, as a plain run does."""
+    if "iomp5" in rt and not IOMP5.exists():
+        pytest.fail(f"{IOMP5} missing: the intel-openmp wheel (requirements.txt) is not installed")
+    exe = build_probe_for(rt, tmp_path)
+    n = cpus()
+    plain = subprocess.run([str(exe), "procs", "STOP", "0"], check=False, env=plain_env(QUIET),
+                           capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and f"procs={n} fprocs={n} max={n}\n" in plain.stdout, plain.stdout
+    mem = memory(**REMEMBERED_FIXED) if case == "remembered fixed" else memory(start_team=1)
+    want = 1 if case == "remembered fixed" else n
+    p = Probe(exe, ["procs", "STOP", MAXSEC], env_for(peer, layer="gomp" if rt == "gomp" else "omp"))
+    try:
+        conn, _ = peer.accept()
+        mm = peer.welcome(conn, threads=n, cpus=n, page_init=mem)
+        assert mm is not None
+        wait(lambda: u32(mm, "regions") > 20, "regions")
+        rc, text = p.finish()
+        assert rc == 0, text
+        assert f"procs={want} fprocs={want} max={want}\n" in text, text
+        assert set(p.teams()) == {want} and u32(mm, "started_with") == (want if want < n else 0), text
         conn.close()
     finally:
         p.kill()

@@ -21,6 +21,9 @@
  *   setnum N STOP MAXSEC call omp_set_num_threads(N) first, then loop
  *   fsetnum N STOP MAXSEC, fsetnum8 N STOP MAXSEC, fmax STOP MAXSEC
  *                        the same through the Fortran names
+ *   procs STOP MAXSEC    call omp_get_num_procs() first, then its Fortran name,
+ *                        then omp_get_max_threads() (prints `procs=P fprocs=F
+ *                        max=N`), then loop
  *   split                the GOMP 1.0 split entry points, called directly
  *   fork STOP MAXSEC     regions, then fork and exit; the child runs a one-thread
  *                        region, prints `child=PID`, waits for STOP, exits 0
@@ -45,6 +48,7 @@ void GOMP_loop_end_nowait(void);
 void omp_set_num_threads_(const int *);
 void omp_set_num_threads_8_(const long long *);
 int omp_get_max_threads_(void);
+int omp_get_num_procs_(void);
 unsigned GOMP_sections_next(void);
 void GOMP_sections_end_nowait(void);
 
@@ -386,6 +390,10 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "fmax") == 0 && argc == 4) {
         printf("max=%d\n", omp_get_max_threads_());
         rc = loop_until(argv[2], atof(argv[3]));
+    } else if (strcmp(mode, "procs") == 0 && argc == 4) {
+        int procs = omp_get_num_procs(), fprocs = omp_get_num_procs_();
+        printf("procs=%d fprocs=%d max=%d\n", procs, fprocs, omp_get_max_threads());
+        rc = loop_until(argv[2], atof(argv[3]));
     } else if (strcmp(mode, "explicit") == 0) {
         explicit_all();
     } else if (strcmp(mode, "split") == 0) {
@@ -395,7 +403,7 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "sum") == 0) {
         sum_only();
     } else {
-        fprintf(stderr, "usage: omp_probe follow|fixed|fmax STOP MAXSEC | setnum|fsetnum|fsetnum8 N STOP MAXSEC | "
+        fprintf(stderr, "usage: omp_probe follow|fixed|fmax|procs STOP MAXSEC | setnum|fsetnum|fsetnum8 N STOP MAXSEC | "
                         "explicit | split | fork STOP MAXSEC | sum\n");
         return 2;
     }

@@ -8,8 +8,10 @@
 
 /*
  * pertd ROUNDS [STOP]: ROUNDS rounds, then more until the file STOP exists.
- * Prints `max=N env=V` first (N: omp_get_max_threads() before any region; V:
- * OMP_NUM_THREADS as the program sees it right after, "unset" when unset),
+ * Prints `max=N env=V procs=P` first (N: omp_get_max_threads() before any
+ * region; V: OMP_NUM_THREADS as the program sees it right after, "unset" when
+ * unset; P: omp_get_num_procs() after both, as data.table's setDTthreads(0)
+ * asks it after its package loaded),
  * then `teams=a,b,...` (every team size a region ran with), a checksum that
  * does not depend on the teams, and `done`. A team larger than N would write
  * past the buffers: it says `overflow` and exits 3 instead.
@@ -28,7 +30,7 @@ int main(int argc, char **argv)
     int overflow = 0;
     struct stat st;
 
-    printf("max=%d env=%s\n", n, env ? env : "unset");
+    printf("max=%d env=%s procs=%d\n", n, env ? env : "unset", omp_get_num_procs());
     fflush(stdout);
     if (!part)
         return 2;

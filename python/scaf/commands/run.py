@@ -78,7 +78,11 @@ memory and the start team:
   R, Rscript, julia and octave the script, module or code it runs) and, when
   it should, exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T, T being the
   share CMD would get now. Such a program keeps T threads for its whole run
-  (it sized itself by T): never fewer, never more. The layer does the same
+  (it sized itself by T): never fewer, never more, and its
+  omp_get_num_procs() answers T as well, as inside a cpuset of T CPUs (so
+  that data.table's setDTthreads(0) takes T). The count is CMD's only,
+  through its execs (Rscript execs R): a program CMD starts sees
+  OMP_NUM_THREADS=T as a user's (SCAF_START_PARENT). The layer does the same
   at the program's first OpenMP call, for programs not started by scaf run.
   --no-memory keeps CMD out of the memory (SCAF_MEMORY=0): nothing of it is
   recalled or remembered. --verbose says what was decided and why. A daemon
@@ -137,7 +141,8 @@ environment:
   SCAF_MEMORY       0: what --no-memory sets; the program is kept out of the daemon's memory
   OMP_NUM_THREADS   yours stands: scaf run then starts no program with a share of its own;
                     otherwise set to the start team when the daemon's memory says so, with
-                    SCAF_START_TEAM (the layer's sign that the count is scaf's)
+                    SCAF_START_TEAM (the layer's sign that the count is scaf's) and
+                    SCAF_START_PARENT (scaf's pid: the count is for its child only)
   SCAF_LAYER        auto (default), gomp or omp: what --layer sets
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)

@@ -25,7 +25,7 @@ EXIT_SCAF = 125
 
 # Set by the check for each run; a value inherited from the caller would change what a run means.
 OWN_VARS = ("SCAF_CHECK_SEED", "SCAF_REPORT", "SCAF_MALLEABLE", "SCAF_DISABLE", "SCAF_SOCKET", "SCAF_MEMORY",
-            "SCAF_START_TEAM")
+            "SCAF_START_TEAM", "SCAF_START_PARENT")
 
 
 class CannotRun(Exception):

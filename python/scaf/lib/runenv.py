@@ -63,6 +63,9 @@ def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_
         say(f"{key.name} starts with its own count ({count}): {start.why}")
         return Recall(0, start.why, True)
     env["OMP_NUM_THREADS"] = env["SCAF_START_TEAM"] = str(start.team)
+    # The program is our child (posix_spawn, Popen): through its execs (Rscript execs R) its parent stays us,
+    # and the layer takes the count as scaf's only there, not in a process the program starts.
+    env["SCAF_START_PARENT"] = str(os.getpid())
     # The pool counts scaf itself set for a Python program's workers (frameworks.pool_env) would otherwise
     # give this process's OpenBLAS the whole machine where a static split's OMP_NUM_THREADS reaches it: its
     # spare threads then spin beside the fixed team (0.4 CPU-s in a 2.5 s XGBoost run).

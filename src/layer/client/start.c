@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/bound.h"
 #include "../core/page.h"
@@ -22,11 +23,15 @@
 
 _Atomic int scaf_start_pending;
 
+/* The team a program started with and keeps; 0 until then, or when it was not started so. */
+static _Atomic unsigned kept_start;
+
 /* One decision: a second thread touching the API meanwhile waits for it. */
 static struct {
     pthread_mutex_t lock;
     struct scaf_start_runtime rt;
-    int user_count; /* OMP_NUM_THREADS was set, and not by scaf run */
+    int user_count;         /* OMP_NUM_THREADS was set, and not by scaf run */
+    unsigned scaf_run_team; /* SCAF_START_TEAM, when it is this process's */
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void atfork_prepare(void)
@@ -39,17 +44,39 @@ static void atfork_release(void)
     pthread_mutex_unlock(&S.lock);
 }
 
+/*
+ * scaf run's count is the program's only: the process scaf run started, through every exec it makes (Rscript
+ * execs R, a shell its last command), whose parent is still the scaf run named by SCAF_START_PARENT. A process
+ * that program starts sees OMP_NUM_THREADS=T as any user's, and the variables go from its environment. Without
+ * SCAF_START_PARENT, the first process that loads the layer takes the count.
+ */
+static unsigned scaf_run_team(void)
+{
+    unsigned team = scaf_settings.start_team, parent = scaf_settings.start_parent;
+
+    if (!team)
+        return 0;
+    if (parent && (pid_t)parent == getppid())
+        return team;
+    unsetenv("SCAF_START_TEAM");
+    unsetenv("SCAF_START_PARENT");
+    if (parent) {
+        scaf_layer_log("SCAF_START_TEAM=%u is for the child of process %u, not this one: OMP_NUM_THREADS is as "
+                       "the user's", team, parent);
+        return 0;
+    }
+    return team;
+}
+
 void scaf_start_init(const struct scaf_start_runtime *rt)
 {
     const char *omp = getenv("OMP_NUM_THREADS");
-    unsigned scaf_run = scaf_settings.start_team;
+    unsigned scaf_run = scaf_run_team();
     int could;
 
     S.rt = *rt;
+    S.scaf_run_team = scaf_run;
     S.user_count = omp && omp[0] && !scaf_run;
-    /* scaf run's count is this program's only: a program it starts gets OMP_NUM_THREADS=T as any user's. */
-    if (scaf_run)
-        unsetenv("SCAF_START_TEAM");
     could = scaf_settings.memory && !scaf_settings.disable && rt->level && rt->get_threads && rt->set_threads &&
             atomic_load(&scaf_conn_state) != SCAF_CONN_INERT &&
             (scaf_run || (!S.user_count && !scaf_settings.check && scaf_settings.malleable != 1 &&
@@ -99,9 +126,18 @@ static void apply(const struct scaf_start *r, const struct scaf_start_in *in, co
                                             : (uint32_t)SCAF_SOURCE_EVIDENCE;
     scaf_reason_started(r->team, contexts(m), r->keep, m->runs, user, reason, sizeof reason);
     scaf_malleable_start(r->team, fixed, source, reason);
+    if (fixed)
+        atomic_store_explicit(&kept_start, r->team, memory_order_relaxed);
     scaf_layer_log("%s %u of %u (the program's count was %u)",
                    r->why == SCAF_START_APPLY ? "started with" : "scaf run started it with", r->team, contexts(m),
                    in->nthreads);
+}
+
+int scaf_start_procs(int procs)
+{
+    unsigned team = atomic_load_explicit(&kept_start, memory_order_relaxed);
+
+    return team && procs > 0 && (unsigned)procs > team ? (int)team : procs;
 }
 
 void scaf_start_touch_slow(int how)
@@ -124,7 +160,7 @@ void scaf_start_touch_slow(int how)
     /* Inside a region: the first touch at the outermost level decides. */
     if (in.level != 0)
         goto out;
-    in.scaf_run_team = scaf_settings.start_team;
+    in.scaf_run_team = S.scaf_run_team;
     scaf_malleable_count_seen(&in.read, &in.set);
     in.set |= how == SCAF_TOUCH_SET;
     in.user_count = S.user_count;

@@ -32,6 +32,13 @@ extern _Atomic int scaf_start_pending;
 void scaf_start_touch_slow(int how);
 
 /*
+ * `procs` (the runtime's omp_get_num_procs()), or the start team when the
+ * program started with its share and keeps it and that is smaller: the count
+ * of processors it would see inside a cpuset of its share.
+ */
+int scaf_start_procs(int procs);
+
+/*
  * Each interposed omp_* call that reads or sets the count, and each
  * outermost region, calls this first. Decides once: connects when the answer
  * depends on the daemon's page, then (core/start.c) starts the program with

@@ -22,6 +22,7 @@ struct scaf_settings {
     const char *daemon_user; /* SCAF_DAEMON_USER: a shared daemon's user (name or uid) the layer also trusts */
     int memory;            /* SCAF_MEMORY: the daemon's memory of this program (key, start team, sites; default 1) */
     unsigned start_team;   /* SCAF_START_TEAM: the team scaf run started the program with, 0 = none */
+    unsigned start_parent; /* SCAF_START_PARENT: the pid of the scaf run that set it, 0 = not named */
     /* efficiency estimation */
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */

@@ -47,6 +47,8 @@ struct scaf_real {
     void (*set_num_threads_8_f)(const int64_t *);
     int (*get_max_threads)(void);
     int (*get_max_threads_f)(void);
+    int (*get_num_procs)(void);
+    int (*get_num_procs_f)(void);
     int (*get_level)(void);
     int (*get_thread_num)(void);
     int (*get_thread_num_f)(void);
@@ -113,6 +115,8 @@ static void resolve_all(void)
     R(set_num_threads_8_f, "omp_set_num_threads_8_");
     R(get_max_threads, "omp_get_max_threads");
     R(get_max_threads_f, "omp_get_max_threads_");
+    R(get_num_procs, "omp_get_num_procs");
+    R(get_num_procs_f, "omp_get_num_procs_");
     R(get_level, "omp_get_level");
     R(get_thread_num, "omp_get_thread_num");
     R(get_thread_num_f, "omp_get_thread_num_");
@@ -257,6 +261,28 @@ SCAF_EXPORT int omp_get_max_threads_(void)
     if (program && outside_parallel())
         note_query(__builtin_return_address(0));
     return n;
+}
+
+/*
+ * What plain libgomp returns, except in a program started with its share:
+ * then no more than that share, as inside a cpuset of that many CPUs (where
+ * the runtime's own answer would be that count). A program that counts the
+ * CPUs through OpenMP after it read its count (data.table's setDTthreads(0),
+ * which ignores OMP_NUM_THREADS) then sizes itself by its share too. Not
+ * evidence: a count of processors is not a team the program was given.
+ */
+SCAF_EXPORT int omp_get_num_procs(void)
+{
+    if (ensure_init())
+        scaf_start_touch(SCAF_TOUCH_QUERY);
+    return scaf_start_procs(REAL(get_num_procs, "omp_get_num_procs")());
+}
+
+SCAF_EXPORT int omp_get_num_procs_(void)
+{
+    if (ensure_init())
+        scaf_start_touch(SCAF_TOUCH_QUERY);
+    return scaf_start_procs(REAL(get_num_procs_f, "omp_get_num_procs_")());
 }
 
 /* The first call of a region instance counts only at the outermost level; later ones cost two loads. */
