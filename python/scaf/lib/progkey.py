@@ -19,6 +19,7 @@ make"); ``OSError`` when the executable cannot be read.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
 import subprocess
@@ -140,7 +141,11 @@ _RSCRIPT_OWN = ("--verbose", "--default-packages=")
 def _r_engine(rscript: str) -> str | None:
     """R's engine, which Rscript runs (through the R shell script): $R_HOME/bin/exec/R, R_HOME from the
     environment or from `R RHOME` beside Rscript. None when it cannot be found."""
-    home = os.environ.get("R_HOME")
+    return _r_engine_of(rscript, os.environ.get("R_HOME"))
+
+
+@functools.lru_cache(maxsize=8)  # `R RHOME` runs a shell script: once per scaf run, not at each naming
+def _r_engine_of(rscript: str, home: str | None) -> str | None:
     if not home:
         r = os.path.join(os.path.dirname(os.path.realpath(rscript)), "R")
         if not os.access(r, os.X_OK):

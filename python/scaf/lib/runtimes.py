@@ -5,14 +5,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSegment
-from elftools.elf.elffile import ELFFile
-
-from scaf.lib import paths, progkey
+from scaf.lib import choicecache, paths, progkey
 
 # The layer for each steerable runtime family; the names are those of `scaf run --layer`.
 LAYERS = {"gomp": "libscaf_gomp.so", "omp": "libscaf_omp.so"}
@@ -124,12 +120,17 @@ def _ldconfig_cache() -> dict[str, str]:
     return cache
 
 
+_LD_SO_CACHE = "/etc/ld.so.cache"
 _DEFAULT_DIRS = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
 
 
 def _dynamic(path: str, symbols: bool = True) -> tuple[list[str], list[str], list[str], set[str]]:
     """(DT_NEEDED, DT_RPATH, DT_RUNPATH, defined symbol names of interest) of an ELF file; the last is left
     empty without SYMBOLS (a dependency's: only the program's own are asked for)."""
+    # Imported here: a program whose choice is cached (choicecache) never needs pyelftools, 30 ms to import.
+    from elftools.elf.dynamic import DynamicSegment
+    from elftools.elf.elffile import ELFFile
+
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
@@ -172,14 +173,21 @@ def _interpreter(path: str) -> str | None:
     return exe if exe != path else None
 
 
-def dependencies(program: str, env: dict[str, str] | None = None) -> Deps:
+def dependencies(program: str, env: dict[str, str] | None = None,
+                 seen: choicecache.Witness | None = None) -> Deps:
     """Every shared object PROGRAM needs, breadth first, as ld.so searches (RPATH, LD_LIBRARY_PATH, RUNPATH,
-    the cache, the default directories). The program is read, never run."""
+    the cache, the default directories). The program is read, never run. SEEN gets every file read and every
+    directory searched, before it is."""
+    from elftools.common.exceptions import ELFError
+
     env = os.environ if env is None else env
+    saw = seen.saw if seen is not None else (lambda _path: None)
     deps = Deps()
+    saw(program)
     interp = _interpreter(program)
     if interp:
         program = interp
+        saw(program)
     try:
         needed, rpath, runpath, defined = _dynamic(program)
     except (OSError, ELFError):
@@ -196,20 +204,24 @@ def dependencies(program: str, env: dict[str, str] | None = None) -> Deps:
             continue
         where: str | None = None
         if "/" in name:
+            saw(name)
             where = name if os.path.isfile(name) else None
         else:
             dirs = ([] if rup else rp + exe_rpath) + ld_path + rup
             for d in dirs:
+                saw(d)
                 cand = os.path.join(d, name)
                 if os.path.isfile(cand):
                     where = cand
                     break
             if where is None:
                 if cache is None:
+                    saw(_LD_SO_CACHE)
                     cache = _ldconfig_cache()
                 where = cache.get(name)
             if where is None:
                 for d in _DEFAULT_DIRS:
+                    saw(d)
                     cand = os.path.join(d, name)
                     if os.path.isfile(cand):
                         where = cand
@@ -218,6 +230,7 @@ def dependencies(program: str, env: dict[str, str] | None = None) -> Deps:
             deps.missing.append(name)
             continue
         deps.found[name] = where
+        saw(where)
         try:
             # Not its symbols: a library that calls GOMP_parallel (OpenBLAS's OpenMP build) names it in its
             # string table, and walking its 10,000 symbols to find it undefined cost `scaf run Rscript` 0.8 s.
@@ -234,8 +247,33 @@ def layer_path(kind: str) -> Path:
 
 def choose(program: str, env: dict[str, str] | None = None) -> Choice:
     """The layer for PROGRAM: by the OpenMP runtime it loads at start-up; libscaf_gomp.so when it loads none
-    (an interpreter such as python may load libgomp later, and that layer handles a wheel's bundled copy)."""
-    deps = dependencies(program, env)
+    (an interpreter such as python may load libgomp later, and that layer handles a wheel's bundled copy).
+    The answer is cached per user (choicecache) while nothing the walk read has changed: the walk costs
+    `scaf run Rscript` 0.15 s, before the program starts."""
+    key = [os.path.abspath(program), (os.environ if env is None else env).get("LD_LIBRARY_PATH", "")]
+    cached = _choice_of(choicecache.lookup(key))
+    if cached is not None:
+        return cached
+    seen = choicecache.Witness()
+    seen.saw(__file__)  # the rules below: an upgraded scaf chooses afresh
+    choice = _choose(program, env, seen)
+    choicecache.store(key, seen, asdict(choice))
+    return choice
+
+
+def _choice_of(value: dict | None) -> Choice | None:
+    """A cached Choice, if the value is one (a damaged entry is walked again, and replaced)."""
+    if value is None or set(value) != {f.name for f in fields(Choice)}:
+        return None
+    if (value["layer"] not in (None, *LAYERS) or not isinstance(value["runtime"], str)
+            or not isinstance(value["reason"], str) or not isinstance(value["warning"], (str, type(None)))
+            or not isinstance(value["tcm"], bool)):
+        return None
+    return Choice(**value)
+
+
+def _choose(program: str, env: dict[str, str] | None, seen: choicecache.Witness) -> Choice:
+    deps = dependencies(program, env, seen)
     kinds: dict[str, str] = {}
     for soname, where in deps.found.items():
         fam = _family(soname)
