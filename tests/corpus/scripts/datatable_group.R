@@ -4,7 +4,7 @@
 #     Rscript datatable_group.R
 #
 # Prints on stdout the thread count data.table chose, then each result's first rows and an MD5
-# of the result serialized uncompressed (saveRDS to a file that is removed): group-by
+# of the result serialized uncompressed (saveRDS to a temporary file that is removed): group-by
 # aggregates keyed by an integer id and by a character column, a multi-column order, a keyed
 # join. Everything data.table computes here is exact (integer sums, orders, counts) or summed in
 # an order that does not depend on its team. scaf keeps data.table's team fixed (forder's region
@@ -22,7 +22,8 @@ dt <- data.table(id = sample.int(40000L, n, TRUE),
                  y = round(runif(n) * 1000, 3))
 
 digest <- function(tab, name) {
-  f <- paste0(name, ".rds")
+  # A file of this process's own: two copies run at once in one folder (a pair) must not share it.
+  f <- tempfile(name, fileext = ".rds")
   saveRDS(tab, f, compress = FALSE)
   cat(name, nrow(tab), unname(tools::md5sum(f)), "\n")
   unlink(f)
