@@ -390,3 +390,72 @@ def test_threadprivate_state_fixes_the_team(two: Daemon, tmp_path: Path) -> None
     # region kept the team the first one ran with.
     assert rep["verdict"] == "fixed" and "depends on thread-local" in rep["reason"], rep
     assert rep["teams"] == [BOUND], rep
+
+
+# A region in code with threadprivate data: the layer checks it once, in a forked coordinator.
+TLS_LIB = r"""
+#include <omp.h>
+long scratch[64];
+#pragma omp threadprivate(scratch)
+long work(long n)
+{
+    long total = 0;
+#pragma omp parallel reduction(+ : total)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        for (long i = t; i < n; i += nt) {
+            scratch[i % 64] = i;
+            total += scratch[i % 64];
+        }
+    }
+    return total;
+}
+"""
+
+# numpy first: its OpenBLAS pool is what the layer's helper watches for in a Python process, and what it would
+# find in a forked child of one. Then regions until the test releases it.
+TLS_DRIVER = """
+import ctypes, os, sys
+import numpy
+lib = ctypes.CDLL(sys.argv[1])
+lib.work.restype = ctypes.c_long
+lib.work.argtypes = [ctypes.c_long]
+while not os.path.exists(sys.argv[2]):
+    assert lib.work(100000) == 100000 * 99999 // 2
+print("done")
+"""
+
+
+def test_the_thread_local_check_never_becomes_a_client(two: Daemon, tmp_path: Path) -> None:
+    """The check's coordinator is a fork of the program. In a Python process with a BLAS pool the layer's own
+    fork handler used to start a helper in every child, which connected the coordinator to the daemon: a client
+    of its own, given a share of the program's CPUs while it ran. It must never speak to the daemon."""
+    import sys
+    import time
+
+    from scaf.lib import alloclog
+
+    lib = tmp_path / "libtls.so"
+    (tmp_path / "tls.c").write_text(TLS_LIB)
+    subprocess.run(["gcc", "-fopenmp", "-O0", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "tls.c")],
+                   check=True)
+    hold = Hold()
+    err = tmp_path / "stderr"
+    env = layer_env(two.socket, {**ALONE, "SCAF_VERBOSE": "1", "OMP_NUM_THREADS": "2"})
+    with err.open("w") as e:
+        p = subprocess.Popen([sys.executable, "-c", TLS_DRIVER, str(lib), str(hold.path)], env=env,
+                             stdout=subprocess.PIPE, stderr=e, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while "thread-local data check: per-region scratch" not in err.read_text():
+            assert p.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.05)
+    finally:
+        hold.release()
+        out, _ = p.communicate(timeout=TIMEOUT)
+    text = err.read_text()
+    assert p.returncode == 0 and out == "done\n", text
+    coordinator = int(text.split("checking a region's thread-local data (pid ")[1].split(")")[0])
+    assert f"scaf[{coordinator}]: connected" not in text, text
+    clients = {c["pid"] for st in alloclog.read(two.log) for c in st["clients"]}
+    assert p.pid in clients and coordinator not in clients, (p.pid, coordinator, clients)

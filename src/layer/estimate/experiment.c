@@ -167,7 +167,7 @@ int scaf_experiment_start(struct scaf_experiment *e, void (*fn)(void *), void *d
         return -1;
     if (fcntl(p[0], F_SETFL, O_NONBLOCK) != 0)
         goto fail;
-    pid = fork();
+    pid = scaf_sandbox_fork();
     if (pid < 0)
         goto fail;
     if (pid == 0)

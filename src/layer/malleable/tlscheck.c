@@ -317,7 +317,7 @@ int scaf_tlscheck_start(struct scaf_site *site, void (*fn)(void *), void (*run)(
         return 0;
     }
     atomic_store(&site->tls_result, SCAF_TLS_RUNNING);
-    pid = fork();
+    pid = scaf_sandbox_fork();
     if (pid == 0) {
         close(p[0]);
         coordinator(p[1], fn, run, data, stack_keep, getppid(), bound, 4 * bound + 1000000000ull);

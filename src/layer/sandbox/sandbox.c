@@ -26,6 +26,8 @@
 #endif
 
 static int in_child;
+/* Set on the forking thread around fork(): the only thread a child has, so the child reads 1. */
+static _Thread_local int forking;
 static void (*child_prepare)(void);
 
 void scaf_sandbox_set_child_prepare(void (*prepare)(void))
@@ -35,7 +37,22 @@ void scaf_sandbox_set_child_prepare(void (*prepare)(void))
 
 int scaf_sandbox_in_child(void)
 {
-    return in_child;
+    return in_child || forking;
+}
+
+pid_t scaf_sandbox_fork(void)
+{
+    pid_t pid;
+    int saved;
+
+    forking = 1;
+    pid = fork();
+    saved = errno;
+    if (pid == 0)
+        in_child = 1;
+    forking = 0;
+    errno = saved;
+    return pid;
 }
 
 /*

@@ -30,6 +30,17 @@
 int scaf_sandbox_enter(pid_t parent);
 
 /*
+ * fork() for a child that will enter the sandbox: the child counts as one
+ * (scaf_sandbox_in_child) from the fork itself, so that the layer's own fork
+ * handlers leave it alone. Without it, a forked Python process's handler
+ * started a helper that connected the check's coordinator, or an experiment,
+ * to the daemon as a client of its own, which took a share from the program
+ * for as long as it ran. The program's own fork handlers still run, as with
+ * fork(). Returns what fork() returns.
+ */
+pid_t scaf_sandbox_fork(void);
+
+/*
  * isolate: makes writable shared mappings private (small ones) or read-only
  * (large ones), and ends the child (SIGPROF) after `bound_ns` of CPU time.
  */
