@@ -81,7 +81,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"scaf {__version__}")
     # Nested subcommands (bench pairs, plot trace) inherit the class: add_subparsers defaults to it.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
-    only = [argv[0]] if argv and argv[0] in COMMANDS else COMMANDS
+    # `scaf --version` answers from the top parser: no command's module is needed (0.2 s of imports).
+    only = [argv[0]] if argv and argv[0] in COMMANDS else [] if argv == ["--version"] else COMMANDS
     for name in only:
         try:
             module = importlib.import_module(f"scaf.commands.{name}")

@@ -44,6 +44,13 @@ def test_top_level_help_lists_commands() -> None:
     assert "cannot load" not in r.stdout, r.stdout
 
 
+def test_version_says_the_version_alone() -> None:
+    from scaf import __version__
+
+    r = scaf("--version")
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"scaf {__version__}\n", ""), r
+
+
 def test_no_command_is_usage_error() -> None:
     r = scaf()
     assert r.returncode == 2
