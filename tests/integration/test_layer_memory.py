@@ -155,6 +155,25 @@ def runs() -> Iterator[Callable[[list[str], dict[str, str]], Run]]:
         r.kill()
 
 
+def probe_run(exe: Path, args: list[str], env: dict[str, str], peer: Peer, page_init: Callable[[mmap.mmap], None],
+              regions: int = 20, contexts: int | None = None) -> tuple[Probe, mmap.mmap, str, dict]:
+    """omp_probe against the peer, the page's memory half written by PAGE_INIT, until it opened more than
+    REGIONS regions (a count, not a time), then stopped: the probe, its page, its stdout and its HELLO."""
+    n = cpus() if contexts is None else contexts
+    p = Probe(exe, args, env)
+    try:
+        conn, hello = peer.accept()
+        mm = peer.welcome(conn, threads=n, cpus=n, page_init=page_init)
+        assert mm is not None
+        wait(lambda: u32(mm, "regions") > regions, "regions")
+        rc, text = p.finish()
+        assert rc == 0, text
+        conn.close()
+        return p, mm, text, hello
+    finally:
+        p.kill()
+
+
 def fields(out: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for line in out.splitlines() for kv in line.split() if "=" in kv)
 
@@ -251,19 +270,10 @@ def test_a_first_region_is_a_first_touch(rt: str, peer: Peer, tmp_path: Path) ->
     if "iomp5" in rt and not IOMP5.exists():
         pytest.fail(f"{IOMP5} missing: the intel-openmp wheel (requirements.txt) is not installed")
     exe = build_probe_for(rt, tmp_path)
-    p = Probe(exe, ["follow", "STOP", MAXSEC], env_for(peer, layer="gomp" if rt == "gomp" else "omp"))
-    try:
-        conn, _ = peer.accept()
-        mm = peer.welcome(conn, threads=cpus(), cpus=cpus(), page_init=memory(**REMEMBERED_FIXED))
-        assert mm is not None
-        wait(lambda: u32(mm, "regions") > 30, "regions")
-        rc, text = p.finish()
-        assert rc == 0, text
-        assert set(p.teams()) == {1} and u32(mm, "started_with") == 1, text
-        assert "kinds" in text and all(kv.endswith("=1") for kv in text.split("kinds ")[1].split()[:11]), text
-        conn.close()
-    finally:
-        p.kill()
+    p, mm, text, _ = probe_run(exe, ["follow", "STOP", MAXSEC], env_for(peer, layer="gomp" if rt == "gomp" else "omp"),
+                               peer, memory(**REMEMBERED_FIXED), regions=30)
+    assert set(p.teams()) == {1} and u32(mm, "started_with") == 1, text
+    assert "kinds" in text and all(kv.endswith("=1") for kv in text.split("kinds ")[1].split()[:11]), text
 
 
 @needs_two
@@ -282,39 +292,21 @@ def test_a_count_of_processors_first_is_a_first_touch(rt: str, case: str, peer: 
     assert plain.returncode == 0 and f"procs={n} fprocs={n} max={n}\n" in plain.stdout, plain.stdout
     mem = memory(**REMEMBERED_FIXED) if case == "remembered fixed" else memory(start_team=1)
     want = 1 if case == "remembered fixed" else n
-    p = Probe(exe, ["procs", "STOP", MAXSEC], env_for(peer, layer="gomp" if rt == "gomp" else "omp"))
-    try:
-        conn, _ = peer.accept()
-        mm = peer.welcome(conn, threads=n, cpus=n, page_init=mem)
-        assert mm is not None
-        wait(lambda: u32(mm, "regions") > 20, "regions")
-        rc, text = p.finish()
-        assert rc == 0, text
-        assert f"procs={want} fprocs={want} max={want}\n" in text, text
-        assert set(p.teams()) == {want} and u32(mm, "started_with") == (want if want < n else 0), text
-        conn.close()
-    finally:
-        p.kill()
+    p, mm, text, _ = probe_run(exe, ["procs", "STOP", MAXSEC], env_for(peer, layer="gomp" if rt == "gomp" else "omp"),
+                               peer, mem)
+    assert f"procs={want} fprocs={want} max={want}\n" in text, text
+    assert set(p.teams()) == {want} and u32(mm, "started_with") == (want if want < n else 0), text
 
 
 @needs_two
 def test_the_users_fixed_starts_it_with_its_share_without_memory(probe: Path, peer: Peer,
                                                                  runs: Callable[..., Run]) -> None:
-    p = Probe(probe, ["fixed", "STOP", MAXSEC], env_for(peer, {"SCAF_MALLEABLE": "no"}))
-    try:
-        conn, _ = peer.accept()
-        mm = peer.welcome(conn, threads=cpus(), cpus=cpus(), page_init=memory(start_team=1))
-        assert mm is not None
-        wait(lambda: u32(mm, "regions") > 30, "regions")
-        rc, text = p.finish()
-        assert rc == 0, text
-        assert "max=1\n" in text and set(p.teams()) == {1}, text
-        assert u32(mm, "started_with") == 1 and u32(mm, "verdict_source") == SOURCE_USER
-        assert reason(mm) == (f"started with 1 of {cpus()} contexts: SCAF_MALLEABLE=no (scaf run --fixed); "
-                              "cannot grow")
-        conn.close()
-    finally:
-        p.kill()
+    p, mm, text, _ = probe_run(probe, ["fixed", "STOP", MAXSEC], env_for(peer, {"SCAF_MALLEABLE": "no"}), peer,
+                               memory(start_team=1), regions=30)
+    assert "max=1\n" in text and set(p.teams()) == {1}, text
+    assert u32(mm, "started_with") == 1 and u32(mm, "verdict_source") == SOURCE_USER
+    assert reason(mm) == (f"started with 1 of {cpus()} contexts: SCAF_MALLEABLE=no (scaf run --fixed); "
+                          "cannot grow")
 
 
 @needs_two
@@ -333,41 +325,23 @@ def test_no_start_team_without_a_reason_to_keep_the_team(case: str, probe: Path,
         extra["SCAF_MEMORY"] = "0"
     elif case == "sets its count":
         args = ["setnum", str(n), "STOP", MAXSEC]
-    p = Probe(probe, args, env_for(peer, extra))
-    try:
-        conn, _ = peer.accept()
-        mm = peer.welcome(conn, threads=n, cpus=n, page_init=mem)
-        assert mm is not None
-        wait(lambda: u32(mm, "regions") > 20, "regions")
-        rc, text = p.finish()
-        assert rc == 0, text
-        if case != "sets its count":
-            assert f"max={n}\n" in text, text
-        assert max(p.teams()) == n and u32(mm, "started_with") == 0, text
-        if case == "sets its count":
-            assert "the program set its own count first" in p.stderr(), p.stderr()
-        conn.close()
-    finally:
-        p.kill()
+    p, mm, text, _ = probe_run(probe, args, env_for(peer, extra), peer, mem)
+    if case != "sets its count":
+        assert f"max={n}\n" in text, text
+    assert max(p.teams()) == n and u32(mm, "started_with") == 0, text
+    if case == "sets its count":
+        assert "the program set its own count first" in p.stderr(), p.stderr()
 
 
 def test_scaf_runs_start_team_is_reported(probe: Path, peer: Peer) -> None:
     """scaf run exported OMP_NUM_THREADS=1 and SCAF_START_TEAM=1: the count is scaf's, and the page says so."""
-    p = Probe(probe, ["fixed", "STOP", MAXSEC],
-              env_for(peer, {"OMP_NUM_THREADS": "1", "SCAF_START_TEAM": "1"}))
-    try:
-        conn, hello = peer.accept()
-        mm = peer.welcome(conn, threads=2, cpus=2, page_init=memory(**REMEMBERED_FIXED))
-        assert mm is not None
-        wait(lambda: u32(mm, "regions") > 20, "regions")
-        rc, text = p.finish()
-        assert rc == 0 and "max=1\n" in text and set(p.teams()) == {1}, text
-        assert hello["max_threads"] == 1
-        assert u32(mm, "started_with") == 1 and u32(mm, "verdict") == wire.VERDICT_FIXED
-        assert reason(mm) == "started with 1 of 2 contexts: remembered fixed from 3 runs; cannot grow"
-        conn.close()
-    finally:
-        p.kill()
+    p, mm, text, hello = probe_run(probe, ["fixed", "STOP", MAXSEC],
+                                   env_for(peer, {"OMP_NUM_THREADS": "1", "SCAF_START_TEAM": "1"}), peer,
+                                   memory(**REMEMBERED_FIXED), contexts=2)
+    assert "max=1\n" in text and set(p.teams()) == {1}, text
+    assert hello["max_threads"] == 1
+    assert u32(mm, "started_with") == 1 and u32(mm, "verdict") == wire.VERDICT_FIXED
+    assert reason(mm) == "started with 1 of 2 contexts: remembered fixed from 3 runs; cannot grow"
 
 
 # ---- sites: learned, then known ----

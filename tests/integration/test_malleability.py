@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import Daemon, Hold, layer_env, parse_result
-from scaf.lib import paths
+from scaf.lib import alloclog, paths
 
 BOUND = 4
 TIMEOUT = 120
@@ -430,11 +432,6 @@ def test_the_thread_local_check_never_becomes_a_client(two: Daemon, tmp_path: Pa
     """The check's coordinator is a fork of the program. In a Python process with a BLAS pool the layer's own
     fork handler used to start a helper in every child, which connected the coordinator to the daemon: a client
     of its own, given a share of the program's CPUs while it ran. It must never speak to the daemon."""
-    import sys
-    import time
-
-    from scaf.lib import alloclog
-
     lib = tmp_path / "libtls.so"
     (tmp_path / "tls.c").write_text(TLS_LIB)
     subprocess.run(["gcc", "-fopenmp", "-O0", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "tls.c")],

@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import tempfile
-import time
 from typing import Any
 
 # The file's layout; a file of another version is ignored, then replaced at the next write.
@@ -88,7 +87,7 @@ def store(key: list[str], witness: Witness, value: dict) -> None:
         return
     path = os.path.join(d, NAME)
     entries = [e for e in _load(path) if e["key"] != key]
-    entries.append({"key": key, "witness": witness.seen, "value": value, "made": time.time()})
+    entries.append({"key": key, "witness": witness.seen, "value": value})
     tmp = None
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)

@@ -21,6 +21,7 @@
 #include "../core/say.h"
 #include "../estimate/estimate.h"
 #include "conn.h"
+#include "scaf/clock.h"
 
 /* How often the helper looks at the socket (daemon death) when no wake comes. */
 #define TICK_MS 300
@@ -179,15 +180,6 @@ static void join(void)
         sleep_ms(3600 * 1000);
 }
 
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-
-    if (clock_gettime(c, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Serial work without regions while idle (a pool worker's garbage collection) takes its share back at once. */
 static void watch_idle(const struct scaf_page *p, struct scaf_idlewatch *w)
 {
@@ -195,7 +187,7 @@ static void watch_idle(const struct scaf_page *p, struct scaf_idlewatch *w)
 
     if (idle == 0 && w->period == 0)
         return;
-    if (scaf_idlewatch_step(w, idle, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID),
+    if (scaf_idlewatch_step(w, idle, scaf_clock_ns(CLOCK_MONOTONIC), scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID),
                             IDLE_WINDOW_MS * 1000000ull, IDLE_BUSY_FRAC)) {
         scaf_layer_log("busy while idle: over half a CPU for %d ms without a region; WAKE sent", IDLE_WINDOW_MS);
         scaf_conn_wake(idle);

@@ -43,15 +43,12 @@ int scaf_sandbox_in_child(void)
 pid_t scaf_sandbox_fork(void)
 {
     pid_t pid;
-    int saved;
 
     forking = 1;
     pid = fork();
-    saved = errno;
     if (pid == 0)
         in_child = 1;
     forking = 0;
-    errno = saved;
     return pid;
 }
 
