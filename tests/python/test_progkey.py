@@ -129,3 +129,48 @@ def test_rscript_is_named_as_the_layer_names_r_running_the_script(tmp_path: Path
     engine = progkey.key_of(exe, [exe, "--no-echo", "--no-restore", f"--file={script}"])
     assert progkey.of_command("Rscript", ["Rscript", str(script)]).key == engine.key != 0
     assert engine.key != progkey.key_of(shutil.which("Rscript") or "Rscript", ["Rscript", str(script)]).key
+
+
+def test_where_r_lives_is_asked_once_and_again_when_the_r_script_changes(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`R RHOME` runs a shell script: its answer is kept in the per-user cache while that script is unchanged."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("R_HOME", raising=False)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    asked = tmp_path / "asked"
+    homes = []
+    for name in ("home1", "home2"):
+        engine = tmp_path / name / "bin" / "exec" / "R"
+        engine.parent.mkdir(parents=True)
+        engine.write_text("#!/bin/sh\n")
+        engine.chmod(0o755)
+        homes.append(tmp_path / name)
+    rscript = bindir / "Rscript"
+    shutil.copy(shutil.which("true") or "/bin/true", rscript)  # a binary, as Rscript is: no #! to follow
+    r = bindir / "R"
+
+    def r_says(home: Path) -> None:
+        r.write_text(f'#!/bin/sh\necho x >> "{asked}"\n[ "$1" = RHOME ] && echo "{home}"\n')
+        r.chmod(0o755)
+
+    def engine() -> str:
+        progkey._r_engine_of.cache_clear()  # this process's own memo: the cache on disk is what is tested
+        exe, _ = progkey.command(str(rscript), ["Rscript", "-e", "1"])
+        return exe
+
+    def times_asked() -> int:
+        return len(asked.read_text().splitlines()) if asked.exists() else 0
+
+    r_says(homes[0])
+    assert engine() == str(homes[0] / "bin" / "exec" / "R")
+    assert engine() == str(homes[0] / "bin" / "exec" / "R")
+    assert times_asked() == 1
+    r_says(homes[1])  # an R upgraded in place: the script is rewritten
+    assert engine() == str(homes[1] / "bin" / "exec" / "R")
+    assert times_asked() == 2
+    monkeypatch.setenv("XDG_CACHE_HOME", "")  # no cache: asked each time, as before
+    monkeypatch.setenv("HOME", "relative")
+    engine()
+    engine()
+    assert times_asked() == 4

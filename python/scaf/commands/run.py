@@ -144,10 +144,11 @@ environment:
                     SCAF_START_TEAM (the layer's sign that the count is scaf's) and
                     SCAF_START_PARENT (scaf's pid: the count is for its child only)
   SCAF_LAYER        auto (default), gomp or omp: what --layer sets
-  XDG_CACHE_HOME    the layer chosen for each program is kept in
-                    $XDG_CACHE_HOME/scaf (default ~/.cache/scaf) and used again while
-                    CMD, every library it loads and every folder searched for one are
-                    unchanged; delete the folder to forget it
+  XDG_CACHE_HOME    the layer chosen for each program (and where R lives, for
+                    Rscript) is kept in $XDG_CACHE_HOME/scaf (default ~/.cache/scaf)
+                    and used again while CMD, every library it loads and every
+                    folder searched for one are unchanged; delete the folder to
+                    forget it
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)
   LD_PRELOAD        the layer is appended to it

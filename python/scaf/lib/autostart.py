@@ -1,15 +1,14 @@
 """Find the daemon a command should talk to, and start a per-user one when none answers."""
 
-from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from scaf.lib import daemon, paths, proto, rundir
+from scaf.lib import paths, proto, rundir
 from scaf.lib.launch import strip_layer
 
 # sun_path holds 108 bytes including the terminating NUL.
@@ -23,8 +22,7 @@ class StartError(Exception):
     """A daemon could not be started; the message says why and what to do."""
 
 
-@dataclass
-class Started:
+class Started(NamedTuple):
     socket: str
     pid: int
     log: str
@@ -117,8 +115,7 @@ def ensure_daemon(sock: str, daemon_args: Sequence[str] = (), timeout: float = 1
         os.close(dirfd)
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):
     """What daemon_for found: the daemon it started (None: one answered already), or a problem (None,
     "unsafe-dir": the socket's directory may be somebody else's, "untrusted": another user's daemon answers,
     "not-scaf": something else answers, "absent": nobody answers and none was to be started, "failed": none
@@ -160,6 +157,10 @@ def own_socket(sock: str) -> bool:
 
 def _start(sock: str, dirfd: int, scafd: os.PathLike[str] | str, daemon_args: list[str],
            timeout: float) -> Started | None:
+    from scaf.lib import (
+        daemon,  # only to start one: `scaf run` against a running daemon need not load it
+    )
+
     base = os.path.basename(sock)
     log = log_path(sock)
     env = dict(os.environ)

@@ -1,11 +1,10 @@
-"""A per-user cache of the layer `scaf run` chooses for a program, trusted only while every file and directory its dependency walk read is unchanged."""
+"""A per-user cache of what `scaf run` works out before each program (the layer it chooses, where R lives), trusted only while every file and directory read to work it out is unchanged."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import tempfile
 from typing import Any
 
 # The file's layout; a file of another version is ignored, then replaced at the next write.
@@ -91,6 +90,8 @@ def store(key: list[str], witness: Witness, value: dict) -> None:
     tmp = None
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
+        import tempfile  # only on a miss: a hit, every `scaf run` but the first, need not load it
+
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".layer-choices-", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump({"version": VERSION, "entries": entries[-ENTRIES:]}, f)

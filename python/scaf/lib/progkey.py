@@ -16,17 +16,15 @@ Errors: ``KeyLibraryMissing`` (a RuntimeError) when libscaf_key.so has not been 
 make"); ``OSError`` when the executable cannot be read.
 """
 
-from __future__ import annotations
 
 import ctypes
 import functools
 import os
 import shutil
-import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from scaf.lib import paths
+from scaf.lib import choicecache, paths
 
 TEXT = 384  # SCAF_PROGKEY_TEXT
 NAME = 48  # SCAF_PROGKEY_NAME
@@ -40,8 +38,7 @@ class _CKey(ctypes.Structure):
     _fields_ = [("key", ctypes.c_uint64), ("text", ctypes.c_char * TEXT), ("name", ctypes.c_char * NAME)]
 
 
-@dataclass(frozen=True)
-class ProgKey:
+class ProgKey(NamedTuple):
     """A program's identity: key (0 = cannot be named, never remembered), canonical text, name for status."""
 
     key: int
@@ -152,13 +149,29 @@ def _r_engine_of(rscript: str, home: str | None) -> str | None:
             r = shutil.which("R") or ""
         if not r:
             return None
-        try:
-            home = subprocess.run([r, "RHOME"], capture_output=True, text=True, timeout=10,
-                                  check=False).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
+        home = _r_home(r)
     engine = os.path.join(home, "bin", "exec", "R")
     return engine if home and os.access(engine, os.X_OK) else None
+
+
+def _r_home(r: str) -> str:
+    """`R RHOME` ("" when it fails), kept in the per-user cache while the R script is unchanged: it runs a
+    shell script, before every `scaf run Rscript` (10 ms here, with the import of subprocess)."""
+    key = ["R RHOME", r]
+    cached = choicecache.lookup(key)
+    if cached is not None and isinstance(cached.get("home"), str):
+        return cached["home"]
+    seen = choicecache.Witness()
+    seen.saw(r)
+    import subprocess
+
+    try:
+        home = subprocess.run([r, "RHOME"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if home:
+        choicecache.store(key, seen, {"home": home})
+    return home
 
 
 def _rscript_as_r(engine: str, words: Sequence[str]) -> list[str]:

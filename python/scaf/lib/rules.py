@@ -22,14 +22,12 @@ names the rule the layer would pick:
   SCAF_CHECK_SEED beat every rule.
 """
 
-from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import fnmatch as _pyfnmatch
+import functools
 import os
-import tempfile
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 VERDICTS = ("malleable", "fixed")
 SYSTEM_FILE = "/etc/scaf/rules"
@@ -48,8 +46,7 @@ SCAF_RULES_MAX = 8
 _UNWRITABLE = " \t\n\r\x0b\x0c#"
 
 
-@dataclass
-class Rule:
+class Rule(NamedTuple):
     file: str
     line: int
     verdict: str  # "malleable" | "fixed"
@@ -62,8 +59,7 @@ class Rule:
         return f"{self.verdict} {self.pattern}"
 
 
-@dataclass
-class Problem:
+class Problem(NamedTuple):
     file: str
     line: int  # 0: the file as a whole (unreadable)
     message: str
@@ -72,12 +68,13 @@ class Problem:
         return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
 
 
-@dataclass
 class RulesFile:
-    path: str
-    exists: bool = False
-    rules: list[Rule] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    def __init__(self, path: str, exists: bool = False, rules: list[Rule] | None = None,
+                 problems: list[Problem] | None = None) -> None:
+        self.path = path
+        self.exists = exists
+        self.rules: list[Rule] = [] if rules is None else rules
+        self.problems: list[Problem] = [] if problems is None else problems
 
 
 # ---- where the files are ----------------------------------------------------------------------
@@ -200,10 +197,11 @@ def load(env: dict[str, str] | None = None) -> list[RulesFile]:
 # ---- matching ---------------------------------------------------------------------------------
 
 
+@functools.cache  # at the first match, not at import: `scaf run` imports this module before every program
 def _libc_fnmatch():
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        fn = libc.fnmatch
+        # The process's own symbols, libc's among them: ctypes.util.find_library would run ldconfig for this.
+        fn = ctypes.CDLL(None, use_errno=True).fnmatch
     except (OSError, AttributeError):
         return None
     fn.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int)
@@ -211,13 +209,11 @@ def _libc_fnmatch():
     return fn
 
 
-_FNMATCH = _libc_fnmatch()
-
-
 def fnmatch(pattern: str, name: str) -> bool:
     """fnmatch(3) with flags 0, as the layer calls it."""
-    if _FNMATCH is not None:
-        return _FNMATCH(os.fsencode(pattern), os.fsencode(name), 0) == 0
+    libc_fnmatch = _libc_fnmatch()
+    if libc_fnmatch is not None:
+        return libc_fnmatch(os.fsencode(pattern), os.fsencode(name), 0) == 0
     return _pyfnmatch.fnmatchcase(name, pattern)  # pragma: no cover - no libc fnmatch
 
 
@@ -315,6 +311,8 @@ def set_rule(path: str, verdict: str, pattern: str, exe: str | None = None) -> i
     out = b"\n".join(lines) + b"\n"
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
+    import tempfile  # only to write: reading rules is on `scaf run`'s path
+
     fd, tmp = tempfile.mkstemp(prefix=".rules.", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -1,11 +1,10 @@
 """The environment `scaf run` gives a program: its layer (and the TCM provider) preloaded, the runtime's waiting settings, process pools' counts, the socket, the user's word, and the start team the daemon's memory offers; `scaf run` and `scaf bench` both start programs with it."""
 
-from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from scaf.lib import frameworks, paths, progkey, runtimes, startteam
 from scaf.lib.launch import append_preload
@@ -19,8 +18,7 @@ def preloads(choice: runtimes.Choice) -> tuple[Path | None, Path | None]:
     return layer, provider
 
 
-@dataclass
-class Recall:
+class Recall(NamedTuple):
     """What the daemon's memory made of a program at its start: the start team (0: its own count), why, and
     whether the daemon was asked at all (no when the user's OMP_NUM_THREADS stands, SCAF_MEMORY=0, ...)."""
 

@@ -1,12 +1,10 @@
 """Which parallel runtime a program will load, from its ELF dependencies (never by running it): picks scaf's layer."""
 
-from __future__ import annotations
 
 import os
 import re
-import subprocess
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import NamedTuple
 
 from scaf.lib import choicecache, paths, progkey
 
@@ -43,18 +41,17 @@ STATIC_MARKERS = {
 _SO = re.compile(r"^(lib[A-Za-z0-9_+]+?)(?:-[0-9][0-9.]*)?\.so")
 
 
-@dataclass
 class Deps:
     """What a program loads at start-up, as the dynamic loader would find it."""
 
-    found: dict[str, str] = field(default_factory=dict)  # soname -> path
-    missing: list[str] = field(default_factory=list)
-    static: list[str] = field(default_factory=list)  # STATIC_MARKERS descriptions seen in the program itself
-    not_elf: bool = False
+    def __init__(self) -> None:
+        self.found: dict[str, str] = {}  # soname -> path
+        self.missing: list[str] = []
+        self.static: list[str] = []  # STATIC_MARKERS descriptions seen in the program itself
+        self.not_elf = False
 
 
-@dataclass
-class Choice:
+class Choice(NamedTuple):
     """The layer `scaf run` preloads (None: none), which runtime it is for, and what to tell the user."""
 
     layer: str | None
@@ -64,8 +61,7 @@ class Choice:
     tcm: bool = False  # also preload the TCM provider: oneTBB's workers follow the share
 
 
-@dataclass
-class Tbb:
+class Tbb(NamedTuple):
     """One oneTBB library: its version as it states it, and whether it asks a TCM for its workers."""
 
     path: str
@@ -106,6 +102,8 @@ def _family(soname: str) -> str:
 
 def _ldconfig_cache() -> dict[str, str]:
     """soname -> path from the loader's cache (`ldconfig -p` reads /etc/ld.so.cache; it runs nothing else)."""
+    import subprocess  # only on a walk: a cached choice need not load it
+
     try:
         out = subprocess.run(["ldconfig", "-p"], check=False, capture_output=True, text=True, timeout=10,
                              env={"PATH": "/usr/sbin:/sbin:/usr/bin:/bin", "LC_ALL": "C"}).stdout
@@ -257,13 +255,13 @@ def choose(program: str, env: dict[str, str] | None = None) -> Choice:
     seen = choicecache.Witness()
     seen.saw(__file__)  # the rules below: an upgraded scaf chooses afresh
     choice = _choose(program, env, seen)
-    choicecache.store(key, seen, asdict(choice))
+    choicecache.store(key, seen, choice._asdict())
     return choice
 
 
 def _choice_of(value: dict | None) -> Choice | None:
     """A cached Choice, if the value is one (a damaged entry is walked again, and replaced)."""
-    if value is None or set(value) != {f.name for f in fields(Choice)}:
+    if value is None or set(value) != set(Choice._fields):
         return None
     if (value["layer"] not in (None, *LAYERS) or not isinstance(value["runtime"], str)
             or not isinstance(value["reason"], str) or not isinstance(value["warning"], (str, type(None)))

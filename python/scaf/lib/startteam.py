@@ -1,10 +1,9 @@
 """Whether `scaf run` starts a program with its share: the user's word and the daemon's recall, decided as the layer's core/start.c decides (docs/memory.md, "The start team")."""
 
-from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from scaf.lib import proto, rules
 from scaf.lib.progkey import ProgKey
@@ -38,8 +37,7 @@ def program_count() -> int:
     return len(os.sched_getaffinity(0))
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(NamedTuple):
     """What scaf run does: start with `team` threads (0: with the program's own count), and why, in words."""
 
     team: int
