@@ -1,6 +1,5 @@
 """Find the daemon a command should talk to, and start a per-user one when none answers."""
 
-
 import contextlib
 import fcntl
 import os
@@ -157,9 +156,8 @@ def own_socket(sock: str) -> bool:
 
 def _start(sock: str, dirfd: int, scafd: os.PathLike[str] | str, daemon_args: list[str],
            timeout: float) -> Started | None:
-    from scaf.lib import (
-        daemon,  # only to start one: `scaf run` against a running daemon need not load it
-    )
+    # Imported here: `scaf run` against a daemon that already answers need not load the starter.
+    from scaf.lib import daemon
 
     base = os.path.basename(sock)
     log = log_path(sock)

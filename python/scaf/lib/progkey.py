@@ -16,7 +16,6 @@ Errors: ``KeyLibraryMissing`` (a RuntimeError) when libscaf_key.so has not been 
 make"); ``OSError`` when the executable cannot be read.
 """
 
-
 import ctypes
 import functools
 import os

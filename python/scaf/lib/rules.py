@@ -22,7 +22,6 @@ names the rule the layer would pick:
   SCAF_CHECK_SEED beat every rule.
 """
 
-
 import ctypes
 import fnmatch as _pyfnmatch
 import functools

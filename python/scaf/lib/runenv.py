@@ -1,6 +1,5 @@
 """The environment `scaf run` gives a program: its layer (and the TCM provider) preloaded, the runtime's waiting settings, process pools' counts, the socket, the user's word, and the start team the daemon's memory offers; `scaf run` and `scaf bench` both start programs with it."""
 
-
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path

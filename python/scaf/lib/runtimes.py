@@ -1,6 +1,5 @@
 """Which parallel runtime a program will load, from its ELF dependencies (never by running it): picks scaf's layer."""
 
-
 import os
 import re
 from pathlib import Path

@@ -1,6 +1,5 @@
 """Whether `scaf run` starts a program with its share: the user's word and the daemon's recall, decided as the layer's core/start.c decides (docs/memory.md, "The start team")."""
 
-
 import os
 from collections.abc import Mapping
 from typing import NamedTuple
