@@ -33,6 +33,7 @@ enum loop_tag {
     TAG_IDLE,
     TAG_GANG,
     TAG_OWNER,
+    TAG_MEMORY,
 };
 
 /*
@@ -271,6 +272,21 @@ static void scoreboard(struct scafd *d)
     free(buf);
 }
 
+/*
+ * The memories that departures changed, each at most once a second, written by a child (memory/writer.c):
+ * the loop never waits for the disk. The child's pidfd wakes the loop when it ends, to settle it and start
+ * the next; the reap closes it, which takes it out of epoll. Without pidfds the next lookout tick looks.
+ */
+static void memory_flush(struct scafd *d)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_MEMORY};
+    int fd;
+
+    if (scaf_memory_flush(&d->memory, scaf_clock_s(CLOCK_MONOTONIC), false) > 0 &&
+        (fd = scaf_memory_writer_fd(&d->memory)) >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        scaf_say("cannot watch the memory writer (%s): looked at each second instead", strerror(errno));
+}
+
 static void dispatch(struct scafd *d, const struct epoll_event *ev)
 {
     switch (ev->data.u64) {
@@ -289,8 +305,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
     case TAG_LOOKOUT:
         drain(d->lookout_tfd);
         on_lookout(d);
-        /* The memories that departures changed, each at most once a second. */
-        scaf_memory_flush(&d->memory, scaf_clock_s(CLOCK_MONOTONIC), false);
+        memory_flush(d);
         scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
         listen_resume(d, true);
         if (d->opt.exit_with && d->owner_fd < 0 && kill(d->opt.exit_with, 0) < 0 && errno == ESRCH)
@@ -298,6 +313,9 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         break;
     case TAG_OWNER:
         owner_ended(d);
+        break;
+    case TAG_MEMORY:
+        memory_flush(d);
         break;
     case TAG_SCOREBOARD:
         drain(d->score_tfd);

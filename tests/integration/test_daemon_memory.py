@@ -213,6 +213,33 @@ def test_a_daemon_killed_while_writing_leaves_the_old_file_whole(
     assert not (Path(state) / f"memory-{os.getuid()}.bin.tmp").exists()
 
 
+def test_a_disk_that_stalls_never_stalls_the_daemon(scafd_factory: Callable[..., Daemon], tmp_path: Path) -> None:
+    """A write that does not return (a slow disk; an NFS server away, for a state directory in an NFS home) holds the
+    child that writes it, never the daemon's loop: it goes on serving, and writes what it learned meanwhile once
+    the disk answers."""
+    hold = tmp_path / "hold"
+    hold.write_text("")
+    d = scafd_factory("--cpus", "4", "--no-lookout", env={"SCAFD_TEST_MEMORY_HOLD": str(hold)})
+    f = memfile(d)
+    tmp = f.with_name(f.name + ".tmp")
+    one_run(d, KEY_A)
+    # The write is under way and held before its fsync: its temporary file is whole, the file not there yet.
+    d.wait_for(lambda _: tmp.exists() and tmp.stat().st_size == HEADER.size + RECORD_SIZE,
+               what="the held write's temporary file")
+    # Meanwhile the daemon serves: statuses, a program's arrival, its decision and departure, recalls.
+    assert d.status()["daemon_pid"] == d.pid
+    one_run(d, KEY_B)
+    assert recall(d, KEY_A).runs == 1 and recall(d, KEY_B).runs == 1
+    assert not f.exists()
+    hold.unlink()
+    # Once the disk answers: A's write ends, and the next one adds B (learned while A's was held).
+    d.wait_for(lambda _: f.exists() and f.stat().st_size == HEADER.size + 2 * RECORD_SIZE,
+               what="the memory file with both programs")
+    d.stop()
+    d.start()
+    assert recall(d, KEY_A).runs == 1 and recall(d, KEY_B).runs == 1
+
+
 def damage(kind: str, data: bytes) -> bytes:
     magic, version, size, count, crc, uid, rsvd = HEADER.unpack_from(data)
     if kind == "foreign":

@@ -466,7 +466,7 @@ static void test_file_io(void)
         scaf_memo_record_init(&recs[i], 7 + (uint64_t)i, 1000 + i);
         recs[i].runs = (uint32_t)i + 1;
     }
-    CHECK(scaf_memfile_save(dirfd, 1000, recs, 3, -1, why, sizeof why) == 0, "save: %s", why);
+    CHECK(scaf_memfile_save(dirfd, 1000, recs, 3, NULL, why, sizeof why) == 0, "save: %s", why);
     CHECK(fstatat(dirfd, "memory-1000.bin", &st, 0) == 0 && (st.st_mode & 0777) == 0600 &&
               st.st_size == (off_t)(sizeof(struct scaf_memfile_header) + 3 * sizeof recs[0]),
           "the file: mode %o, %lld bytes", st.st_mode & 0777, (long long)st.st_size);
@@ -488,7 +488,7 @@ static void test_file_io(void)
               file_exists(dirfd, aside),
           "set aside as %s", aside);
     /* A second damaged file in the same second does not replace the first. */
-    CHECK(scaf_memfile_save(dirfd, 1001, recs, 1, -1, why, sizeof why) == 0, "save 1001");
+    CHECK(scaf_memfile_save(dirfd, 1001, recs, 1, NULL, why, sizeof why) == 0, "save 1001");
     CHECK(scaf_memfile_set_aside(dirfd, 1001, 0, aside, sizeof aside) == 0 &&
               strcmp(aside, "memory-1001.bin.bad-19700101T000000Z-2") == 0,
           "the second set aside as %s", aside);
@@ -496,7 +496,7 @@ static void test_file_io(void)
     CHECK(symlinkat("/etc/passwd", dirfd, "memory-1002.bin") == 0, "symlink");
     CHECK(scaf_memfile_load(dirfd, 1002, &back, &n, why, sizeof why) == SCAF_MEMFILE_DAMAGED, "a link: %s", why);
     /* An empty memory is a file of one header. */
-    CHECK(scaf_memfile_save(dirfd, 1003, recs, 0, -1, why, sizeof why) == 0 &&
+    CHECK(scaf_memfile_save(dirfd, 1003, recs, 0, NULL, why, sizeof why) == 0 &&
               scaf_memfile_load(dirfd, 1003, &back, &n, why, sizeof why) == SCAF_MEMFILE_LOADED && n == 0 && !back,
           "an empty memory");
     /* A stale temporary file of ours (a daemon killed while writing) is written over. */
@@ -504,7 +504,7 @@ static void test_file_io(void)
         int fd = openat(dirfd, "memory-1004.bin.tmp", O_WRONLY | O_CREAT, 0644);
         CHECK(fd >= 0 && write(fd, "junk", 4) == 4, "stale tmp");
         close(fd);
-        CHECK(scaf_memfile_save(dirfd, 1004, recs, 2, -1, why, sizeof why) == 0 &&
+        CHECK(scaf_memfile_save(dirfd, 1004, recs, 2, NULL, why, sizeof why) == 0 &&
                   scaf_memfile_load(dirfd, 1004, &back, &n, why, sizeof why) == SCAF_MEMFILE_LOADED && n == 2,
               "written over a stale temporary file");
         free(back);

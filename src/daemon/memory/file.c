@@ -202,7 +202,7 @@ int scaf_memfile_set_aside(int dirfd, uid_t uid, int64_t now_s, char *name, size
 }
 
 /* Writes n bytes; with a kill point inside them (tests only), dies there as a crash would. */
-static int write_all(int fd, const unsigned char *p, size_t n, long long kill_at)
+static int write_all(int fd, const unsigned char *p, size_t n, long long kill_at, pid_t kill_also)
 {
     size_t off = 0;
 
@@ -212,8 +212,12 @@ static int write_all(int fd, const unsigned char *p, size_t n, long long kill_at
 
         if (kill_at >= 0 && (unsigned long long)kill_at < n && off + want > (size_t)kill_at)
             want = (size_t)kill_at - off;
-        if (want == 0)
-            raise(SIGKILL); /* SCAFD_TEST_MEMORY_KILL_AT: a daemon killed in the middle of its write */
+        if (want == 0) {
+            /* SCAFD_TEST_MEMORY_KILL_AT: a daemon killed in the middle of its write */
+            if (kill_also > 0)
+                kill(kill_also, SIGKILL);
+            raise(SIGKILL);
+        }
         w = write(fd, p + off, want);
         if (w < 0 && errno == EINTR)
             continue;
@@ -224,8 +228,17 @@ static int write_all(int fd, const unsigned char *p, size_t n, long long kill_at
     return 0;
 }
 
-int scaf_memfile_save(int dirfd, uid_t uid, const struct scaf_memo_record *recs, uint32_t count, long long kill_at,
-                      char *why, size_t whylen)
+/* SCAFD_TEST_MEMORY_HOLD: a write that waits, as on a disk or NFS server that does not answer. */
+static void hold(const char *path)
+{
+    const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+
+    while (path && access(path, F_OK) == 0)
+        nanosleep(&tick, NULL);
+}
+
+int scaf_memfile_save(int dirfd, uid_t uid, const struct scaf_memo_record *recs, uint32_t count,
+                      const struct scaf_memfile_hooks *hooks, char *why, size_t whylen)
 {
     struct scaf_memfile_header h = {
         .magic = SCAF_MEMFILE_MAGIC,
@@ -263,10 +276,11 @@ int scaf_memfile_save(int dirfd, uid_t uid, const struct scaf_memo_record *recs,
         step = "chmod";
         goto failed;
     }
-    if (write_all(fd, buf, len, kill_at) < 0) {
+    if (write_all(fd, buf, len, hooks ? hooks->kill_at : -1, hooks ? hooks->kill_also : 0) < 0) {
         step = "write";
         goto failed;
     }
+    hold(hooks ? hooks->hold : NULL);
     if (fsync(fd) < 0) {
         step = "fsync";
         goto failed;

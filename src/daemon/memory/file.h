@@ -62,14 +62,21 @@ enum scaf_memfile_load scaf_memfile_load(int dirfd, uid_t uid, struct scaf_memo_
  */
 int scaf_memfile_set_aside(int dirfd, uid_t uid, int64_t now_s, char *name, size_t namelen);
 
+/* For tests only (scafd's SCAFD_TEST_MEMORY_* variables): a crash in the middle of a write, a disk that stalls. */
+struct scaf_memfile_hooks {
+    long long kill_at; /* >= 0: SIGKILL once that many bytes of the temporary file are written */
+    pid_t kill_also;   /* and SIGKILL this process first (the daemon, when a child writes for it); 0 = none */
+    const char *hold;  /* while this path exists, the write waits after writing the temporary file, before its
+                        * fsync (what a slow disk or NFS server stalls); NULL = never */
+};
+
 /*
  * Writes uid's file atomically: memory-UID.bin.tmp (0600) written whole and
  * fsynced, renamed over the file, the directory fsynced. A crash at any point
- * leaves the old file or the new one, whole. For tests only, kill_at >= 0
- * makes the daemon SIGKILL itself once it has written that many bytes of the
- * temporary file. Returns 0, or -1 with errno and why filled.
+ * leaves the old file or the new one, whole. `hooks` is NULL but in tests.
+ * Returns 0, or -1 with errno and why filled.
  */
-int scaf_memfile_save(int dirfd, uid_t uid, const struct scaf_memo_record *recs, uint32_t count, long long kill_at,
-                      char *why, size_t whylen);
+int scaf_memfile_save(int dirfd, uid_t uid, const struct scaf_memo_record *recs, uint32_t count,
+                      const struct scaf_memfile_hooks *hooks, char *why, size_t whylen);
 
 #endif

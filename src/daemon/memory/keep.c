@@ -1,4 +1,4 @@
-/* keep.c — the memories scafd keeps, one per user: the state directory opened at start, each user's table loaded at first use, written back at most once a second and at exit. */
+/* keep.c — the memories scafd keeps, one per user: the state directory opened at start, each user's table loaded at first use, written back at most once a second by a child and at exit by the daemon itself. */
 #include "keep.h"
 #include "file.h"
 #include "statedir.h"
@@ -16,13 +16,16 @@ int scaf_memory_open(struct scaf_memory *m, const struct scaf_memory_opts *o)
 {
     enum scaf_statedir_from from;
     const char *kill = getenv("SCAFD_TEST_MEMORY_KILL_AT");
+    const char *hold = getenv("SCAFD_TEST_MEMORY_HOLD");
     char why[256];
 
     memset(m, 0, sizeof *m);
     m->dirfd = -1;
+    m->writer.fd = -1;
     m->programs = o->programs ? o->programs : SCAF_MEMORY_PROGRAMS_DEFAULT;
-    /* For tests only: a daemon that dies this many bytes into writing a memory file. */
-    m->kill_at = kill && *kill ? strtoll(kill, NULL, 10) : -1;
+    /* For tests only: a daemon that dies this many bytes into writing a memory file, and a disk that stalls. */
+    m->hooks.kill_at = kill && *kill ? strtoll(kill, NULL, 10) : -1;
+    m->hooks.hold = hold && *hold ? hold : NULL;
     if (o->off)
         return 0;
     from = scaf_statedir_choose(o->state_dir, getenv("STATE_DIRECTORY"), getenv("XDG_STATE_HOME"), getenv("HOME"),
@@ -113,28 +116,66 @@ struct scaf_memo_store *scaf_memory_store(struct scaf_memory *m, uid_t uid)
     return s->unreadable ? NULL : s;
 }
 
-void scaf_memory_flush(struct scaf_memory *m, double now, bool force)
+/* A write of s that ended: `changes` is the change count its copy had; what came after stays to be written. */
+static void written(struct scaf_memory *m, struct scaf_memo_store *s, bool ok, uint64_t changes)
 {
+    if (!ok) {
+        s->failing = true;
+        return;
+    }
+    if (s->failing)
+        scaf_say("memory of uid %u: written again in %s", (unsigned)s->uid, m->dir);
+    s->failing = false;
+    s->dirty = s->changes != changes;
+}
+
+/* The child's outcome, if it has ended (or, with `wait`, once it has). */
+static void settle(struct scaf_memory *m, bool wait)
+{
+    uint32_t i = m->writer.store;
+    uint64_t changes = m->writer.changes;
+    int ok = scaf_memwriter_reap(&m->writer, wait);
+
+    if (ok >= 0 && i < m->nstores)
+        written(m, &m->stores[i], ok == 1, changes);
+}
+
+int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
+{
+    struct scaf_memfile_hooks in_place = m->hooks;
     char why[256];
 
-    for (uint32_t i = 0; m->on && i < m->nstores; i++) {
+    if (!m->on)
+        return 0;
+    if (m->writer.pid) {
+        settle(m, force);
+        if (m->writer.pid)
+            return 0;
+    }
+    for (uint32_t i = 0; i < m->nstores; i++) {
         struct scaf_memo_store *s = &m->stores[i];
 
         if (!s->dirty || s->unreadable || (!force && now - s->written_at < SCAF_MEMORY_WRITE_EVERY_S))
             continue;
         s->written_at = now;
-        if (scaf_memfile_save(m->dirfd, s->uid, s->recs, s->count, m->kill_at, why, sizeof why) < 0) {
+        /* One child at a time; the next table at the next flush. A fork that fails writes in place. */
+        if (!force && scaf_memwriter_start(&m->writer, m->dirfd, m->dir, i, s, s->failing, &m->hooks) == 0)
+            return 1;
+        if (scaf_memfile_save(m->dirfd, s->uid, s->recs, s->count, &in_place, why, sizeof why) < 0) {
             if (!s->failing)
                 scaf_say("memory of uid %u: cannot write it in %s: %s (tried again each second)", (unsigned)s->uid,
                          m->dir, why);
-            s->failing = true;
+            written(m, s, false, 0);
             continue;
         }
-        if (s->failing)
-            scaf_say("memory of uid %u: written again in %s", (unsigned)s->uid, m->dir);
-        s->failing = false;
-        s->dirty = false;
+        written(m, s, true, s->changes);
     }
+    return 0;
+}
+
+int scaf_memory_writer_fd(const struct scaf_memory *m)
+{
+    return m->writer.pid ? m->writer.fd : -1;
 }
 
 void scaf_memory_close(struct scaf_memory *m)

@@ -1,8 +1,10 @@
-/* keep.h — the memories scafd keeps, one per user: the state directory, each user's table loaded at first use, written back at most once a second (not an installed interface). */
+/* keep.h — the memories scafd keeps, one per user: the state directory, each user's table loaded at first use, written back at most once a second by a child process (not an installed interface). */
 #ifndef SCAFD_MEMORY_KEEP_H
 #define SCAFD_MEMORY_KEEP_H
 
+#include "file.h"
 #include "store.h"
+#include "writer.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -18,7 +20,8 @@ struct scaf_memory {
     int dirfd;               /* the state directory, opened once (memory/statedir.c); -1 when off */
     char dir[PATH_MAX];      /* its path, for log lines */
     uint32_t programs;       /* --memory-programs: the most programs remembered per user */
-    long long kill_at;       /* tests only (SCAFD_TEST_MEMORY_KILL_AT): die this far into a write; -1 = never */
+    struct scaf_memfile_hooks hooks; /* tests only: SCAFD_TEST_MEMORY_KILL_AT and SCAFD_TEST_MEMORY_HOLD */
+    struct scaf_memwriter writer;    /* the write under way in a child, if any: one at a time */
     struct scaf_memo_store *stores; /* the users whose memory was loaded, nstores of them */
     uint32_t nstores, capstores;
     double tally_s;          /* CLOCK_MONOTONIC when the clients' peer time was last counted (memory/memory.c) */
@@ -50,12 +53,21 @@ int scaf_memory_open(struct scaf_memory *m, const struct scaf_memory_opts *o);
 struct scaf_memo_store *scaf_memory_store(struct scaf_memory *m, uid_t uid);
 
 /*
- * Writes every changed table (atomically: memory/file.c) whose last write is
- * at least SCAF_MEMORY_WRITE_EVERY_S old (now: CLOCK_MONOTONIC seconds), or
- * every changed one with `force` (at exit). A failed write is said once and
- * tried again later.
+ * Writes the changed tables (atomically: memory/file.c), each at most once
+ * in SCAF_MEMORY_WRITE_EVERY_S (now: CLOCK_MONOTONIC seconds). Without
+ * `force`, a child process writes one table at a time (memory/writer.c) and
+ * the call never waits for the disk: it settles a child that has ended and
+ * starts the next one. Returns 1 when it started a child, whose end
+ * scaf_memory_writer_fd() then signals, else 0. With `force` (at exit) it
+ * waits for a child under way, then writes every changed table itself. A
+ * failed write is said once and tried again later; a table changed while a
+ * child wrote it stays changed.
  */
-void scaf_memory_flush(struct scaf_memory *m, double now, bool force);
+int scaf_memory_flush(struct scaf_memory *m, double now, bool force);
+
+/* A descriptor that becomes readable when the child writing a table ends (a pidfd), or -1: none runs, or the
+ * kernel has no pidfd (the next flush looks). */
+int scaf_memory_writer_fd(const struct scaf_memory *m);
 
 /* Writes what changed (force) and frees everything. */
 void scaf_memory_close(struct scaf_memory *m);

@@ -208,7 +208,7 @@ void scaf_memory_leave(struct scafd *d, struct scaf_client *cl)
         return;
     }
     scaf_memo_learn(rec, &run);
-    s->dirty = true;
+    scaf_memo_store_changed(s);
     if (d->opt.verbose)
         scaf_say("client %u (pid %d %s) remembered as %s: %s (%s), %u runs, %u sites, %u points%s", cl->id,
                  (int)cl->pid, cl->name, rec->name, scaf_verdict_name(rec->verdict),
@@ -256,7 +256,7 @@ void scaf_memory_answer(struct scafd *d, uid_t uid, const struct scaf_wire_memor
             break;
         }
         scaf_memo_remember(rec, req->verdict, req->name, wall_ns());
-        s->dirty = true;
+        scaf_memo_store_changed(s);
         r->status = SCAF_MEMORY_OK;
         if (d->opt.verbose)
             scaf_say("memory of uid %u: %s recorded %s by scaf check", (unsigned)uid, rec->name,

@@ -18,7 +18,7 @@ static void remove_at(struct scaf_memo_store *s, uint32_t i)
 {
     s->recs[i] = s->recs[s->count - 1];
     s->count--;
-    s->dirty = true;
+    scaf_memo_store_changed(s);
 }
 
 struct scaf_memo_record *scaf_memo_store_add(struct scaf_memo_store *s, uint64_t key, int64_t now_ns, uint32_t max,
@@ -55,7 +55,7 @@ struct scaf_memo_record *scaf_memo_store_add(struct scaf_memo_store *s, uint64_t
     }
     rec = &s->recs[s->count++];
     scaf_memo_record_init(rec, key, now_ns);
-    s->dirty = true;
+    scaf_memo_store_changed(s);
     return rec;
 }
 
@@ -75,7 +75,7 @@ uint32_t scaf_memo_store_forget_all(struct scaf_memo_store *s)
 
     s->count = 0;
     if (n)
-        s->dirty = true;
+        scaf_memo_store_changed(s);
     return n;
 }
 

@@ -15,10 +15,18 @@ struct scaf_memo_store {
     uint32_t count;
     uint32_t cap;     /* records allocated */
     bool dirty;       /* changed since it was last written */
+    uint64_t changes; /* counts every change: a write that took a snapshot at N leaves it dirty when more came */
     bool failing;     /* the last write failed (said once, until one succeeds) */
     bool unreadable;  /* its file could not be read: neither believed nor replaced, nothing kept */
     double written_at; /* CLOCK_MONOTONIC of the last write attempt: at most one a second */
 };
+
+/* Marks a change: the table is written again at the next flush. */
+static inline void scaf_memo_store_changed(struct scaf_memo_store *s)
+{
+    s->dirty = true;
+    s->changes++;
+}
 
 /* The record of `key`, or NULL. */
 struct scaf_memo_record *scaf_memo_store_find(struct scaf_memo_store *s, uint64_t key);
