@@ -16,6 +16,7 @@ import stat
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -238,6 +239,25 @@ def test_a_disk_that_stalls_never_stalls_the_daemon(scafd_factory: Callable[...,
     d.stop()
     d.start()
     assert recall(d, KEY_A).runs == 1 and recall(d, KEY_B).runs == 1
+
+
+def test_a_write_that_fails_is_said_once_and_tried_again_until_it_succeeds(scafd: Daemon) -> None:
+    """The child that writes reports a failure once (not at each retry), and the daemon says when a write succeeds
+    again; nothing learned meanwhile is lost."""
+    f = memfile(scafd)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    blocker = f.with_name(f.name + ".tmp")
+    blocker.mkdir()  # the temporary file cannot be opened: the write fails, for root too
+    one_run(scafd, KEY_A)
+    scafd.wait_for(lambda _: "cannot write it in" in scafd.stderr(), what="the failed write said")
+    one_run(scafd, KEY_B)  # changed again while failing: retried each second, said no more
+    time.sleep(2.5)  # two retries at least, on a quiet machine; fewer on a loaded one prove less, never fail
+    assert not f.exists()
+    blocker.rmdir()
+    scafd.wait_for(lambda _: "written again in" in scafd.stderr(), what="the write that succeeded said")
+    log = scafd.stderr()
+    assert log.count("cannot write it in") == 1 and log.count("written again in") == 1, log
+    assert f.stat().st_size == HEADER.size + 2 * RECORD_SIZE
 
 
 def damage(kind: str, data: bytes) -> bytes:
