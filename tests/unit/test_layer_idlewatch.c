@@ -69,9 +69,28 @@ static void many_samples(void)
     CHECK(got, "never woke");
 }
 
+/* A WAKE that could not go (the connection busy with a reconnect) is asked for again by the next busy sample, and
+ * only once more: once gone, the period says no more. */
+static void unsent(void)
+{
+    struct scaf_idlewatch w;
+    uint64_t t = 0;
+
+    memset(&w, 0, sizeof w);
+    CHECK(scaf_idlewatch_step(&w, 3, t, 0, WINDOW, HALF) == 0, "the first sample woke");
+    t += WINDOW;
+    CHECK(scaf_idlewatch_step(&w, 3, t, WINDOW, WINDOW, HALF) == 1, "a whole CPU for a window did not wake");
+    scaf_idlewatch_unsent(&w);
+    t += 10 * MS;
+    CHECK(scaf_idlewatch_step(&w, 3, t, WINDOW + 10 * MS, WINDOW, HALF) == 1, "an unsent WAKE was not asked again");
+    t += 10 * MS;
+    CHECK(scaf_idlewatch_step(&w, 3, t, WINDOW + 20 * MS, WINDOW, HALF) == 0, "a WAKE gone was asked again");
+}
+
 int main(void)
 {
     many_samples();
+    unsent();
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct scaf_idlewatch w;
 

@@ -405,16 +405,16 @@ enum scaf_conn_result scaf_conn_join(void)
     return res;
 }
 
-void scaf_conn_wake(uint32_t idle)
+int scaf_conn_wake(uint32_t idle)
 {
     struct scaf_msg_header h = scaf_wire_encode_wake();
     uint32_t before = atomic_load_explicit(&woken_for, memory_order_relaxed);
-    int saved = errno;
+    int saved = errno, rc = 0;
     ssize_t n = -1;
 
     /* One thread per period: the others run their regions on at once. */
     if (before == idle || !atomic_compare_exchange_strong(&woken_for, &before, idle))
-        return;
+        return 0;
     /* Never wait for the helper (a reconnect holds the lock for a handshake): the next region tries. */
     if (pthread_mutex_trylock(&conn_lock) != 0)
         goto retry;
@@ -429,8 +429,10 @@ void scaf_conn_wake(uint32_t idle)
         goto out;
 retry:
     atomic_compare_exchange_strong(&woken_for, &idle, before);
+    rc = -1;
 out:
     errno = saved;
+    return rc;
 }
 
 void scaf_conn_lock(void)

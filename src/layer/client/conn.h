@@ -60,9 +60,10 @@ void scaf_conn_drop(void);
  * Any thread: the page says the client is idle in period `idle` (its `idle` word) and the program
  * works again. Sends one WAKE for that period on the connection, without waiting (MSG_DONTWAIT, the
  * lock only tried): a WAKE that cannot go now is tried by the next caller, and the daemon sees the
- * regions counter move at its next turn anyway. Preserves errno.
+ * regions counter move at its next turn anyway. Returns 0 when the WAKE of that period is gone (sent
+ * now or by another thread), -1 when it could not go. Preserves errno.
  */
-void scaf_conn_wake(uint32_t idle);
+int scaf_conn_wake(uint32_t idle);
 
 /*
  * Around fork: the connection lock is held across it (lock in the prepare

@@ -189,8 +189,11 @@ static void watch_idle(const struct scaf_page *p, struct scaf_idlewatch *w)
         return;
     if (scaf_idlewatch_step(w, idle, scaf_clock_ns(CLOCK_MONOTONIC), scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID),
                             IDLE_WINDOW_MS * 1000000ull, IDLE_BUSY_FRAC)) {
+        if (scaf_conn_wake(idle) < 0) {
+            scaf_idlewatch_unsent(w); /* the next sample asks again */
+            return;
+        }
         scaf_layer_log("busy while idle: over half a CPU for %d ms without a region; WAKE sent", IDLE_WINDOW_MS);
-        scaf_conn_wake(idle);
     }
 }
 

@@ -41,3 +41,8 @@ int scaf_idlewatch_step(struct scaf_idlewatch *w, uint32_t idle, uint64_t now_ns
     }
     return 0;
 }
+
+void scaf_idlewatch_unsent(struct scaf_idlewatch *w)
+{
+    w->sent = 0;
+}

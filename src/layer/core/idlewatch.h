@@ -36,4 +36,8 @@ struct scaf_idlewatch {
 int scaf_idlewatch_step(struct scaf_idlewatch *w, uint32_t idle, uint64_t now_ns, uint64_t cpu_ns,
                         uint64_t window_ns, double busy_frac);
 
+/* The WAKE that step asked for could not go (the connection was busy with a reconnect): the next sample that
+ * still finds the process busy asks again. */
+void scaf_idlewatch_unsent(struct scaf_idlewatch *w);
+
 #endif
