@@ -111,7 +111,7 @@ static int loads_pools_later(void)
 
 static void start_pool_watch(void)
 {
-    char path[108];
+    char path[SCAF_SOCKPATH_MAX];
     struct stat st;
 
     if (!scaf_settings.blas)
