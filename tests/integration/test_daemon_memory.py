@@ -227,6 +227,12 @@ def test_a_disk_that_stalls_never_stalls_the_daemon(scafd_factory: Callable[...,
     # The write is under way and held before its fsync: its temporary file is whole, the file not there yet.
     d.wait_for(lambda _: tmp.exists() and tmp.stat().st_size == HEADER.size + RECORD_SIZE,
                what="the held write's temporary file")
+    # The child that writes holds the standard descriptors, the state directory and the file it writes, nothing
+    # else of the daemon's (its listening socket or its lock would outlive a daemon that died meanwhile).
+    children = Path(f"/proc/{d.pid}/task/{d.pid}/children").read_text().split()
+    assert len(children) == 1, children
+    fds = {int(n): os.readlink(f"/proc/{children[0]}/fd/{n}") for n in os.listdir(f"/proc/{children[0]}/fd")}
+    assert set(fds) <= {0, 1, 2, 3, 4} and fds[3] == str(f.parent) and fds[4] == str(tmp), fds
     # Meanwhile the daemon serves: statuses, a program's arrival, its decision and departure, recalls.
     assert d.status()["daemon_pid"] == d.pid
     one_run(d, KEY_B)

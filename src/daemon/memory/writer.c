@@ -2,6 +2,7 @@
 #include "writer.h"
 #include "../say.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,15 +15,30 @@
 /* The descriptor the child keeps for the state directory: the first after stdin, stdout and stderr. */
 #define CHILD_DIRFD 3
 
-/* Every descriptor from `from` up closed, in the child; close_range where the kernel has it. */
+/*
+ * Every descriptor from `from` up closed, in the child. Read from /proc/self/fd rather than with close_range:
+ * a seccomp filter that predates close_range (systemd's SystemCallFilter= before it knew the call) kills the
+ * process that makes it. Without /proc, up to the descriptor limit.
+ */
 static void close_from(int from)
 {
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
     long max;
 
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)from, ~0u, 0u) == 0)
+    if (dir) {
+        int self = dirfd(dir);
+
+        while ((e = readdir(dir)) != NULL) {
+            char *end;
+            long fd = strtol(e->d_name, &end, 10);
+
+            if (*end == '\0' && end != e->d_name && fd >= from && fd != self)
+                close((int)fd);
+        }
+        closedir(dir);
         return;
-#endif
+    }
     max = sysconf(_SC_OPEN_MAX);
     for (long fd = from; fd < (max > 0 ? max : 1024); fd++)
         close((int)fd);
