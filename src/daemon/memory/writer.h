@@ -20,9 +20,9 @@ struct scaf_memwriter {
  * Forks a child that writes s's table into the state directory `dirfd`
  * (scaf_memfile_save, with `hooks`) and exits 0, or 1 after saying why on
  * stderr (unless `quiet`: the failure was said already). The child keeps
- * nothing of the daemon's but that directory and stderr: a listening socket
- * or the daemon's lock held by it would outlive a daemon that died
- * meanwhile. Returns 0 with *w filled, or -1 with errno when fork failed (the
+ * nothing of the daemon's but that directory and the standard descriptors:
+ * a listening socket or the daemon's lock held by it would outlive a daemon
+ * that died meanwhile. Returns 0 with *w filled, or -1 with errno when fork failed (the
  * caller writes in place).
  */
 int scaf_memwriter_start(struct scaf_memwriter *w, int dirfd, const char *dir, uint32_t index,
