@@ -65,6 +65,23 @@ static void where(void *fn, char *out, size_t len)
         snprintf(out, len, "?");
 }
 
+/*
+ * Said once per library: every object that depends on an OpenMP-built OpenBLAS finds it again (R's packages
+ * each do, through libR), and SCAF_VERBOSE printed the same line for each (helper thread only).
+ */
+static int said_openmp_before(const char *path)
+{
+    static char said[8][160];
+    static unsigned nsaid;
+
+    for (unsigned i = 0; i < nsaid; i++)
+        if (strcmp(said[i], path) == 0)
+            return 1;
+    if (nsaid < sizeof said / sizeof said[0])
+        snprintf(said[nsaid++], sizeof said[0], "%s", path);
+    return 0;
+}
+
 static void try_openblas(void *h)
 {
     for (size_t i = 0; i < sizeof ob_prefix / sizeof *ob_prefix; i++)
@@ -84,8 +101,9 @@ static void try_openblas(void *h)
             case OB_PTHREAD:
                 break;
             case OB_OPENMP:
-                scaf_layer_log("openblas in %s is built with OpenMP: steered through its OpenMP regions, "
-                               "not its setter", p.path);
+                if (!said_openmp_before(p.path))
+                    scaf_layer_log("openblas in %s is built with OpenMP: steered through its OpenMP regions, "
+                                   "not its setter", p.path);
                 continue;
             default:
                 continue; /* sequential: no pool */
