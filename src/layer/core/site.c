@@ -42,6 +42,36 @@ struct scaf_site *scaf_site_lookup(void (*fn)(void *), int *fresh)
     return NULL;
 }
 
+unsigned scaf_site_forget_range(uintptr_t lo, uintptr_t hi)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < SCAF_SITE_SLOTS; i++) {
+        struct scaf_site *s = &sites[i];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+
+        if (k == 0 || k < lo || k >= hi)
+            continue;
+        atomic_store_explicit(&s->verdict, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->tls_result, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->memo, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->instances, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->par_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->par_threads, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_at_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->next_try_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_ins, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_cyc, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->flags, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->failures, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->delay_ppm, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->busy, 0, memory_order_release);
+        n++;
+    }
+    return n;
+}
+
 int scaf_site_claim(struct scaf_site *s)
 {
     uint32_t expected = 0;

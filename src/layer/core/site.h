@@ -48,6 +48,13 @@ struct scaf_site {
  */
 struct scaf_site *scaf_site_lookup(void (*fn)(void *), int *fresh);
 
+/*
+ * Every record whose function lies in [lo, hi) starts again as fresh: its code was unloaded (dlclose), and
+ * what comes later at those addresses is other code. The key stays (a slot is never freed). Returns how many.
+ * Nothing may run those functions meanwhile: they are gone.
+ */
+unsigned scaf_site_forget_range(uintptr_t lo, uintptr_t hi);
+
 /* Claim the site for one baseline; nonzero on success. Release with scaf_site_release. */
 int scaf_site_claim(struct scaf_site *s);
 void scaf_site_release(struct scaf_site *s);

@@ -80,6 +80,18 @@ static int lookup(void (*fn)(void *), struct tls_obj *out)
     return 1;
 }
 
+void scaf_tlsobj_forget_range(uintptr_t lo, uintptr_t hi)
+{
+    pthread_mutex_lock(&C.lock);
+    for (int i = 0; i < C.nobjs;) {
+        if (C.objs[i].lo < hi && lo < C.objs[i].hi)
+            C.objs[i] = C.objs[--C.nobjs];
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&C.lock);
+}
+
 int scaf_tlsobj_has_tls(void (*fn)(void *))
 {
     struct tls_obj o;

@@ -17,4 +17,7 @@ int scaf_tlsobj_has_tls(void (*fn)(void *));
  */
 int scaf_tlsobj_identify(void (*fn)(void *), uint64_t *object, uint32_t *offset);
 
+/* The cached objects whose code overlaps [lo, hi) are forgotten: that code was unloaded (dlclose). */
+void scaf_tlsobj_forget_range(uintptr_t lo, uintptr_t hi);
+
 #endif
