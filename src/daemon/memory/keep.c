@@ -142,7 +142,6 @@ static void settle(struct scaf_memory *m, bool wait)
 
 int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
 {
-    struct scaf_memfile_hooks in_place = m->hooks;
     char why[256];
 
     if (!m->on)
@@ -161,7 +160,7 @@ int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
         /* One child at a time; the next table at the next flush. A fork that fails writes in place. */
         if (!force && scaf_memwriter_start(&m->writer, m->dirfd, m->dir, i, s, s->failing, &m->hooks) == 0)
             return 1;
-        if (scaf_memfile_save(m->dirfd, s->uid, s->recs, s->count, &in_place, why, sizeof why) < 0) {
+        if (scaf_memfile_save(m->dirfd, s->uid, s->recs, s->count, &m->hooks, why, sizeof why) < 0) {
             if (!s->failing)
                 scaf_say("memory of uid %u: cannot write it in %s: %s (tried again each second)", (unsigned)s->uid,
                          m->dir, why);
@@ -175,7 +174,7 @@ int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
 
 int scaf_memory_writer_fd(const struct scaf_memory *m)
 {
-    return m->writer.pid ? m->writer.fd : -1;
+    return m->writer.fd;
 }
 
 void scaf_memory_close(struct scaf_memory *m)

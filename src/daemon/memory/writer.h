@@ -11,7 +11,7 @@
 /* A write under way: the child, and a descriptor that becomes readable when it ends (-1: none, poll it). */
 struct scaf_memwriter {
     pid_t pid;          /* 0: none */
-    int fd;             /* a pidfd, -1 without one (Linux before 5.3) */
+    int fd;             /* a pidfd, -1 without one (none runs, or Linux before 5.3) */
     uint32_t store;     /* the index of the store it writes */
     uint64_t changes;   /* that store's change count when the child took its copy */
 };
@@ -22,8 +22,8 @@ struct scaf_memwriter {
  * stderr (unless `quiet`: the failure was said already). The child keeps
  * nothing of the daemon's but that directory and the standard descriptors:
  * a listening socket or the daemon's lock held by it would outlive a daemon
- * that died meanwhile. Returns 0 with *w filled, or -1 with errno when fork failed (the
- * caller writes in place).
+ * that died meanwhile. Returns 0 with *w filled, or -1 with errno when fork
+ * failed (the caller writes in place).
  */
 int scaf_memwriter_start(struct scaf_memwriter *w, int dirfd, const char *dir, uint32_t index,
                          const struct scaf_memo_store *s, bool quiet, const struct scaf_memfile_hooks *hooks);

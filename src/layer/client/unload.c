@@ -17,7 +17,7 @@
 
 struct object {
     uintptr_t base;
-    char name[PATH_MAX];
+    const char *name;
     int found;
     unsigned n;
     uintptr_t lo[SEGMENTS], hi[SEGMENTS];
@@ -63,26 +63,27 @@ static int find(struct dl_phdr_info *info, size_t size, void *arg)
 SCAF_EXPORT int dlclose(void *handle)
 {
     struct link_map *lm = NULL;
-    struct object o = {0};
+    /* A copy: the loader frees l_name with the object. */
+    char name[PATH_MAX];
+    struct object o = {.name = name};
     int rc, saved = errno;
 
     pthread_once(&resolved, resolve);
     if (!real_dlclose)
         return -1; /* no dlclose behind us: nothing was closed */
     if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name &&
-        strlen(lm->l_name) < sizeof o.name) {
+        strlen(lm->l_name) < sizeof name) {
         o.base = lm->l_addr;
-        memcpy(o.name, lm->l_name, strlen(lm->l_name) + 1);
+        memcpy(name, lm->l_name, strlen(lm->l_name) + 1);
         dl_iterate_phdr(find, &o);
     }
     errno = saved;
     rc = real_dlclose(handle);
     if (rc == 0 && o.found && o.n > 0) {
-        struct object after = {.base = o.base};
+        struct object after = {.base = o.base, .name = name};
         unsigned forgotten = 0;
 
         saved = errno;
-        memcpy(after.name, o.name, sizeof o.name);
         dl_iterate_phdr(find, &after);
         if (!after.found) {
             for (unsigned i = 0; i < o.n; i++) {
@@ -90,7 +91,7 @@ SCAF_EXPORT int dlclose(void *handle)
                 scaf_tlsobj_forget_range(o.lo[i], o.hi[i]);
             }
             if (forgotten)
-                scaf_layer_log("%s unloaded: %u region sites of its code forgotten", o.name, forgotten);
+                scaf_layer_log("%s unloaded: %u region sites of its code forgotten", name, forgotten);
         }
         errno = saved;
     }
