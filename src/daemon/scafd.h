@@ -34,7 +34,7 @@ struct scafd_opts {
     uint32_t chunk;          /* --chunk; 0 = SMT width */
     bool lookout;            /* false with --no-lookout */
     double gang_quantum_s;   /* --gang-quantum; 0 = fixed teams that do not fit run unconfined */
-    bool place_kernel;       /* --placement kernel: fixed teams that fit are left to the kernel, not given CPU sets */
+    bool place_kernel;       /* --placement kernel (default): fixed teams that fit are left to the kernel, not given CPU sets */
     double probe_interval_s; /* --probe-interval; 0 = a client at one chunk is never probed */
     double min_gain;         /* --min-gain: the consumption policy's threshold */
     double idle_after_s;     /* --idle-after: quiet this long, a client is idle (decide/idle.h); 0 = never */

@@ -109,11 +109,11 @@ def test_vs_best_picks_the_best_that_worked_and_flags_more_than_5_percent_below(
     assert cc.candidate_total is None and cc.factor_best is None and not cc.below
 
 
-def test_scaf_kernel_is_scaf_with_fixed_teams_left_to_the_kernel() -> None:
-    c = configs.CONFIGS["scaf-kernel"]
-    assert c.policy == "speedup" and c.daemon_args == ("--placement", "kernel") and not c.env
-    assert configs.warm_of("scaf-kernel") == "scaf-kernel-warm" and configs.CONFIGS["scaf-kernel-warm"].warm
-    assert "scaf-kernel" not in configs.DEFAULT_CONFIGS and "scaf-kernel" not in configs.BASELINES
+def test_scaf_cpuset_is_scaf_with_fixed_teams_pinned() -> None:
+    c = configs.CONFIGS["scaf-cpuset"]
+    assert c.policy == "speedup" and c.daemon_args == ("--placement", "cpuset") and not c.env
+    assert configs.warm_of("scaf-cpuset") == "scaf-cpuset-warm" and configs.CONFIGS["scaf-cpuset-warm"].warm
+    assert "scaf-cpuset" not in configs.DEFAULT_CONFIGS and "scaf-cpuset" not in configs.BASELINES
 
 
 def pair_run(config: str, repeat: int, t0: float | None, t1: float | None) -> dict:

@@ -134,7 +134,8 @@ def test_wanted_caps_the_share_and_the_rest_goes_to_others(scafd: Daemon) -> Non
     s2.close()
 
 
-def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
+def test_nonmalleable_hello_gets_cpuset_control(scafd_factory: Callable[..., Daemon]) -> None:
+    scafd = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--placement", "cpuset")
     s1, p1, _ = wire.register(scafd.socket, 3, flags=wire.HELLO_F_NONMALLEABLE)
     s2, p2, _ = wire.register(scafd.socket, 8)
     assert p1.control == wire.CONTROL_CPUSET
@@ -153,8 +154,9 @@ def test_nonmalleable_hello_gets_cpuset_control(scafd: Daemon) -> None:
     s2.close()
 
 
-def test_placement_kernel_leaves_a_fixed_team_that_fits_unconfined(scafd_factory) -> None:
-    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--placement", "kernel")
+@pytest.mark.parametrize("placement", [["--placement", "kernel"], []], ids=["kernel", "default"])
+def test_placement_kernel_leaves_a_fixed_team_that_fits_unconfined(scafd_factory, placement: list[str]) -> None:
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", *placement)
     s1, p1, _ = wire.register(d.socket, 3, flags=wire.HELLO_F_NONMALLEABLE)
     s2, p2, _ = wire.register(d.socket, 8)
     try:
@@ -181,10 +183,11 @@ def test_placement_takes_cpuset_or_kernel(bad: str) -> None:
     assert r.returncode == 2 and "--placement" in r.stderr and "cpuset or kernel" in r.stderr, r.stderr
 
 
-def test_page_flag_turns_client_nonmalleable(scafd: Daemon) -> None:
+def test_page_flag_turns_client_nonmalleable(scafd_factory: Callable[..., Daemon]) -> None:
     """The layer marks a client non-malleable on its page at run time; the referee picks it up.
     A fixed team is never confined to fewer CPUs than it has threads: 6 on 4 contexts runs
-    unconfined, 3 gets a CPU set of exactly 3."""
+    unconfined, 3 gets a CPU set of exactly 3 (--placement cpuset)."""
+    scafd = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--placement", "cpuset")
     s, p, _ = wire.register(scafd.socket, 8)
     assert p.control == wire.CONTROL_THREADS and p.threads == 4
     p.set_u32("fixed_team", 6)

@@ -256,8 +256,8 @@ def test_nonmalleable_fixed_team_under_cpuset(
 ) -> None:
     """The probe sets its count and numbers its threads (gcc's static loops): fixed, kept, and
     confined by affinity to a CPU set of exactly its team (never fewer CPUs than threads), here
-    one of the daemon's 2 contexts."""
-    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    one of the daemon's 2 contexts (--placement cpuset)."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--placement", "cpuset")
     p = probes(probe, args, layer_env(d.socket, {"OMP_NUM_THREADS": "3", **QUIET}))
     st = d.wait_for(
         lambda st: (c := client(st, p.pid)) is not None and not c["malleable"] and c["cpuset"],

@@ -1,7 +1,8 @@
 """Never squeeze, end to end: while real programs run under a daemon, no `scaf status` sample shows a
 client confined to fewer CPUs than the team it runs (outside gang turns), whether its team comes from
 the program's default (steered), a num_threads clause other than the default, a fixed verdict or a
-long region. The invariant over the referee's whole input space is test_daemon_referee's."""
+long region. The daemons pin placed teams (--placement cpuset): the default leaves them unconfined, where
+nothing can squeeze them. The invariant over the referee's whole input space is test_daemon_referee's."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def test_two_explicit_programs_are_steered_not_squeezed(scafd_factory: Callable[
     wl = str(paths.workload("explicit"))
     plain = subprocess.run([wl, "--size", "S"], capture_output=True, text=True, timeout=TIMEOUT, check=True,
                            env=wl_env({"OMP_NUM_THREADS": "2"}))
-    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--placement", "cpuset")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "2"})
     # Each repeats its job (--until) until both have been sampled running together for 3 s.
     hold = Hold()
@@ -129,7 +130,7 @@ def test_a_clause_other_than_the_default_gets_cpus_of_its_own(scafd_factory: Cal
     src.write_text(CLAUSE2)
     exe = tmp_path / "clause2"
     subprocess.run(["gcc", "-O2", "-fopenmp", str(src), "-o", str(exe)], check=True, capture_output=True)
-    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--placement", "cpuset")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "4"})
     hold = Hold()
     procs = [start([str(exe), str(hold.path)], env),
@@ -157,7 +158,7 @@ def test_a_long_region_keeps_its_team_and_gets_cpus_for_it(scafd_factory: Callab
     places that team (never confines it to a smaller share), and steers it again after. The first
     region of each program lasts until the test has seen it placed and sampled it, however fast the
     machine (slowregions --hold), then short regions follow."""
-    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout")
+    d = scafd_factory("--policy", "equipartition", "--cpus", "4", "--no-lookout", "--placement", "cpuset")
     env = layer_env(d.socket, {"OMP_NUM_THREADS": "4", "SCAF_LONG_REGION_S": "0.2"})
     hold = Hold()
     prog = str(build_prog("slowregions"))

@@ -60,15 +60,16 @@ configurations (pairs):
   scaf           scaf as `scaf run` gives it: scafd's default policy (speedup), memory
                  cold; the runs of speedup, named for the table of cold against warm
                  (not in the default list)
-  scaf-kernel    scaf with scafd --placement kernel: fixed teams that fit run where the
-                 kernel puts them, as a static split leaves them (not in the default list)
+  scaf-cpuset    scaf with scafd --placement cpuset: fixed teams that fit run pinned to
+                 CPU sets of exactly their size, not where the kernel puts them (not in
+                 the default list)
   consumption    the same with --policy consumption (not in the default list)
   fixed-gang     as speedup, both programs declared fixed: their teams kept, taking turns
                  when they do not fit (not in the default list)
   fixed-unconfined
                  the same with scafd --gang-quantum 0: fixed teams side by side,
                  unconfined (not in the default list)
-  NAME-warm      any of scaf's configurations (equipartition, speedup, scaf, scaf-kernel, consumption,
+  NAME-warm      any of scaf's configurations (equipartition, speedup, scaf, scaf-cpuset, consumption,
                  fixed-gang, fixed-unconfined) with the daemon's memory warm: the pair runs
                  once first, and the measured run's daemon reads what that run left
                  (`scaf bench pairs --help`; not in the default list)

@@ -30,9 +30,9 @@ _COLD: tuple[Config, ...] = (
     Config("speedup", "scaf, speedup policy (private scafd)", policy="speedup"),
     Config("scaf", "scaf as a user gets it from `scaf run`: scafd's default policy (speedup), memory cold "
            "(a fresh, empty state directory)", policy="speedup"),
-    Config("scaf-kernel", "scaf as `scaf run` gives it, with fixed teams that fit left where the kernel puts "
-           "them, as a static split leaves them, instead of CPU sets of their own (scafd --placement kernel)",
-           policy="speedup", daemon_args=("--placement", "kernel")),
+    Config("scaf-cpuset", "scaf as `scaf run` gives it, with fixed teams that fit pinned to CPU sets of exactly "
+           "their size instead of left where the kernel puts them (scafd --placement cpuset)",
+           policy="speedup", daemon_args=("--placement", "cpuset")),
     Config("consumption", "scaf, consumption policy (private scafd): contexts whose modelled speedup gain "
            "is below --min-gain (scafd's default) stay idle", policy="consumption"),
     Config("fixed-gang", "scaf, every program declared fixed (--fixed); fixed teams that do not fit "
@@ -66,7 +66,7 @@ BASELINES = ("unmodified", "omp-dynamic", "static", "partition")
 # reshape), consumption another (what leaving contexts idle saves): ask for them by name. So are
 # scaf (speedup, named as a user gets it: the pair of columns cold and warm) and every warm
 # configuration (each runs its pair twice).
-DEFAULT_CONFIGS = [c for c in CONFIGS if not c.startswith("fixed-") and c not in ("consumption", "scaf", "scaf-kernel")
+DEFAULT_CONFIGS = [c for c in CONFIGS if not c.startswith("fixed-") and c not in ("consumption", "scaf", "scaf-cpuset")
                    and not CONFIGS[c].warm]
 
 
