@@ -10,6 +10,8 @@
 #   cold      under scaf (a fresh daemon, an empty memory)
 #   warm      under scaf again, in a fresh daemon on the state directory the cold run left
 #   cwarm     warm again, the daemon with --placement cpuset (fixed teams that fit are pinned; the default leaves them to the kernel)
+#   swarm     warm again, with GOMP_SPINCOUNT=300000 (libgomp's own default) given as a user's, which scaf run keeps:
+#             separates scaf's short spin (paths.SPINCOUNT) from the rest (not in the default list)
 #   checked   (dtgroup only) warm, after scaf check's word (malleable) was recorded, as `scaf check` does
 # Times are each program's wall seconds; a run past $CAP seconds is killed and shown as >CAP. A pair not begun
 # by $DEADLINE (seconds since the epoch) is skipped.
@@ -103,7 +105,7 @@ sums() { grep -hE '^(checksum=|predict |model |logloss )' "$OUT/$1.1.out" "$OUT/
 PAIRS=("$@")
 CONFIGS=${CONFIGS:-plain,dynamic,static,cold,warm,cwarm,checked}
 [ ${#PAIRS[@]} -eq 0 ] && PAIRS=(xgbhist+xgbhist crit+crit dtgroup+dtgroup crit+ep)
-printf "%-18s %9s %9s %9s %9s %9s %9s %9s\n" pair plain dynamic static cold warm cwarm checked | tee -a "$OUT/table.txt"
+printf "%-18s %9s %9s %9s %9s %9s %9s %9s %9s\n" pair plain dynamic static cold warm cwarm swarm checked | tee -a "$OUT/table.txt"
 for spec in "${PAIRS[@]}"; do
     p=${spec%%:*}
     cfgs=$CONFIGS
@@ -128,6 +130,11 @@ for spec in "${PAIRS[@]}"; do
         pair "$p.cwarm" "$a" "$b" 1 SCAF_REPORT="$OUT/$p.cwarm.report"
         daemon_stop
     fi
+    if want swarm; then
+        daemon_start "$st"
+        pair "$p.swarm" "$a" "$b" 1 GOMP_SPINCOUNT=300000 SCAF_REPORT="$OUT/$p.swarm.report"
+        daemon_stop
+    fi
     if want checked && [ "$a" = dtgroup ] && [ -n "$USE_RUN" ]; then
         daemon_start "$st"
         "$PY" - "$OUT/sock" "$W/$a" >>"$OUT/daemon.err" 2>&1 <<'PYEOF'
@@ -147,13 +154,13 @@ PYEOF
     [ -f "$OUT/$p.plain.1.t" ] || ref=$(sums "$p.static")
     [ -f "$OUT/$p.plain.1.t" ] || [ -f "$OUT/$p.static.1.t" ] || ref=$(sums "$p.dynamic")
     row=()
-    for c in plain dynamic static cold warm cwarm checked; do
+    for c in plain dynamic static cold warm cwarm swarm checked; do
         if [ ! -f "$OUT/$p.$c.1.t" ]; then row+=(-); continue; fi
         v=$(cell "$p.$c")
         [ "$(sums "$p.$c")" = "$ref" ] || v="$v*"
         row+=("$v")
     done
-    printf "%-18s %9s %9s %9s %9s %9s %9s %9s\n" "$p" "${row[@]}" | tee -a "$OUT/table.txt"
+    printf "%-18s %9s %9s %9s %9s %9s %9s %9s %9s\n" "$p" "${row[@]}" | tee -a "$OUT/table.txt"
 done
 echo "summed wall seconds of the two programs (lower is better); >CAP killed at the cap, rcN exited N; * an answer that differs from plain's (static's, else dynamic's, where plain did not run)" | tee -a "$OUT/table.txt"
 grep -h '"reason"' "$OUT"/*.report 2>/dev/null | sed 's/.*"exe":"\([^"]*\)".*"verdict":"\([^"]*\)".*"reason":"\([^"]*\)".*"teams":\(\[[^]]*\]\).*/\1 \2: \3 teams \4/' | sort | uniq -c >"$OUT/verdicts.txt"
