@@ -62,7 +62,8 @@ run_one() {
     shift 3
     local t0 t1 rc pre=()
     if [ "$scaf" = 1 ]; then
-        if [ -n "$USE_RUN" ]; then pre=("$PY" -m scaf run --no-start --socket "$OUT/sock" --); else pre=(env LD_PRELOAD="$LAYER" SCAF_SOCKET="$OUT/sock" GOMP_SPINCOUNT="$SPIN"); fi
+        # The pair's own settings come last in the LD_PRELOAD form, so a GOMP_SPINCOUNT of theirs (swarm) stands.
+        if [ -n "$USE_RUN" ]; then pre=("$PY" -m scaf run --no-start --socket "$OUT/sock" --); else pre=(env LD_PRELOAD="$LAYER" SCAF_SOCKET="$OUT/sock" GOMP_SPINCOUNT="$SPIN" "$@"); fi
     fi
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046

@@ -5,7 +5,8 @@
 # to $OUT at once and everything else is packed into $OUT/all.tgz after each step, so a command cut short at its
 # limit still brings back what it measured. Wheels in .whl/ (not tracked) are installed first, for the Python
 # packages the machine lacks (on 2026-11-27: pyelftools, which `scaf run` needs, xgboost-cpu, dask,
-# distributed, partd, locket, tblib, zict, tornado; docs/results/device-16core-2.md). BUDGET is the seconds the pairs and pools may start within (default 420).
+# distributed, partd, locket, tblib, zict, tornado; docs/results/device-16core-2.md). BUDGET is the seconds the
+# pairs and pools may start within (default 420).
 # Usage: OUT=DIR tools/experiments/device_session.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
