@@ -24,7 +24,7 @@ static void region_efficiency(void)
         {4000, 4, 2000, 0.5},  /* half */
         {1000, 2, 1000, 0.5},  /* no speedup at 2 */
         {1000, 2, 2000, 0.25}, /* slower than serial */
-        {9000, 2, 1000, 1.0},  /* superlinear or cold baseline: clamped */
+        {9000, 2, 1000, 4.5},  /* an instance smaller than the site's mean: not clamped (the window is) */
         {1000, 1, 1000, 1.0},  /* one thread */
         {0, 2, 1000, -1.0},    /* no baseline */
         {1000, 0, 1000, -1.0}, /* no team */
@@ -81,11 +81,80 @@ static void mix(void)
     scaf_mix_add_cpu(&m, 900, 1000);
     CHECK(!scaf_mix_value(&m, &e, &team), "CPU view without region time says nothing");
 
+    /* The wall view is clamped for the window, not for each instance: instances of one site that differ in
+     * size read above and below its efficiency, and only their time-weighted mean is it. */
+    scaf_mix_reset(&m);
+    scaf_mix_add_region(&m, 100, 3.0, 2); /* a small instance of a site whose mean gives E = 0.6 */
+    scaf_mix_add_region(&m, 900, 0.3, 2); /* and a large one */
+    CHECK(scaf_mix_value(&m, &e, &team) && near(e, (300.0 + 270.0) / 1000.0, 1e-12), "unclamped mix: %g", e);
+    scaf_mix_add_region(&m, 1000, 4.0, 2);
+    CHECK(scaf_mix_value(&m, &e, &team) && near(e, 1.0, 1e-12), "window clamped at 1: %g", e);
+
     /* A 0-context serial stretch counts as one context, never a division by zero. */
     scaf_mix_reset(&m);
     scaf_mix_add_region(&m, 100, 1.0, 1);
     scaf_mix_add_serial(&m, 100, 0);
     CHECK(scaf_mix_value(&m, &e, &team) && near(e, 1.0, 1e-12) && team == 1, "e %g team %u", e, team);
+}
+
+/* A site's serial samples: faded mean, and how many it takes before the mean is known. */
+static void samples(void)
+{
+    struct scaf_samples st = {0, 0, 0};
+    int more;
+
+    CHECK(scaf_samples_mean(&st) == 0.0, "no samples: mean 0");
+    CHECK(scaf_samples_want_more(&st, 0.1, 16, 1000), "no samples: want one");
+    scaf_samples_add(&st, 30.0, 1.0);
+    scaf_samples_add(&st, 90.0, 1.0);
+    CHECK(near(scaf_samples_mean(&st), 60.0, 1e-12), "mean %g", scaf_samples_mean(&st));
+    /* Fading: after one interval the old ones count e^-1 each. */
+    scaf_samples_add(&st, 60.0, exp(-1.0));
+    CHECK(near(st.n, 2.0 * exp(-1.0) + 1.0, 1e-12), "faded count %g", st.n);
+    CHECK(near(scaf_samples_mean(&st), 60.0, 1e-12), "faded mean %g", scaf_samples_mean(&st));
+
+    /* Equal samples: known once the minimum is reached, not before (a rare large instance may be unseen). */
+    st = (struct scaf_samples){0, 0, 0};
+    for (int i = 0; i < 15; i++)
+        scaf_samples_add(&st, 100.0, 1.0);
+    CHECK(scaf_samples_want_more(&st, 0.1, 16, 1000), "15 equal samples: one more");
+    scaf_samples_add(&st, 100.0, 1.0);
+    CHECK(!scaf_samples_want_more(&st, 0.1, 16, 1000), "16 equal samples: enough");
+
+    /* A skewed site (nine small instances for each one ten times larger, coefficient of variation ~1.5):
+     * a relative standard error of 0.1 needs about 230 samples. */
+    st = (struct scaf_samples){0, 0, 0};
+    more = 0;
+    for (int i = 0; i < 2000 && scaf_samples_want_more(&st, 0.1, 16, 1000); i++, more++)
+        scaf_samples_add(&st, i % 10 == 9 ? 1000.0 : 100.0, 1.0);
+    CHECK(more > 150 && more < 300, "skewed site took %d samples", more);
+    CHECK(near(scaf_samples_mean(&st), 190.0, 10.0), "skewed mean %g", scaf_samples_mean(&st));
+    /* Never beyond the cap. */
+    st = (struct scaf_samples){0, 0, 0};
+    for (int i = 0; i < 50; i++)
+        scaf_samples_add(&st, i % 2 ? 1.0 : 1e6, 1.0);
+    CHECK(!scaf_samples_want_more(&st, 0.1, 16, 50), "cap reached");
+    CHECK(scaf_samples_want_more(&st, 0.1, 16, 1000), "under the cap, the spread wants more");
+}
+
+/* The pick of extra samples: by instance number, about one in N, not periodic. */
+static void pick(void)
+{
+    unsigned n = 0, gaps_seen[64] = {0}, distinct = 0;
+    uint64_t last = 0;
+
+    for (uint64_t i = 1; i <= 160000; i++) {
+        if (!scaf_samples_pick(0x7f0012345160ull, i, 16))
+            continue;
+        n++;
+        if (last && i - last < 64 && !gaps_seen[i - last]++)
+            distinct++;
+        last = i;
+    }
+    CHECK(n > 9000 && n < 11000, "%u of 160000 picked at one in 16", n);
+    CHECK(distinct > 30, "only %u distinct gaps: periodic", distinct);
+    CHECK(scaf_samples_pick(1, 5, 16) == scaf_samples_pick(1, 5, 16), "the same instance, the same answer");
+    CHECK(scaf_samples_pick(1, 5, 1) && scaf_samples_pick(1, 6, 0), "one in 1 (or 0): every instance");
 }
 
 static void rc(void)
@@ -131,6 +200,8 @@ int main(void)
 {
     region_efficiency();
     mix();
+    samples();
+    pick();
     rc();
     ppm();
     return check_exit("test_estimate_math");

@@ -60,6 +60,13 @@ unsigned scaf_site_forget_range(uintptr_t lo, uintptr_t hi)
         atomic_store_explicit(&s->par_threads, 0, memory_order_relaxed);
         atomic_store_explicit(&s->serial_ns, 0, memory_order_relaxed);
         atomic_store_explicit(&s->serial_at_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_n, 0.0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_sum, 0.0, memory_order_relaxed);
+        atomic_store_explicit(&s->serial_sq, 0.0, memory_order_relaxed);
+        atomic_store_explicit(&s->mean_team, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->mean_n, 0.0, memory_order_relaxed);
+        atomic_store_explicit(&s->mean_sum, 0.0, memory_order_relaxed);
+        atomic_store_explicit(&s->mean_at_ns, 0, memory_order_relaxed);
         atomic_store_explicit(&s->next_try_ns, 0, memory_order_relaxed);
         atomic_store_explicit(&s->serial_ins, 0, memory_order_relaxed);
         atomic_store_explicit(&s->serial_cyc, 0, memory_order_relaxed);

@@ -30,8 +30,15 @@ struct scaf_site {
     _Atomic uint64_t par_ns;         /* wall time of the latest plain instance with >= 2 threads */
     _Atomic uint32_t par_threads;    /* the team it ran with */
     _Atomic uint32_t busy;           /* 1 while a baseline (in place or forked) is being taken */
-    _Atomic uint64_t serial_ns;      /* serial baseline (CPU time of one thread); 0 = none */
-    _Atomic uint64_t serial_at_ns;   /* CLOCK_MONOTONIC when it was measured */
+    _Atomic uint64_t serial_ns;      /* serial baseline: the mean of the samples below (CPU time of one thread); 0 = none */
+    _Atomic uint64_t serial_at_ns;   /* CLOCK_MONOTONIC when the latest sample was measured */
+    _Atomic double serial_n;         /* the samples, faded by age (struct scaf_samples; written by the claim holder) */
+    _Atomic double serial_sum;
+    _Atomic double serial_sq;
+    _Atomic uint32_t mean_team;      /* the team of the plain instances below (another starts them again) */
+    _Atomic double mean_n;           /* plain instances (run-queue wait taken out), faded like the samples */
+    _Atomic double mean_sum;         /* and their faded sum of wall times, ns */
+    _Atomic uint64_t mean_at_ns;     /* when the latest one ended */
     _Atomic uint64_t next_try_ns;    /* no baseline attempt before this */
     _Atomic uint64_t serial_ins;     /* experiment child's instructions (counters), 0 = none */
     _Atomic uint64_t serial_cyc;     /* and cycles */

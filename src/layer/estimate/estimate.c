@@ -25,7 +25,7 @@ static struct scaf_estimator {
     _Atomic uint32_t active;      /* outermost regions running now (several program threads may run one) */
     _Atomic uint64_t last_end_ns; /* when the latest one ended, or attach time */
     _Atomic int attached;         /* the first attach ran (settings complaints, counters detected) */
-    _Atomic uint64_t alone_next_ns; /* no baseline alone before this (scaf_baseline_alone) */
+    _Atomic uint64_t budget_next_ns; /* no budgeted sample before this (scaf_baseline_alone) */
     struct scaf_filter filter;
     struct scaf_schedule exp;
     struct scaf_watchdog watch;
@@ -75,22 +75,23 @@ static int in_place(struct scaf_region *r, struct scaf_site *s)
 }
 
 /*
- * A baseline is due: in place (one thread) or forked, whichever costs less; PLAIN when neither can start.
- * Alone (SCAF_LAZY), only in place, and losing at most SCAF_ALONE_SHARE of the program's time: none costs
- * more than that share of the interval, and each is repaid by 1/share times its cost without another.
+ * A sample is wanted: in place (one thread) or forked, whichever costs less; PLAIN when neither can start.
+ * Alone (SCAF_LAZY), and for every extra sample that only sharpens a site's mean, only in place and losing at
+ * most SCAF_ALONE_SHARE of the program's time: none costs more than that share of the interval, and each is
+ * repaid by 1/share times its cost without another.
  */
 static int baseline_mode(struct scaf_region *r, struct scaf_page *pg, struct scaf_site *s, unsigned team,
-                         int forkable, uint64_t now)
+                         int forkable, uint64_t now, enum scaf_baseline_need need)
 {
-    if (cfg->lazy && scaf_page_nclients(pg) <= 1) {
+    if (need == SCAF_BASELINE_MORE || (cfg->lazy && scaf_page_nclients(pg) <= 1)) {
         uint64_t cost;
 
         if (cfg->alone_share <= 0 ||
-            !scaf_baseline_alone(s, team, now, LD(E.alone_next_ns),
+            !scaf_baseline_alone(s, team, now, LD(E.budget_next_ns),
                                  (uint64_t)((double)cfg->interval_ns * cfg->alone_share), &cost) ||
             in_place(r, s) != SCAF_TEAM_EST_INPLACE)
             return SCAF_TEAM_EST_PLAIN;
-        ST(E.alone_next_ns, now + (uint64_t)((double)cost / cfg->alone_share));
+        ST(E.budget_next_ns, now + (uint64_t)((double)cost / cfg->alone_share));
         return SCAF_TEAM_EST_INPLACE;
     }
     if (scaf_baseline_in_place(s, team, cfg->inplace_ns, LD(E.exp.fork_ns_seen)))
@@ -109,6 +110,7 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
     struct scaf_page *pg = atomic_load_explicit(&E.page, memory_order_acquire);
     struct scaf_site *s;
     uint64_t now, par;
+    enum scaf_baseline_need need;
 
     r->fn = fn;
     r->run = run ? run : fn;
@@ -143,8 +145,9 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
         return r->mode;
     atomic_fetch_add_explicit(&s->instances, 1, memory_order_relaxed);
     par = LD(s->par_ns);
-    if (scaf_baseline_due(s, now, cfg->interval_ns)) {
-        r->mode = baseline_mode(r, pg, s, team, forkable, now);
+    need = scaf_baseline_due(s, now, cfg->interval_ns);
+    if (need != SCAF_BASELINE_NONE) {
+        r->mode = baseline_mode(r, pg, s, team, forkable, now, need);
         if (r->mode != SCAF_TEAM_EST_PLAIN)
             return r->mode;
     }
@@ -171,8 +174,11 @@ int scaf_estimate_begin(struct scaf_region *r, struct scaf_site *site, void (*fn
     return r->mode;
 }
 
-/* Efficiency of a plain instance: IPC ratio where counted, else serial baseline over team x time. */
-static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, uint64_t el, int *counted)
+/*
+ * Efficiency of a plain instance: IPC ratio where counted, else the site's: the mean of its serial samples over
+ * team x the mean of its plain instances' times (`mean_ns`).
+ */
+static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, double mean_ns, int *counted)
 {
     uint64_t ins, cyc, sins = LD(s->serial_ins), scyc = LD(s->serial_cyc);
 
@@ -183,11 +189,11 @@ static double instance_efficiency(struct scaf_region *r, struct scaf_site *s, ui
         *counted = 1;
         return e > 1.0 ? 1.0 : e;
     }
-    return scaf_region_efficiency(LD(s->serial_ns), r->team, el);
+    return scaf_region_efficiency(LD(s->serial_ns), r->team, mean_ns >= 1.0 ? (uint64_t)mean_ns : 1);
 }
 
-/* A plain instance ended after `el` ns: remember its parallel time and add it to the window. */
-static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el)
+/* A plain instance ended at `now` after `el` ns: remember its parallel time and add it to the window. */
+static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el, uint64_t now)
 {
     int counted = 0;
     uint64_t cpu = 0, ran = el;
@@ -214,7 +220,7 @@ static void measured(struct scaf_region *r, struct scaf_site *s, uint64_t el)
         if (ran == 0)
             ran = 1;
     }
-    e = instance_efficiency(r, s, ran, &counted);
+    e = instance_efficiency(r, s, scaf_baseline_observe(s, r->team, ran, now, cfg->interval_ns), &counted);
     if (r->cpu0_ns && !counted) {
         uint64_t c = scaf_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 
@@ -238,8 +244,9 @@ void scaf_estimate_end(struct scaf_region *r)
     case SCAF_TEAM_EST_INPLACE: {
         uint64_t cpu = scaf_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
-        scaf_baseline_set(s, cpu > r->cpu0_ns ? cpu - r->cpu0_ns : el, now);
-        scaf_layer_log("in-place baseline at site %p: %.3f ms", (void *)LD(s->key),
+        scaf_baseline_set(s, cpu > r->cpu0_ns ? cpu - r->cpu0_ns : el, now, cfg->interval_ns);
+        scaf_layer_log("in-place sample at site %p: %.3f ms (mean of %.1f: %.3f ms)", (void *)LD(s->key),
+                       (double)(cpu > r->cpu0_ns ? cpu - r->cpu0_ns : el) / 1e6, LD(s->serial_n),
                        (double)LD(s->serial_ns) / 1e6);
         scaf_site_release(s);
         break;
@@ -252,7 +259,7 @@ void scaf_estimate_end(struct scaf_region *r)
         break;
     default:
         if (s)
-            measured(r, s, el);
+            measured(r, s, el, now);
         break;
     }
     if (atomic_fetch_sub_explicit(&E.active, 1, memory_order_relaxed) == 1)

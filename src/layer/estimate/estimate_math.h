@@ -12,20 +12,79 @@
 
 /*
  * Efficiency of one region instance: serial time / (threads x parallel time).
- * Clamped to [0, 1]: a value above 1 (superlinear, or a baseline taken on a cold
- * cache) would tell the policy that more contexts pay off without bound.
- * Returns -1 when it cannot be computed.
+ * Not clamped here: `serial_ns` is the mean of the site's serial samples, and
+ * instances of one site can differ tenfold in size (a tree builder's
+ * histogram per node), so a small instance reads above 1 and a large one
+ * below. Only their time-weighted mean, the window's, is the site's
+ * efficiency (clamped in scaf_mix_value); clamping each instance at 1 read a
+ * scikit-learn fit at 0.39 where it ran at 0.72. Returns -1 when it cannot be
+ * computed.
  */
 static inline double scaf_region_efficiency(uint64_t serial_ns, unsigned threads, uint64_t par_ns)
 {
-    double e;
-
     if (serial_ns == 0 || threads == 0 || par_ns == 0)
         return -1.0;
-    e = (double)serial_ns / ((double)threads * (double)par_ns);
-    if (e > 1.0)
-        e = 1.0;
-    return e;
+    return (double)serial_ns / ((double)threads * (double)par_ns);
+}
+
+/*
+ * A call site's serial samples, each faded by its age (time constant: the
+ * baseline interval), so a phase change is followed. One sample is one draw
+ * from the site's instance sizes, and those are often skewed (most small, a
+ * few large): its mean needs as many samples as the spread says.
+ */
+struct scaf_samples {
+    double n;   /* faded count */
+    double sum; /* faded sum of serial times, ns */
+    double sq;  /* faded sum of their squares */
+};
+
+/* Sample `x` ns, `fade` (in (0, 1]) being e^(-age of the previous ones / interval). */
+static inline void scaf_samples_add(struct scaf_samples *st, double x, double fade)
+{
+    st->n = st->n * fade + 1.0;
+    st->sum = st->sum * fade + x;
+    st->sq = st->sq * fade + x * x;
+}
+
+static inline double scaf_samples_mean(const struct scaf_samples *st)
+{
+    return st->n > 0.0 ? st->sum / st->n : 0.0;
+}
+
+/*
+ * Nonzero for one instance number in `one_in` of a site keyed `key`, picked at
+ * random (splitmix64) but the same for the same number: a choice that does not
+ * depend on when the instance comes.
+ */
+static inline int scaf_samples_pick(uint64_t key, uint64_t instance, unsigned one_in)
+{
+    uint64_t z = key + instance * 0x9e3779b97f4a7c15ull;
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return one_in <= 1 || z % one_in == 0;
+}
+
+/*
+ * Nonzero while the mean is not known to a relative standard error of `rse`:
+ * fewer than `min_n` samples (a few equal small ones would hide the rare large
+ * ones), or a spread that needs more; never beyond `max_n` samples.
+ */
+static inline int scaf_samples_want_more(const struct scaf_samples *st, double rse, double min_n, double max_n)
+{
+    double mean, var;
+
+    if (st->n < min_n)
+        return 1;
+    if (st->n >= max_n || st->n <= 1.0)
+        return st->n <= 1.0;
+    mean = st->sum / st->n;
+    var = (st->sq / st->n - mean * mean) * st->n / (st->n - 1.0);
+    if (mean <= 0.0 || var <= 0.0)
+        return 0;
+    return var > rse * rse * st->n * mean * mean;
 }
 
 /*
@@ -107,11 +166,13 @@ static inline int scaf_mix_value(const struct scaf_mix *m, double *eff, unsigned
     /* Region efficiency from the CPU view where the window has one, else from wall times. */
     if (m->par_cpu > 0.0) {
         e_reg = m->serial_cpu / m->par_cpu;
-        if (e_reg > 1.0)
-            e_reg = 1.0;
     } else {
         e_reg = m->we_known / m->w_known;
     }
+    /* Above 1: superlinear, or a baseline taken on a cold cache; either would tell the policy that more
+     * contexts pay off without bound. */
+    if (e_reg > 1.0)
+        e_reg = 1.0;
     *eff = (m->w_known * e_reg + m->we_serial) / w;
     t = m->wt / w + 0.5;
     *team = t < 1.0 ? 1u : (unsigned)t;

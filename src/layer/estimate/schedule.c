@@ -41,7 +41,7 @@ void scaf_schedule_collect(struct scaf_schedule *x, uint64_t now, uint64_t inter
     switch (o) {
     case SCAF_EXP_DONE:
         if (res.complete)
-            scaf_baseline_set(s, scaf_baseline_serial_of(&res), now);
+            scaf_baseline_set(s, scaf_baseline_serial_of(&res), now, interval_ns);
         if (res.ins && res.cyc) {
             ST(s->serial_ins, res.ins);
             ST(s->serial_cyc, res.cyc);

@@ -1,5 +1,6 @@
 import sys, time
-sys.path.insert(0, "/work/main/python/scaf/lib/bench")
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "python/scaf/lib/bench"))
 import poolprog
 poolprog.hgb_task(0.2, 99)  # warm the imports
 ts = []
