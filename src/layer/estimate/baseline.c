@@ -1,4 +1,4 @@
-/* baseline.c — serial baselines per call site: due or not, in place or forked, and what an outcome leaves behind. */
+/* baseline.c — per call site, the serial samples and the parallel instances whose means give its efficiency: when a sample is due, in place or forked, and what an outcome leaves behind. */
 #include "baseline.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* baseline.h — a call site's serial baseline: when one is due, whether to take it in place, and recording it. */
+/* baseline.h — a call site's serial samples and the mean of its parallel instances: when a sample is due, whether to take it in place, and recording both. */
 #ifndef SCAF_LAYER_BASELINE_H
 #define SCAF_LAYER_BASELINE_H
 
