@@ -20,16 +20,20 @@ static const struct {
     uint64_t now, not_before;
     int ok;
     uint64_t cost;
+    double mean_n, mean_ns; /* the mean of the site's parallel instances, at the same team */
 } alone[] = {
-    {"one thread: the instance is its own baseline, free", 1, 0, 0, 1000 * MS, 0, 1, 0},
-    {"one thread, even before the next alone baseline is allowed", 1, 40 * MS, 2, 1000 * MS, 5000 * MS, 1, 0},
-    {"no parallel instance timed yet: nothing to price it by", 2, 0, 0, 1000 * MS, 0, 0, 0},
+    {"one thread: the instance is its own baseline, free", 1, 0, 0, 1000 * MS, 0, 1, 0, 0, 0},
+    {"one thread, even before the next alone baseline is allowed", 1, 40 * MS, 2, 1000 * MS, 5000 * MS, 1, 0, 0, 0},
+    {"no parallel instance timed yet: nothing to price it by", 2, 0, 0, 1000 * MS, 0, 0, 0, 0, 0},
     {"a critical section's 40 ms on 2 threads: 40 ms lost, within the budget", 2, 40 * MS, 2, 1000 * MS, 0, 1,
-     40 * MS},
-    {"the same, before the last one is repaid", 2, 40 * MS, 2, 1000 * MS, 1001 * MS, 0, 0},
-    {"exactly the budget", 2, 100 * MS, 2, 1000 * MS, 0, 1, 100 * MS},
-    {"a region of 10 ms on 16 threads: 150 ms lost, over the budget", 16, 10 * MS, 16, 1000 * MS, 0, 0, 0},
-    {"a short region on 16 threads: 15 ms", 16, 1 * MS, 16, 1000 * MS, 0, 1, 15 * MS},
+     40 * MS, 0, 0},
+    {"the same, before the last one is repaid", 2, 40 * MS, 2, 1000 * MS, 1001 * MS, 0, 0, 0, 0},
+    {"exactly the budget", 2, 100 * MS, 2, 1000 * MS, 0, 1, 100 * MS, 0, 0},
+    {"a region of 10 ms on 16 threads: 150 ms lost, over the budget", 16, 10 * MS, 16, 1000 * MS, 0, 0, 0, 0, 0},
+    {"a short region on 16 threads: 15 ms", 16, 1 * MS, 16, 1000 * MS, 0, 1, 15 * MS, 0, 0},
+    {"the latest instance small, the mean 30 ms: priced at the mean", 2, 5 * MS, 2, 1000 * MS, 0, 1, 30 * MS,
+     40.0, 30.0 * MS},
+    {"the mean over the budget, though the latest fits", 2, 5 * MS, 2, 1000 * MS, 0, 0, 0, 40.0, 150.0 * MS},
 };
 
 static void alone_rows(void)
@@ -42,6 +46,11 @@ static void alone_rows(void)
         memset(&s, 0, sizeof s);
         atomic_store(&s.par_ns, alone[i].par_ns);
         atomic_store(&s.par_threads, alone[i].par_threads);
+        if (alone[i].mean_n > 0) {
+            atomic_store(&s.mean_team, alone[i].par_threads);
+            atomic_store(&s.mean_n, alone[i].mean_n);
+            atomic_store(&s.mean_sum, alone[i].mean_n * alone[i].mean_ns);
+        }
         ok = scaf_baseline_alone(&s, alone[i].threads, alone[i].now, alone[i].not_before, BUDGET, &cost);
         CHECK(!ok == !alone[i].ok, "%s: ok %d, want %d", alone[i].what, ok, alone[i].ok);
         if (ok)

@@ -102,10 +102,18 @@ int scaf_baseline_alone(const struct scaf_site *s, unsigned threads, uint64_t no
                         uint64_t budget_ns, uint64_t *cost)
 {
     uint64_t par = LD(s->par_ns), pt = LD(s->par_threads);
+    double n = LD(s->mean_n);
+    uint32_t mt = LD(s->mean_team);
 
     *cost = 0;
     if (threads <= 1)
         return 1;
+    /* Priced at the mean parallel instance where there is one: the instance sampled is any one, and the latest
+     * is most often a small one at a site of skewed sizes (the budget would then be overrun by the skew). */
+    if (n >= 1.0 && mt >= 2) {
+        par = (uint64_t)(LD(s->mean_sum) / n);
+        pt = mt;
+    }
     if (now < not_before_ns || !par || pt < 2)
         return 0;
     *cost = (pt - 1) * par;

@@ -26,8 +26,9 @@ enum scaf_baseline_need scaf_baseline_due(const struct scaf_site *s, uint64_t no
  * slower on 2 threads than on 1, alone) and it is what the daemon remembers of
  * the program for its next run. Nonzero when the instance may run as a sample
  * now, at a team of `threads`: at one thread it costs nothing (*cost = 0);
- * otherwise the site's latest parallel instance says what running it on one
- * thread would lose ((threads-1) x its time, *cost), which must be at most
+ * otherwise the site's mean parallel instance (the latest one, before there is
+ * a mean at two or more threads) says what running it on one thread would lose
+ * ((threads-1) x its time, *cost), which must be at most
  * `budget_ns`, and not before `not_before_ns` (the caller spaces these so that
  * they lose a bounded share of the program's time).
  */
