@@ -145,6 +145,37 @@ def test_a_damaged_cache_is_never_trusted_and_is_replaced(damage: str, tree: tup
         assert entries(cache)[0]["value"]["layer"] == "gomp"
 
 
+def test_a_lookup_checks_the_entry_it_uses(tree: tuple[Path, Path, Path], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A damaged entry of another program does not hide a good one; a damaged entry of this one is not used (the
+    program is walked again, and the entry replaced)."""
+    a, b, cache = tree
+    build_dep(DEP_OMP, b / "libdep.so", tmp_path)
+    exe = build_prog(tmp_path, [a, b], b)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    first = runtimes.choose(str(exe))
+    good = json.loads(cache_file(cache).read_text())
+    key = good["entries"][0]["key"]
+    others = [7, "text", {"key": "not a list"}, {"key": ["/other"], "witness": {"/x": "no"}, "value": {}}]
+    cache_file(cache).write_text(json.dumps({**good, "entries": [*others, *good["entries"]]}))
+    assert choicecache.lookup(key) == good["entries"][0]["value"]
+    walked: list[str] = []
+    real = runtimes._dynamic
+
+    def counting(path: str, symbols: bool = True) -> tuple[list[str], list[str], list[str], set[str]]:
+        walked.append(path)
+        return real(path, symbols)
+
+    monkeypatch.setattr(runtimes, "_dynamic", counting)
+    assert runtimes.choose(str(exe)) == first and walked == []
+    bad = {**good["entries"][0], "witness": {str(exe): "not a stamp"}}
+    cache_file(cache).write_text(json.dumps({**good, "entries": [bad]}))
+    assert choicecache.lookup(key) is None
+    assert runtimes.choose(str(exe)) == first and walked != []
+    assert choicecache.lookup(key) == good["entries"][0]["value"]
+
+
 def test_a_cache_that_cannot_be_written_is_no_error(tree: tuple[Path, Path, Path], tmp_path: Path) -> None:
     """XDG_CACHE_HOME a file, or relative (not used, as the XDG specification says) with a HOME that is a
     file too: the program runs, with the layer it needs, and scaf says nothing of the cache."""

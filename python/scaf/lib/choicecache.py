@@ -53,9 +53,10 @@ def _entry_ok(e: Any) -> bool:
                     for p, s in e["witness"].items()))
 
 
-def _load(path: str) -> list[dict]:
+def _load(path: str, checked: bool = True) -> list[Any]:
     """The file's entries; none when it is missing, unreadable, damaged or of another version (it is then
-    replaced at the next write, never trusted)."""
+    replaced at the next write, never trusted). Unless CHECKED, the entries are not checked one by one: the
+    caller checks the one it uses."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -63,16 +64,19 @@ def _load(path: str) -> list[dict]:
         return []
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("entries"), list):
         return []
-    return [e for e in data["entries"] if _entry_ok(e)]
+    return [e for e in data["entries"] if _entry_ok(e)] if checked else data["entries"]
 
 
 def lookup(key: list[str]) -> dict | None:
-    """The value stored under KEY, if every path its walk read is as it was then."""
+    """The value stored under KEY, if every path its walk read is as it was then. Only that entry is checked:
+    checking all 128 of a full cache cost about 1.5 ms of each `scaf run`'s start (97.6 ms against 99.0)."""
     d = cache_dir()
     if d is None:
         return None
-    for e in _load(os.path.join(d, NAME)):
-        if e["key"] == key:
+    for e in _load(os.path.join(d, NAME), checked=False):
+        if isinstance(e, dict) and e.get("key") == key:
+            if not _entry_ok(e):
+                return None
             return e["value"] if all(stamp(p) == s for p, s in e["witness"].items()) else None
     return None
 
