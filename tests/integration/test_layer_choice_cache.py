@@ -62,6 +62,19 @@ def entries(cache: Path) -> list[dict]:
     return json.loads(cache_file(cache).read_text())["entries"]
 
 
+def count_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, every ELF file the dependency walk reads is appended to the list returned."""
+    walked: list[str] = []
+    real = runtimes._dynamic
+
+    def counting(path: str, symbols: bool = True) -> tuple[list[str], list[str], list[str], set[str]]:
+        walked.append(path)
+        return real(path, symbols)
+
+    monkeypatch.setattr(runtimes, "_dynamic", counting)
+    return walked
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
     """Two library folders A and B, searched in that order (the program's DT_RPATH), and the cache's home."""
@@ -104,14 +117,7 @@ def test_a_cached_choice_is_not_walked_again(tree: tuple[Path, Path, Path], tmp_
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     first = runtimes.choose(str(exe))
     assert first.layer == "gomp" and first.runtime.startswith("GNU libgomp (/"), first
-    walked: list[str] = []
-    real = runtimes._dynamic
-
-    def counting(path: str, symbols: bool = True) -> tuple[list[str], list[str], list[str], set[str]]:
-        walked.append(path)
-        return real(path, symbols)
-
-    monkeypatch.setattr(runtimes, "_dynamic", counting)
+    walked = count_walks(monkeypatch)
     assert runtimes.choose(str(exe)) == first and walked == []
     # Another LD_LIBRARY_PATH is another search: its own entry.
     assert runtimes.choose(str(exe), {"LD_LIBRARY_PATH": str(a)}) == first and walked != []
@@ -160,14 +166,7 @@ def test_a_lookup_checks_the_entry_it_uses(tree: tuple[Path, Path, Path], tmp_pa
     others = [7, "text", {"key": "not a list"}, {"key": ["/other"], "witness": {"/x": "no"}, "value": {}}]
     cache_file(cache).write_text(json.dumps({**good, "entries": [*others, *good["entries"]]}))
     assert choicecache.lookup(key) == good["entries"][0]["value"]
-    walked: list[str] = []
-    real = runtimes._dynamic
-
-    def counting(path: str, symbols: bool = True) -> tuple[list[str], list[str], list[str], set[str]]:
-        walked.append(path)
-        return real(path, symbols)
-
-    monkeypatch.setattr(runtimes, "_dynamic", counting)
+    walked = count_walks(monkeypatch)
     assert runtimes.choose(str(exe)) == first and walked == []
     bad = {**good["entries"][0], "witness": {str(exe): "not a stamp"}}
     cache_file(cache).write_text(json.dumps({**good, "entries": [bad]}))

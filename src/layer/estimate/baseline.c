@@ -149,18 +149,18 @@ void scaf_baseline_set(struct scaf_site *s, uint64_t serial_ns, uint64_t now, ui
 
 double scaf_baseline_observe(struct scaf_site *s, unsigned team, uint64_t ns, uint64_t now, uint64_t interval_ns)
 {
-    double f = fade_of(LD(s->mean_at_ns), now, interval_ns), n, sum;
+    struct scaf_samples st = {LD(s->mean_n), LD(s->mean_sum), 0.0}; /* no spread kept: sq is left unused */
+    double f = fade_of(LD(s->mean_at_ns), now, interval_ns);
 
     if (LD(s->mean_team) != team) {
         ST(s->mean_team, team);
         f = 0.0;
     }
-    n = LD(s->mean_n) * f + 1.0;
-    sum = LD(s->mean_sum) * f + (double)ns;
-    ST(s->mean_n, n);
-    ST(s->mean_sum, sum);
+    scaf_samples_add(&st, (double)ns, f);
+    ST(s->mean_n, st.n);
+    ST(s->mean_sum, st.sum);
     ST(s->mean_at_ns, now);
-    return sum / n;
+    return scaf_samples_mean(&st);
 }
 
 void scaf_baseline_failed(struct scaf_site *s, uint64_t now, uint64_t interval_ns, int fatal)
