@@ -81,6 +81,8 @@ do_install() {
         [ -e "$f" ] || { echo "install.sh: no $BUILD/lib/libscaf_*.so (run make first)" >&2; exit 1; }
         install -m 644 "$f" "$DESTDIR$pkglibdir/"
     done
+    # `scaf run` replays a decision made before with it (docs/python.md, "Replays").
+    install -m 755 "$BUILD/lib/scaf-run" "$DESTDIR$pkglibdir/"
     install -d -m 755 "$DESTDIR$pkglibdir/workloads"
     for f in "$BUILD"/workloads/*; do
         if [ -f "$f" ] && [ -x "$f" ]; then install -m 755 "$f" "$DESTDIR$pkglibdir/workloads/"; fi

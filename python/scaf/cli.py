@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    args._words = argv[1:]  # the command's own words, as typed: `scaf run` keys its replays by them
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """What `scaf run` loads before the program starts: every module it imports is paid before each program, so a run
 whose layer choice is cached and whose daemon already answers loads no code for a dependency walk or for starting
-a daemon. `scaf run` as a subprocess, with Python's own import report (PYTHONPROFILEIMPORTTIME)."""
+a daemon; and the same command once more is replayed by scaf-run, with no Python at all. `scaf run` as a
+subprocess, with Python's own import report (PYTHONPROFILEIMPORTTIME)."""
 
 from __future__ import annotations
 
@@ -49,12 +50,17 @@ def test_a_run_with_its_choice_cached_and_its_daemon_up_loads_no_walk_nor_start_
         assert started, first.stderr
         # The report is real: the first run walked the program's libraries and started the daemon.
         assert {"scaf.lib.daemon", "subprocess"} <= loaded_first
-        second, loaded = run_and_report(cmd, env)
+        # The Python path, as a command that cannot be replayed takes it.
+        second, loaded = run_and_report(cmd, dict(env, SCAF_RUN_REPLAY="0"))
         assert second.returncode == 0, second.stderr
         assert "started a daemon" not in second.stderr
         assert "scaf.lib.runenv" in loaded, second.stderr
         extra = sorted(m for m in loaded if m.split(".")[0] in NOT_ON_THE_PATH or m in NOT_ON_THE_PATH)
         assert not extra, f"scaf run loaded {extra} before the program (all it loaded: {sorted(loaded)})"
+        # The first run's decision, replayed: Python never starts, so it reports no import.
+        third, loaded = run_and_report(cmd, env)
+        assert third.returncode == 0, third.stderr
+        assert not loaded, f"a replayed scaf run started Python: {sorted(loaded)}"
     finally:
         if started:
             try:

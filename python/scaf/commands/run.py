@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, proto, runenv, runtimes
+from scaf.lib import autostart, paths, proto, replay, runenv, runtimes, startteam
 from scaf.lib.launch import resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -148,7 +148,11 @@ environment:
                     Rscript) is kept in $XDG_CACHE_HOME/scaf (default ~/.cache/scaf)
                     and used again while CMD, every library it loads and every
                     folder searched for one are unchanged; delete the folder to
-                    forget it
+                    forget it. So is what each command decided (run-v1/): the same
+                    command, in the same folder and environment, with every file
+                    that decision read unchanged, is started again without Python,
+                    in a few milliseconds (the start team is asked afresh)
+  SCAF_RUN_REPLAY=0 decide every time, and keep no record of it
   SCAF_RULES        the rules files to read instead of ~/.config/scaf/rules and
                     /etc/scaf/rules (colon-separated; see `scaf rules --help`)
   LD_PRELOAD        the layer is appended to it
@@ -354,13 +358,19 @@ def main(args: argparse.Namespace) -> int:
             _err(f"{argv[0]}: Permission denied" if not os.path.isdir(argv[0]) else f"{argv[0]}: Is a directory")
         return code
 
+    # What this run decides, for scaf-run to replay while none of it changes (docs/python.md, "Replays").
+    record = replay.Record()
+    if "/" not in argv[0]:
+        record.saw_path_dirs(os.environ.get("PATH"))
+    record.seen.saw(path)
+    record.replayable = not (args.verbose or args.policy or args.daemon_arg)
     want = args.layer or os.environ.get("SCAF_LAYER") or "auto"
     if want not in ("auto", "gomp", "omp"):
         _err(f"SCAF_LAYER={want!r} is not auto, gomp or omp")
         return 2
     if want == "auto":
         try:
-            choice = runtimes.choose(path)
+            choice = runtimes.choose(path, seen=record.seen)
         except (ValueError, KeyError, IndexError, AssertionError, OSError) as e:  # a damaged ELF: the old default
             choice = runtimes.Choice("gomp", "GNU libgomp (default)", f"its ELF headers could not be read ({e})")
     else:
@@ -368,6 +378,7 @@ def main(args: argparse.Namespace) -> int:
                                  "--layer" if args.layer else "SCAF_LAYER")
     if choice.warning:
         _err(choice.warning)
+        record.replayable = False
     layer, provider = runenv.preloads(choice)
     if args.verbose:
         _err(f"layer {layer.name if layer else 'none'} for {choice.runtime}: {choice.reason}")
@@ -390,7 +401,21 @@ def main(args: argparse.Namespace) -> int:
             return code
     # What scaf run adds, the start team included: the daemon is asked now, just before the program starts.
     env, _ = runenv.environment(path, argv, os.environ, sock, choice, malleable=args.malleable,
-                                no_memory=args.no_memory, say=_err if args.verbose else None)
-
+                                no_memory=args.no_memory, say=_err if args.verbose else None, record=record)
+    if os.environ.get("SCAF_RUN_REPLAY", "").strip() != "0" and getattr(args, "_words", None) is not None:
+        _record(record, args, path, argv, "none" if args.no_start else "own" if own else "shared", sock)
     return supervise(path, argv, env)
+
+
+def _record(record: replay.Record, args: argparse.Namespace, path: str, argv: list[str], daemon: str,
+            sock: str) -> None:
+    """Keeps this run's decision for scaf-run to replay (docs/python.md, "Replays")."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return  # a folder that is gone: nothing to key the record by
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "scaf" and getattr(module, "__file__", None):
+            record.seen.saw(module.__file__)  # an upgraded scaf decides afresh
+    record.write(args._words, cwd, os.environb, path, argv, daemon, sock, startteam.program_count())
 

@@ -67,9 +67,10 @@ def _load(path: str, checked: bool = True) -> list[Any]:
     return [e for e in data["entries"] if _entry_ok(e)] if checked else data["entries"]
 
 
-def lookup(key: list[str]) -> dict | None:
-    """The value stored under KEY, if every path its walk read is as it was then. Only that entry is checked:
-    checking all 128 of a full cache cost about 1.5 ms of each `scaf run`'s start (97.6 ms against 99.0)."""
+def lookup(key: list[str], seen: Witness | None = None) -> dict | None:
+    """The value stored under KEY, if every path its walk read is as it was then; SEEN then gets those paths.
+    Only that entry is checked: checking all 128 of a full cache cost about 1.5 ms of each `scaf run`'s start
+    (97.6 ms against 99.0)."""
     d = cache_dir()
     if d is None:
         return None
@@ -77,7 +78,12 @@ def lookup(key: list[str]) -> dict | None:
         if isinstance(e, dict) and e.get("key") == key:
             if not _entry_ok(e):
                 return None
-            return e["value"] if all(stamp(p) == s for p, s in e["witness"].items()) else None
+            if not all(stamp(p) == s for p, s in e["witness"].items()):
+                return None
+            if seen is not None:
+                for p, s in e["witness"].items():
+                    seen.seen.setdefault(p, s)
+            return e["value"]
     return None
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from scaf.lib import choicecache
+
 # joblib 1.6.0, joblib/_parallel_backends.py, ParallelBackendBase.MAX_NUM_THREADS_VARS and
 # _prepare_worker_env: each loky worker gets `var = os.environ.get(var, cpu_count() // n_jobs)` for each of
 # these, unless the program passed inner_max_num_threads (then that, whatever the environment says).
@@ -41,16 +43,21 @@ def _dask_config_dirs(env: dict[str, str], program: str) -> list[Path]:
             Path(env.get("DASK_CONFIG") or os.path.join(home, ".config", "dask"))]
 
 
-def dask_configured(env: dict[str, str], program: str) -> bool:
-    """Whether the user configured the nannies' environment: the variable, or a YAML file that names it."""
+def dask_configured(env: dict[str, str], program: str, seen: choicecache.Witness | None = None) -> bool:
+    """Whether the user configured the nannies' environment: the variable, or a YAML file that names it. SEEN
+    gets the folders and files read."""
     if any(k.startswith(DASK_VAR) for k in env):
         return True
     for d in _dask_config_dirs(env, program):
+        if seen is not None:
+            seen.saw(str(d))
         try:
             files = [p for p in d.iterdir() if p.suffix in (".yaml", ".yml", ".json")] if d.is_dir() else []
         except OSError:
             continue
         for f in files:
+            if seen is not None:
+                seen.saw(str(f))
             try:
                 text = f.read_text(errors="replace")
             except OSError:
@@ -60,7 +67,8 @@ def dask_configured(env: dict[str, str], program: str) -> bool:
     return False
 
 
-def pool_env(env: dict[str, str], program: str, python: bool, cpus: int | None = None) -> dict[str, str]:
+def pool_env(env: dict[str, str], program: str, python: bool, cpus: int | None = None,
+             seen: choicecache.Witness | None = None) -> dict[str, str]:
     """The variables `scaf run` adds for a Python program, so that its pools' workers start with the machine's
     count and scaf steers them (docs/cli.md, "Process pools"). Empty when the program is not Python, and for
     each framework whose count the user set: any of loky's variables set keeps loky's behaviour (and the
@@ -70,7 +78,7 @@ def pool_env(env: dict[str, str], program: str, python: bool, cpus: int | None =
         return {}
     # One word on counts covers both: the nannies take a variable of the environment over their configuration,
     # so loky's variables set by us would override a count the user gave Dask, and the reverse.
-    if any(v in env for v in LOKY_VARS) or dask_configured(env, program):
+    if any(v in env for v in LOKY_VARS) or dask_configured(env, program, seen):
         return {}
     n = str(cpus or machine_count())
     return {**{v: n for v in STEERED_VARS}, DASK_VAR: DASK_UNSET}

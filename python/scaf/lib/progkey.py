@@ -99,13 +99,16 @@ def _shebang(path: str) -> tuple[str, str | None] | None:
     return words[0], (words[1].strip() if len(words) > 1 else None)
 
 
-def command(path: str, argv: Sequence[str]) -> tuple[str, list[str]]:
+def command(path: str, argv: Sequence[str],
+            seen: choicecache.Witness | None = None) -> tuple[str, list[str]]:
     """The executable and argv the kernel ends up running for PATH (found like a shell) with ARGV: a `#!`
     script becomes its interpreter with the script's path as an argument; `#!/usr/bin/env NAME` runs NAME
     from PATH; Rscript becomes R's engine with the arguments Rscript gives it. Anything else is returned as
-    given."""
+    given. SEEN gets every file read to know (PATH's directories are the caller's to witness)."""
+    saw = seen.saw if seen is not None else (lambda _path: None)
     exe, words = path, list(argv)
     for _ in range(4):  # an interpreter that is a script itself, at most this deep (as the kernel allows)
+        saw(exe)
         bang = _shebang(exe)
         if bang is None:
             break
@@ -123,9 +126,14 @@ def command(path: str, argv: Sequence[str]) -> tuple[str, list[str]]:
             words = [interp, *([opt] if opt else []), exe, *words[1:]]
             exe = interp
     # Rscript is a launcher: the regions run in R's engine, which the layer names (docs/memory.md).
+    saw(exe)
     if os.path.basename(exe) == "Rscript":
-        engine = _r_engine(shutil.which(exe) or exe)
+        rscript = shutil.which(exe) or exe
+        for p in (rscript, os.path.realpath(rscript), os.path.join(os.path.dirname(os.path.realpath(rscript)), "R")):
+            saw(p)
+        engine = _r_engine(rscript)
         if engine:
+            saw(engine)
             exe, words = engine, _rscript_as_r(engine, words)
     return exe, words
 

@@ -5,7 +5,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from scaf.lib import frameworks, paths, progkey, runtimes, startteam
+from scaf.lib import frameworks, paths, progkey, replay, runtimes, startteam
 from scaf.lib.launch import append_preload
 
 
@@ -31,12 +31,14 @@ class Recall(NamedTuple):
 
 def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_env: Mapping[str, str],
                flag: str | None = None, count: int | None = None,
-               say: Callable[[str], None] | None = None) -> Recall:
+               say: Callable[[str], None] | None = None, record: replay.Record | None = None) -> Recall:
     """Exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T into ENV when the program keeps its team (remembered
     fixed, or the user's word) and the daemon on SOCK offers it a share T below COUNT (default: the CPUs we may
     run on, which the program inherits). USER_ENV is the user's environment: an OMP_NUM_THREADS there stands
     (ENV may hold scaf's own pool counts, which are no one's word). FLAG is --fixed/--malleable ("no"/"yes").
-    SAY gets one line on what was decided and why (`scaf run --verbose`). Never raises for the daemon's sake."""
+    SAY gets one line on what was decided and why (`scaf run --verbose`). RECORD gets what a replay of this
+    decision needs (the question to the daemon, and every file read for it). Never raises for the daemon's
+    sake."""
     say = say or (lambda _msg: None)
     if env.get("SCAF_MEMORY", "").strip() == "0":
         say("SCAF_MEMORY=0: nothing recalled")
@@ -44,17 +46,23 @@ def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_
     if "OMP_NUM_THREADS" in user_env:
         say(f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is yours: no start team asked")
         return Recall(0, f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is the user's", False)
+    seen = record.seen if record is not None else None
     try:
-        exe, words = progkey.command(path, argv)
+        exe, words = progkey.command(path, argv, seen)
         key = progkey.key_of(exe, words)
     except (OSError, progkey.KeyLibraryMissing) as e:
         say(f"no start team: the program cannot be named ({e})")
+        if record is not None:
+            record.replayable = False
         return Recall(0, f"the program cannot be named ({e})", False)
-    word, where = startteam.user_word(flag, env, os.path.realpath(exe))
+    word, where = startteam.user_word(flag, env, os.path.realpath(exe), seen)
     if word == "malleable":
         say(f"{key.name} starts with its own count: malleable by {where}")
         return Recall(0, f"malleable by {where}", False)
     count = startteam.program_count() if count is None else count
+    if record is not None:
+        record.ask, record.fixed, record.key_exe, record.key_words = True, word == "fixed", exe, list(words)
+        record.steered = [var for var in frameworks.STEERED_VARS if var in env and var not in user_env]
     start = startteam.decide(sock, key, count, f"fixed by {where}" if word == "fixed" else None)
     if not start.team:
         say(f"{key.name} starts with its own count ({count}): {start.why}")
@@ -76,11 +84,13 @@ def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_
 
 def environment(path: str, argv: list[str], user_env: Mapping[str, str], sock: str, choice: runtimes.Choice, *,
                 malleable: str | None = None, no_memory: bool = False, count: int | None = None,
-                say: Callable[[str], None] | None = None) -> tuple[dict[str, str], Recall | None]:
+                say: Callable[[str], None] | None = None,
+                record: replay.Record | None = None) -> tuple[dict[str, str], Recall | None]:
     """The environment PATH (ARGV) runs with under scaf, from the user's USER_ENV, and the start team's recall
     (None when it has no layer, or --no-memory): what `scaf run` execs it with (docs/cli.md, docs/memory.md).
     MALLEABLE is --malleable/--fixed ("yes"/"no"); COUNT the CPUs the program will run on (default ours);
-    the daemon on SOCK is asked now, so call it when the program is about to start."""
+    the daemon on SOCK is asked now, so call it when the program is about to start. RECORD, when given, gets
+    what a replay needs: the variables added before the start team, and the start team's question."""
     env = dict(user_env)
     layer, provider = preloads(choice)
     if provider is not None:
@@ -91,13 +101,19 @@ def environment(path: str, argv: list[str], user_env: Mapping[str, str], sock: s
         env["LD_PRELOAD"] = append_preload(env.get("LD_PRELOAD"), str(layer))
         env.update(paths.wait_defaults(env, choice.layer or "gomp"))
         # Process pools (joblib's loky, Dask's nannies) leave their workers' counts to scaf (docs/cli.md).
-        env.update(frameworks.pool_env(env, path, runtimes.runs_python(path), count))
+        env.update(frameworks.pool_env(env, path, runtimes.runs_python(path), count,
+                                       record.seen if record is not None else None))
     env["SCAF_SOCKET"] = sock
     if malleable:
         env["SCAF_MALLEABLE"] = malleable
     recall = None
     if no_memory:
         env["SCAF_MEMORY"] = "0"
-    elif layer is not None:
-        recall = start_team(sock, path, argv, env, user_env, malleable, count, say)
+    if record is not None:
+        for lib in (layer, provider):
+            if lib is not None:
+                record.seen.saw(str(lib))
+        record.sets = {k: v for k, v in env.items() if user_env.get(k) != v}
+    if layer is not None and not no_memory:
+        recall = start_team(sock, path, argv, env, user_env, malleable, count, say, record)
     return env, recall

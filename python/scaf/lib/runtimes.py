@@ -242,19 +242,21 @@ def layer_path(kind: str) -> Path:
     return paths.build_dir() / "lib" / LAYERS[kind]
 
 
-def choose(program: str, env: dict[str, str] | None = None) -> Choice:
+def choose(program: str, env: dict[str, str] | None = None, seen: choicecache.Witness | None = None) -> Choice:
     """The layer for PROGRAM: by the OpenMP runtime it loads at start-up; libscaf_gomp.so when it loads none
     (an interpreter such as python may load libgomp later, and that layer handles a wheel's bundled copy).
     The answer is cached per user (choicecache) while nothing the walk read has changed: the walk costs
-    `scaf run Rscript` 0.15 s, before the program starts."""
+    `scaf run Rscript` 0.15 s, before the program starts. SEEN gets what the answer rests on."""
     key = [os.path.abspath(program), (os.environ if env is None else env).get("LD_LIBRARY_PATH", "")]
-    cached = _choice_of(choicecache.lookup(key))
+    cached = _choice_of(choicecache.lookup(key, seen))
     if cached is not None:
         return cached
-    seen = choicecache.Witness()
-    seen.saw(__file__)  # the rules below: an upgraded scaf chooses afresh
-    choice = _choose(program, env, seen)
-    choicecache.store(key, seen, choice._asdict())
+    walked = choicecache.Witness()
+    walked.saw(__file__)  # the rules below: an upgraded scaf chooses afresh
+    choice = _choose(program, env, walked)
+    choicecache.store(key, walked, choice._asdict())
+    if seen is not None:
+        seen.seen.update({p: s for p, s in walked.seen.items() if p not in seen.seen})
     return choice
 
 

@@ -4,7 +4,7 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from scaf.lib import proto, rules
+from scaf.lib import choicecache, proto, rules
 from scaf.lib.progkey import ProgKey
 
 # SCAF_MALLEABLE's words, as the layer's core/settings.c reads them (case-insensitive).
@@ -12,10 +12,11 @@ MALLEABLE_WORDS = ("yes", "1", "true", "on", "malleable")
 FIXED_WORDS = ("no", "0", "false", "off", "fixed")
 
 
-def user_word(flag: str | None, env: Mapping[str, str], exe: str) -> tuple[str | None, str]:
+def user_word(flag: str | None, env: Mapping[str, str], exe: str,
+              seen: choicecache.Witness | None = None) -> tuple[str | None, str]:
     """The user's word on malleability for EXE, "fixed", "malleable" or None, and where it comes from:
     --fixed/--malleable (FLAG "no"/"yes"), else SCAF_MALLEABLE, else the first rule that matches EXE (the
-    real path of what runs, as the layer matches /proc/self/exe)."""
+    real path of what runs, as the layer matches /proc/self/exe). SEEN gets the rules files read."""
     if flag == "no":
         return "fixed", "--fixed"
     if flag == "yes":
@@ -25,6 +26,9 @@ def user_word(flag: str | None, env: Mapping[str, str], exe: str) -> tuple[str |
         return "fixed", f"SCAF_MALLEABLE={env['SCAF_MALLEABLE']}"
     if v in MALLEABLE_WORDS:
         return "malleable", f"SCAF_MALLEABLE={env['SCAF_MALLEABLE']}"
+    if seen is not None:
+        for p in rules.search_path(dict(env)):
+            seen.saw(p)
     rule = rules.first_match(rules.load(dict(env)), exe)
     if rule is not None:
         return rule.verdict, f"rule {rule.where()}: {rule.text()}"
