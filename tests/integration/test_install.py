@@ -120,6 +120,12 @@ def test_installed_scaf_runs_a_program_as_a_client(dest: Path, runtime_dir: str,
                        env=env, cwd=tmp_path, timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(p / "lib" / "scaf" / "libscaf_gomp.so")]
+    # The same command again is replayed by the installed scaf-run, with no Python to fall back on.
+    r = subprocess.run([str(p / "lib" / "scaf" / "scaf-run"), "/nonexistent/scaf-test/python", "", "run", "--", "sh",
+                        "-c", "echo $LD_PRELOAD"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=120, check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.split() == [str(p / "lib" / "scaf" / "libscaf_gomp.so")]
 
 
 def rendered(page: Path) -> str:
