@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,8 +51,16 @@ def dest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # the ones already installed for the tests (the install itself makes a venv of its own).
     (src / "build").mkdir()
     (src / "build" / "venv").symlink_to(paths.build_dir() / "venv")
-    r = subprocess.run(["make", "-C", str(src), "install", f"DESTDIR={destdir}", f"PREFIX={PREFIX}"],
-                       capture_output=True, text=True, env=make_env(), timeout=1500, check=False)
+    # The copy's `make` names its own python/ folder in the shared venv's .pth file, and the copy is deleted
+    # below: every later `scaf` of the suite would find no package. Put back the checkout's.
+    pth = Path(sysconfig.get_path("purelib", vars={"base": str(paths.build_dir() / "venv")})) / "scaf-source.pth"
+    kept = pth.read_bytes() if pth.exists() else None
+    try:
+        r = subprocess.run(["make", "-C", str(src), "install", f"DESTDIR={destdir}", f"PREFIX={PREFIX}"],
+                           capture_output=True, text=True, env=make_env(), timeout=1500, check=False)
+    finally:
+        if kept is not None:
+            pth.write_bytes(kept)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     shutil.rmtree(src)
     yield destdir
