@@ -44,6 +44,23 @@ static void python_scaf(char **argv, int argc)
     _exit(125);
 }
 
+/* The folder this executable is in, symbolic links resolved: the records of the scaf beside it are its own. */
+static int home_of(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    char *slash;
+
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    if (!(slash = strrchr(buf, '/')))
+        return -1;
+    if (slash == buf)
+        slash++; /* an executable in / */
+    *slash = '\0';
+    return 0;
+}
+
 static unsigned cpus_of_affinity(void)
 {
     cpu_set_t set;
@@ -120,7 +137,7 @@ static unsigned start_team(const struct scaf_run_plan *plan, const struct scaf_r
 
 int main(int argc, char **argv)
 {
-    char cwd[PATH_MAX], file[PATH_MAX + 64], team_s[16], pid_s[24];
+    char cwd[PATH_MAX], home[PATH_MAX], file[PATH_MAX + 64], team_s[16], pid_s[24];
     struct scaf_run_plan plan;
     struct scaf_run_answer answer;
     struct scaf_progkey key = {0};
@@ -136,9 +153,9 @@ int main(int argc, char **argv)
     }
     if (argc < 4 || strcmp(argv[3], "run") != 0)
         python_scaf(argv, argc);
-    if ((replay && strcmp(replay, "0") == 0) || !getcwd(cwd, sizeof cwd) ||
+    if ((replay && strcmp(replay, "0") == 0) || !getcwd(cwd, sizeof cwd) || home_of(home, sizeof home) != 0 ||
         scaf_run_record_path(argc - 4, argv + 4, cwd, file, sizeof file) != 0 ||
-        scaf_run_record_load(file, argc - 4, argv + 4, cwd, environ, count, &plan) != SCAF_RUN_RECORD_OK)
+        scaf_run_record_load(file, home, argc - 4, argv + 4, cwd, environ, count, &plan) != SCAF_RUN_RECORD_OK)
         python_scaf(argv, argc);
     if (plan.ask && scaf_progkey_of(plan.key_exe, plan.key_words, plan.nkey, &key) != 0)
         python_scaf(argv, argc);

@@ -205,8 +205,9 @@ out:
     return buf;
 }
 
-enum scaf_run_record_status scaf_run_record_load(const char *file, int nargs, char *const *args, const char *cwd,
-                                                 char *const *envp, unsigned cpus, struct scaf_run_plan *plan)
+enum scaf_run_record_status scaf_run_record_load(const char *file, const char *home, int nargs, char *const *args,
+                                                 const char *cwd, char *const *envp, unsigned cpus,
+                                                 struct scaf_run_plan *plan)
 {
     enum scaf_run_record_status status;
     struct words w;
@@ -221,7 +222,13 @@ enum scaf_run_record_status scaf_run_record_load(const char *file, int nargs, ch
         return status;
     w = (struct words){plan->buf, plan->buf + len};
     status = SCAF_RUN_RECORD_DAMAGED;
-    if (!word_is(next(&w), SCAF_RUN_RECORD_MAGIC) || (n = count_of(&w)) < 0)
+    if (!word_is(next(&w), SCAF_RUN_RECORD_MAGIC))
+        goto fail;
+    if (!(s = next(&w)) || strcmp(s, home) != 0) {
+        status = s ? SCAF_RUN_RECORD_STALE : SCAF_RUN_RECORD_DAMAGED;
+        goto fail;
+    }
+    if ((n = count_of(&w)) < 0)
         goto fail;
     /* Two commands whose words hash alike: another command's record. */
     if (n != nargs) {

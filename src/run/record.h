@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 /* The record's layout version; the Python writer's replay.VERSION. */
-#define SCAF_RUN_RECORD_MAGIC "scaf-run-replay-v1"
-#define SCAF_RUN_RECORD_FOLDER "run-v1"
+#define SCAF_RUN_RECORD_MAGIC "scaf-run-replay-v2"
+#define SCAF_RUN_RECORD_FOLDER "run-v2"
 
 /* What a record says to do. Every string points into `buf`; the arrays are allocated. */
 struct scaf_run_plan {
@@ -31,7 +31,8 @@ struct scaf_run_plan {
 enum scaf_run_record_status {
     SCAF_RUN_RECORD_OK = 0,   /* *plan filled: replay it */
     SCAF_RUN_RECORD_NONE,     /* no record of this command here (or no cache folder) */
-    SCAF_RUN_RECORD_STALE,    /* the command, the environment, the CPUs or a file it rests on changed */
+    SCAF_RUN_RECORD_STALE,    /* another scaf's, or the command, the environment, the CPUs or a file it rests on
+                               * changed */
     SCAF_RUN_RECORD_UNSAFE,   /* not this user's, or writable by others: never trusted */
     SCAF_RUN_RECORD_DAMAGED,  /* not a record of this version, cut short, or too large */
 };
@@ -41,18 +42,20 @@ uint64_t scaf_run_record_env_hash(char *const *envp);
 
 /*
  * Writes the record's path for `scaf run ARGS[0..nargs-1]` in CWD into buf: $XDG_CACHE_HOME/scaf (an absolute
- * one), else $HOME/.cache/scaf, then run-v1/ and the hash of ARGS and CWD. Returns 0, or -1 when there is no
+ * one), else $HOME/.cache/scaf, then run-v2/ and the hash of ARGS and CWD. Returns 0, or -1 when there is no
  * cache folder or the path does not fit.
  */
 int scaf_run_record_path(int nargs, char *const *args, const char *cwd, char *buf, size_t len);
 
 /*
- * Reads the record at FILE and checks it against `scaf run ARGS` in CWD, the environment ENVP and the CPUs this
- * process may run on (CPUS): returns SCAF_RUN_RECORD_OK with *plan filled (release it with
- * scaf_run_plan_free), or why not (then *plan is empty).
+ * Reads the record at FILE and checks it against HOME (the folder this scaf-run and its layers are in, real
+ * path), `scaf run ARGS` in CWD, the environment ENVP and the CPUs this process may run on (CPUS): returns
+ * SCAF_RUN_RECORD_OK with *plan filled (release it with scaf_run_plan_free), or why not (then *plan is
+ * empty).
  */
-enum scaf_run_record_status scaf_run_record_load(const char *file, int nargs, char *const *args, const char *cwd,
-                                                 char *const *envp, unsigned cpus, struct scaf_run_plan *plan);
+enum scaf_run_record_status scaf_run_record_load(const char *file, const char *home, int nargs, char *const *args,
+                                                 const char *cwd, char *const *envp, unsigned cpus,
+                                                 struct scaf_run_plan *plan);
 
 void scaf_run_plan_free(struct scaf_run_plan *plan);
 

@@ -145,6 +145,7 @@ def _mutations() -> list:
     cases = [
         "another argument", "another folder", "a variable changed", "the program changed", "a rules file appeared",
         "SCAF_RUN_REPLAY=0", "the record damaged", "the record writable by others", "the daemon gone",
+        "another scaf's scaf-run",
     ]
     if len(os.sched_getaffinity(0)) >= 2:
         cases.append("fewer CPUs")
@@ -191,7 +192,12 @@ def test_a_change_to_anything_the_decision_rested_on_hands_the_command_to_python
             _wait_gone(pid)
     elif change == "fewer CPUs":
         kw["preexec_fn"] = lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    r = user.replay(*args, env=env, cwd=here, **kw)
+    other: dict = {}
+    if change == "another scaf's scaf-run":
+        # An installed scaf beside this build tree: its scaf-run must not preload this build's layers.
+        (tmp_path / "other").mkdir()
+        other["binary"] = Path(shutil.copy(SCAF_RUN, tmp_path / "other" / "scaf-run"))
+    r = user.replay(*args, env=env, cwd=here, **kw, **other)
     assert r.returncode == 125 and FELL_BACK in r.stderr, (change, r.returncode, r.stderr)
     # Python takes it: the same result as ever, and its decision is replayed from then on.
     r = user.scaf(*args, env=env, cwd=here, **kw)

@@ -11,6 +11,8 @@
 #include "check.h"
 #include "scaf/progkey.h"
 
+#define HOME "/home/me/scaf/build/lib"
+
 static char top[] = "/tmp/scaf-test-record-XXXXXX";
 static char prog[256], file[256];
 
@@ -33,7 +35,7 @@ static void stamp_of(const char *path, char *buf, size_t len)
 
 /* A record as replay.Record.write makes it, its words joined by NULs; EDIT changes one thing. */
 enum edit {
-    GOOD, OTHER_MAGIC, OTHER_ARG, FEWER_ARGS, OTHER_CWD, OTHER_ENV, OTHER_CPUS, OTHER_STAMP, NO_END, TRAILING,
+    GOOD, OTHER_MAGIC, OTHER_HOME, OTHER_ARG, FEWER_ARGS, OTHER_CWD, OTHER_ENV, OTHER_CPUS, OTHER_STAMP, NO_END, TRAILING,
     HUGE_COUNT, CUT_SHORT, NO_FINAL_NUL, BAD_DAEMON, BAD_ASK,
 };
 
@@ -51,6 +53,7 @@ static size_t record(enum edit e, char *buf, size_t len)
         snprintf(st, sizeof st, "1 2 3 4 5");
     snprintf(gone, sizeof gone, "%s/gone", top);
     words[n++] = e == OTHER_MAGIC ? "scaf-run-replay-v0" : SCAF_RUN_RECORD_MAGIC;
+    words[n++] = e == OTHER_HOME ? "/usr/local/lib/scaf" : "/home/me/scaf/build/lib";
     words[n++] = e == FEWER_ARGS ? "3" : e == HUGE_COUNT ? "99999999" : "4";
     words[n++] = "--fixed";
     words[n++] = "--";
@@ -122,6 +125,7 @@ static void table(void)
     } rows[] = {
         {GOOD, SCAF_RUN_RECORD_OK, "as written"},
         {OTHER_MAGIC, SCAF_RUN_RECORD_DAMAGED, "another version"},
+        {OTHER_HOME, SCAF_RUN_RECORD_STALE, "another scaf's (an install beside a build tree)"},
         {OTHER_ARG, SCAF_RUN_RECORD_STALE, "another command that hashed alike"},
         {FEWER_ARGS, SCAF_RUN_RECORD_STALE, "fewer words"},
         {OTHER_CWD, SCAF_RUN_RECORD_STALE, "another folder"},
@@ -144,7 +148,7 @@ static void table(void)
         enum scaf_run_record_status got;
 
         put(buf, n, 0600);
-        got = scaf_run_record_load(file, 4, args, top, envp, 2, &plan);
+        got = scaf_run_record_load(file, HOME, 4, args, top, envp, 2, &plan);
         CHECK(got == rows[i].want, "%s: status %d, want %d", rows[i].why, got, rows[i].want);
         if (got == SCAF_RUN_RECORD_OK) {
             CHECK(strcmp(plan.path, prog) == 0 && plan.argv[0] && strcmp(plan.argv[1], "x") == 0 && !plan.argv[2],
@@ -169,19 +173,19 @@ static void unsafe_and_missing(void)
     char link[300];
 
     put(buf, n, 0622);
-    CHECK(scaf_run_record_load(file, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_UNSAFE,
+    CHECK(scaf_run_record_load(file, HOME, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_UNSAFE,
           "a record others may write is not trusted");
     put(buf, n, 0644);
-    CHECK(scaf_run_record_load(file, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_OK,
+    CHECK(scaf_run_record_load(file, HOME, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_OK,
           "a record others may read is used");
     scaf_run_plan_free(&plan);
     snprintf(link, sizeof link, "%s/link", top);
     CHECK(symlink(file, link) == 0, "symlink");
-    CHECK(scaf_run_record_load(link, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_UNSAFE,
+    CHECK(scaf_run_record_load(link, HOME, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_UNSAFE,
           "a symbolic link is not followed");
     unlink(link);
     unlink(file);
-    CHECK(scaf_run_record_load(file, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_NONE, "no record");
+    CHECK(scaf_run_record_load(file, HOME, 4, args, top, envp, 2, &plan) == SCAF_RUN_RECORD_NONE, "no record");
 }
 
 /* replay.env_hash: NAME=VALUE in name order (a name before the longer names it begins), PWD left out. */
@@ -204,11 +208,11 @@ static void path_of(void)
     char buf[512];
 
     setenv("XDG_CACHE_HOME", "/c", 1);
-    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/c/scaf/run-v1/", 15) == 0 &&
+    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/c/scaf/run-v2/", 15) == 0 &&
           strlen(buf) == 15 + 16, "under XDG_CACHE_HOME: %s", buf);
     setenv("XDG_CACHE_HOME", "relative", 1);
     setenv("HOME", "/h", 1);
-    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/h/.cache/scaf/run-v1/", 22) == 0,
+    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/h/.cache/scaf/run-v2/", 22) == 0,
           "a relative XDG_CACHE_HOME is ignored: %s", buf);
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "", 1);

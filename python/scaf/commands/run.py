@@ -148,7 +148,7 @@ environment:
                     Rscript) is kept in $XDG_CACHE_HOME/scaf (default ~/.cache/scaf)
                     and used again while CMD, every library it loads and every
                     folder searched for one are unchanged; delete the folder to
-                    forget it. So is what each command decided (run-v1/): the same
+                    forget it. So is what each command decided (run-v2/): the same
                     command, in the same folder and environment, with every file
                     that decision read unchanged, is started again without Python,
                     in a few milliseconds (the start team is asked afresh)

@@ -3,10 +3,10 @@
 import os
 from collections.abc import Iterable, Mapping
 
-from scaf.lib import choicecache
+from scaf.lib import choicecache, paths
 
 # The record's layout, as src/run/record.c reads it; a record of another version is never replayed.
-VERSION = 1
+VERSION = 2
 MAGIC = f"scaf-run-replay-v{VERSION}"
 FOLDER = f"run-v{VERSION}"
 # Commands kept; the least recently started go first. A record is a few hundred bytes to a few kilobytes.
@@ -84,7 +84,10 @@ class Record:
         d = folder()
         if d is None or not self.replayable:
             return
-        words: list[str] = [MAGIC, str(len(args)), *args, cwd, env_hash(environ), str(count),
+        # The scaf-run that may replay it: the one beside the layers this decision preloads, not another
+        # install's (a build tree and an installed scaf share the user's cache).
+        home = os.path.realpath(paths.lib_dir())
+        words: list[str] = [MAGIC, home, str(len(args)), *args, cwd, env_hash(environ), str(count),
                             str(len(self.seen.seen))]
         for p, st in sorted(self.seen.seen.items()):
             words += [p, " ".join(map(str, st)) if st else "-"]

@@ -25,7 +25,7 @@ job() { # MODE FOLDER
   echo "$t1 - $t0" | bc >"$W/t.$2"
 }
 pair() {
-  job "$1" a & job "$1" b & wait
+  job "$1" a & local pa=$!; job "$1" b & local pb=$!; wait "$pa" "$pb"
   echo "$1 $(echo "$(cat "$W/t.a") + $(cat "$W/t.b")" | bc) $(grep -v '^threads' "$W/out.a" | md5sum | cut -c1-8) $(grep -v '^threads' "$W/out.b" | md5sum | cut -c1-8)"
 }
 pair replay >/dev/null; pair replay >/dev/null   # the memory learns data.table, and the records are written
