@@ -231,7 +231,9 @@ static void on_lookout(struct scafd *d)
         struct scaf_client *c = d->clients[i];
         dclients += scaf_lookout_client_sample(&c->lookout, c->pid, c->report.experiment_pid);
     }
-    scaf_lookout_sample(&d->lookout, &d->capacity, dclients, d->opt.verbose > 0);
+    /* Before the foreign list's own sample, which forgets the processes that ended. */
+    scaf_lookout_sample(&d->lookout, &d->capacity, dclients, scaf_foreign_gone_cpu(&d->foreign),
+                        d->opt.verbose > 0);
     name_foreign(d);
 }
 

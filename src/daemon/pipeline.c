@@ -102,7 +102,7 @@ static int decide(struct scafd *d)
         c->memo.standin_e = remembered ? d->rclients[i].pol.efficiency : 0.0;
     }
     snap = (struct scaf_referee_snapshot){
-        .available = d->lookout.available,
+        .available = scafd_available(d),
         .cpus = d->capacity.cpus,
         .chunk = d->chunk,
         .nclients = d->nclients,
@@ -133,7 +133,7 @@ static void report(struct scafd *d)
     }
     if (d->opt.verbose) {
         struct scaf_buf b = {0};
-        scaf_buf_printf(&b, "allocation (%s, %u available):", d->policy->name, d->lookout.available);
+        scaf_buf_printf(&b, "allocation (%s, %u available):", d->policy->name, scafd_available(d));
         for (uint32_t i = 0; i < d->nclients; i++) {
             const struct scaf_client *c = d->clients[i];
             scaf_buf_printf(&b, " %s[%d]=%u%s%s", c->name, (int)c->pid, c->alloc.threads,

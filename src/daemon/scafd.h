@@ -15,6 +15,7 @@
 #include "scaf/policy.h"
 #include "scaf/sockpath.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -106,6 +107,21 @@ struct scafd {
     uint64_t refused; /* connections refused since start (status: operators' alerting) */
 };
 
+/*
+ * The contexts clients may count on now: the lookout's, less the smoothed load of foreign processes that have
+ * ended since its last sample. The next sample takes it out of the average; until then an arrival (a start
+ * team is the program's for its whole run) or a turn would be sized by a program that is gone.
+ */
+static inline uint32_t scafd_available(const struct scafd *d)
+{
+    double gone = d->lookout.on ? scaf_foreign_gone_cpu(&d->foreign) : 0.0;
+
+    if (gone <= 0.0)
+        return d->lookout.available;
+    return scaf_lookout_available(d->capacity.cpus, fmax(0.0, d->lookout.foreign - gone),
+                                  fmax(0.0, d->lookout.foreign_prev - gone));
+}
+
 /* The daemon-wide half of a status object, as of now. */
 static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *d)
 {
@@ -113,7 +129,7 @@ static inline struct scaf_status_daemon scafd_status_daemon(const struct scafd *
         .policy = d->policy->name,
         .job = d->opt.job,
         .cpus = d->capacity.cpus,
-        .available = d->lookout.available,
+        .available = scafd_available(d),
         .foreign = d->lookout.foreign,
         .procs = &d->foreign,
         .rate_hz = d->opt.rate_hz,

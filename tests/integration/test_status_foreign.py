@@ -137,3 +137,21 @@ def test_a_start_team_is_not_sized_by_foreign_load_that_has_ended(scafd_factory:
     # At once, before the lookout's next sample could lower its average: the program that ended is not counted.
     after = proto.memory(d.socket, proto.MEMORY_RECALL, 0xF00D, 8).start_team
     assert after >= before + 1, (before, after)
+
+
+def test_allocations_are_not_sized_by_foreign_load_that_has_ended(scafd_factory: Callable[..., Daemon],
+                                                                   started: list[subprocess.Popen]) -> None:
+    """The same for what the referee hands out: a client that arrives, or a turn that comes, just after a foreign
+    program ended is sized without it, not held below the CPUs it freed while the average decays (a program run
+    under scaf right after a plain one took 1.5X its time alone)."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "8")
+    spin = subprocess.Popen(SPIN, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **QUIET))
+    started.append(spin)
+    d.wait_for(lambda st: (p := foreign_of(st, spin.pid)) is not None and p["cpu"] >= 0.8 and st["available"] <= 7,
+               timeout=60, what="the spinning program counted as foreign load")
+    before = d.status()["available"]
+    spin.kill()
+    spin.wait()
+    # At once, before the lookout's next sample: what status shows is what the referee allocates from.
+    after = d.status()["available"]
+    assert after >= before + 1, (before, after)

@@ -381,6 +381,41 @@ static void available(void)
               ROWS[i].want);
 }
 
+/* The smoothed foreign load, step by step: a foreign program that ended leaves the average at once. */
+static void smooth(void)
+{
+    static const struct {
+        double foreign, f, gone;
+        double want, want_prev;
+        const char *why;
+    } ROWS[] = {
+        {0.0, 1.0, 0.0, 0.5, 0.0, "a busy loop's first second: half"},
+        {0.5, 1.0, 0.0, 0.75, 0.5, "its second"},
+        {1.0, 0.0, 0.0, 0.5, 1.0, "it stopped, nothing known of it: it decays"},
+        {1.0, 0.0, 1.0, 0.0, 0.0, "it ended, as the foreign list saw it: gone at once"},
+        {1.0, 0.4, 1.0, 0.2, 0.0, "its last part-second stays one sample"},
+        {1.6, 0.6, 1.0, 0.6, 0.6, "one of two programs ended: the other stays"},
+        {0.3, 0.0, 0.5, 0.0, 0.0, "more gone than the average (the list's average lags): never below 0"},
+    };
+
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
+        double prev = -1.0, got = scaf_lookout_smooth(ROWS[i].foreign, ROWS[i].f, ROWS[i].gone, &prev);
+
+        CHECK(fabs(got - ROWS[i].want) < 1e-9 && fabs(prev - ROWS[i].want_prev) < 1e-9, "%s: %g (prev %g), want %g (%g)",
+              ROWS[i].why, got, prev, ROWS[i].want, ROWS[i].want_prev);
+    }
+    /* With the smaller of the two, a machine whose foreign program ended is whole again after one sample. */
+    {
+        double prev, now = scaf_lookout_smooth(1.0, 0.4, 1.0, &prev);
+
+        CHECK(scaf_lookout_available(2, now, prev) == 2, "2 CPUs after a 1-CPU program ended: %u",
+              scaf_lookout_available(2, now, prev));
+        now = scaf_lookout_smooth(1.0, 0.4, 0.0, &prev);
+        CHECK(scaf_lookout_available(2, now, prev) == 1, "not known gone: still held: %u",
+              scaf_lookout_available(2, now, prev));
+    }
+}
+
 /*
  * A client that leaves: what it burned since its last sample counts as the clients' in the next
  * sample. Read from /proc while the process is a zombie; estimated from its last interval's rate
@@ -430,7 +465,7 @@ static void client_leave(void)
     /* The next sample takes it and starts again from nothing. */
     memset(&cap, 0, sizeof cap);
     cap.cpus = 2;
-    scaf_lookout_sample(&lk, &cap, 0, false);
+    scaf_lookout_sample(&lk, &cap, 0, 0.0, false);
     CHECK(lk.departed_ticks == 0, "taken by the sample");
 
     /* --no-lookout: nothing is kept. */
@@ -454,5 +489,6 @@ int main(void)
     foreign_live();
     client_leave();
     available();
+    smooth();
     return check_exit("test_daemon_lookout");
 }

@@ -182,7 +182,8 @@ void scaf_lookout_free(struct scaf_lookout *lk)
     lk->stat_cap = 0;
 }
 
-void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, bool verbose)
+void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, double gone,
+                         bool verbose)
 {
     struct scaf_cpustat st;
     struct scaf_pidstat self;
@@ -202,8 +203,7 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
         uint64_t dself = self_ticks >= lk->last_self_ticks ? self_ticks - lk->last_self_ticks : 0;
         double f = scaf_lookout_foreign(st.busy - lk->last_stat.busy, dclients + dself + lk->departed_ticks,
                                         st.total - lk->last_stat.total, st.ncpu);
-        lk->foreign_prev = lk->foreign;
-        lk->foreign = LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * lk->foreign;
+        lk->foreign = scaf_lookout_smooth(lk->foreign, f, gone, &lk->foreign_prev);
     }
     lk->last_stat = st;
     lk->last_self_ticks = self_ticks;
@@ -211,6 +211,16 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
 out:
     lk->departed_ticks = 0;
     lk->available = scaf_lookout_available(cap->cpus, lk->foreign, lk->foreign_prev);
+}
+
+double scaf_lookout_smooth(double foreign, double f, double gone, double *prev)
+{
+    /* The same smoothing as the foreign list's (FOREIGN_ALPHA): a process's smoothed load is its share of
+     * this average. Its last interval stays in f, and goes at the next sample. */
+    double kept = gone > 0.0 ? fmax(0.0, foreign - gone) : foreign;
+
+    *prev = kept;
+    return LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * kept;
 }
 
 uint32_t scaf_lookout_available(uint32_t cpus, double foreign, double foreign_prev)

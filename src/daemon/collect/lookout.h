@@ -73,9 +73,20 @@ uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, p
  * that stay would be held below the CPUs it freed for a sample or two.
  */
 void scaf_lookout_client_leave(struct scaf_lookout *lk, const struct scaf_lookout_client *lc, pid_t pid);
+/*
+ * One step of the smoothed foreign load: the average FOREIGN after an interval that measured F, less GONE,
+ * the smoothed load of foreign processes that ended since (never below 0). *PREV gets the average the step
+ * started from, GONE taken out: `available` counts the smaller of the two.
+ */
+double scaf_lookout_smooth(double foreign, double f, double gone, double *prev);
 /* The contexts left to clients: cpus less the smaller of the foreign load now and one sample earlier, rounded; >= 1. */
 uint32_t scaf_lookout_available(uint32_t cpus, double foreign, double foreign_prev);
-/* One sample: what the clients burned (`dclients`, summed from the above) against /proc/stat. */
-void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, bool verbose);
+/*
+ * One sample: what the clients burned (`dclients`, summed from the above) against /proc/stat. `gone` is the
+ * smoothed load of foreign processes that ended since the last sample (scaf_foreign_gone_cpu): it leaves the
+ * average at once, instead of holding the clients below the CPUs it freed for seconds while it decays.
+ */
+void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *cap, uint64_t dclients, double gone,
+                         bool verbose);
 
 #endif

@@ -63,23 +63,6 @@ void scaf_memory_turn(struct scafd *d)
     tally(d, scaf_clock_s(CLOCK_MONOTONIC));
 }
 
-/*
- * The contexts a start team may count on: the lookout's, less the foreign
- * load of processes that have ended since its last sample. The moving average
- * outlives a foreign program by seconds, and a start team is the program's for
- * its whole run (it cannot grow): a program that arrives just after another
- * ended must not be sized by it.
- */
-static uint32_t start_available(const struct scafd *d)
-{
-    double gone = d->lookout.on ? scaf_foreign_gone_cpu(&d->foreign) : 0.0;
-
-    if (gone <= 0.0)
-        return d->lookout.available;
-    return scaf_lookout_available(d->capacity.cpus, fmax(0.0, d->lookout.foreign - gone),
-                                  fmax(0.0, d->lookout.foreign_prev - gone));
-}
-
 /* How status names the program: exe and script basenames from /proc/PID/cmdline (collect/foreign.c's rule). */
 static void program_name(const struct scaf_client *cl, char *out, size_t len)
 {
@@ -140,7 +123,7 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
         seed_points(cl);
     }
     /* Every client gets its share at arrival; the layer applies it when the program keeps its team. */
-    mm->start_team = scaf_start_team(start_available(d), busy(d, cl), peers, cl->max_threads);
+    mm->start_team = scaf_start_team(scafd_available(d), busy(d, cl), peers, cl->max_threads);
     pm.start_team = mm->start_team;
     scaf_page_write_memory(cl->page, &pm);
 }
@@ -240,7 +223,7 @@ void scaf_memory_answer(struct scafd *d, uid_t uid, const struct scaf_wire_memor
             r->verdict = rec->verdict;
             r->source = rec->source;
         }
-        r->start_team = scaf_start_team(start_available(d), busy(d, NULL), rec ? scaf_memo_peers(rec) : 0,
+        r->start_team = scaf_start_team(scafd_available(d), busy(d, NULL), rec ? scaf_memo_peers(rec) : 0,
                                         req->max_threads);
         break;
     case SCAF_MEMORY_FORGET:
