@@ -83,6 +83,8 @@ static int decide(struct scafd *d)
         /* The remembered curve stands in until the first measured report, then never again. */
         if (c->report.estimate >= SCAF_ESTIMATE_MEASURED)
             c->memo.measured = true;
+        if (c->report.estimate >= SCAF_ESTIMATE_MEASURED && c->report.eff_team >= 2)
+            c->memo.measured_wide = true;
         remembered = !c->memo.measured && c->memo.npoints > 0;
         struct scaf_prepare_in in = {
             .report = &c->report,
@@ -91,6 +93,7 @@ static int decide(struct scafd *d)
             .uid = c->uid,
             .remembered = remembered ? c->memo.points : NULL,
             .nremembered = remembered ? c->memo.npoints : 0,
+            .prior = c->memo.npoints > 0 && !c->memo.measured_wide,
             .woke = c->woke,
             .cpu_ok = c->cpu_ok,
             .cpu_ticks = c->cpu_ticks,

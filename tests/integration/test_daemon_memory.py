@@ -433,6 +433,50 @@ def test_a_remembered_curve_gives_a_program_that_scales_badly_its_small_share_at
     sb.close()
 
 
+def test_a_remembered_curve_that_holds_a_program_at_one_thread_is_checked_in_every_run(
+    scafd_factory: Callable[..., Daemon],
+) -> None:
+    """Memory never overrides evidence: a program remembered as not scaling, held at one thread by that curve, is
+    probed within a second or two of each run, not after the probe interval (an hour here, so that only the
+    remembered curve's own probe can come). A run shorter than the interval would otherwise measure nothing wider,
+    the memory would keep the curve, and a program that scales would run on one thread at every run."""
+    d = scafd_factory("--policy", "speedup", "--cpus", "8", "--no-lookout", "--probe-interval", "3600")
+
+    def report(page: wire.Page, team: int, e: float) -> None:
+        page.set_u32("client_seq", page.u32("client_seq") + 1)
+        page.set_u32("eff_team", team)
+        page.set_u32("efficiency_ppm", int(e * 1e6))
+        page.set_u32("estimate", wire.ESTIMATE_MEASURED)
+        page.set_u32("client_seq", page.u32("client_seq") + 1)
+
+    def a_of(st: dict) -> dict:
+        return next(c for c in st["clients"] if c["memory"])
+
+    # A's first run measured no speedup: 8 threads at 1/8 efficiency.
+    s, page, _ = wire.register(d.socket, 8, key=KEY_A)
+    page.decide(wire.VERDICT_MALLEABLE, wire.SOURCE_EVIDENCE)
+    report(page, 8, 0.125)
+    s.close()
+    wait_clients(d, 0)
+    # Its next run, beside a program nothing is known of: the curve holds it at one thread, and it reports from
+    # there, as the layer does (a measured estimate at one thread, which says nothing about scaling).
+    sa, pa, _ = wire.register(d.socket, 8, key=KEY_A)
+    sb, _, _ = wire.register(d.socket, 8, key=KEY_B)
+    try:
+        d.wait_for(lambda st: len(st["clients"]) == 2 and a_of(st)["threads"] == 1, what="A held at one thread")
+        pa.decide(wire.VERDICT_MALLEABLE, wire.SOURCE_EVIDENCE)
+        report(pa, 1, 1.0)
+        # Probed: an equal share, to be measured at.
+        st = d.wait_for(lambda st: a_of(st)["probing"] and a_of(st)["threads"] > 1, timeout=60,
+                        what="A probed although the probe interval is an hour")
+        # Measured from the probe's team, it scales: steered by what this run measured, not by the memory.
+        report(pa, a_of(st)["threads"], 0.95)
+        d.wait_for(lambda st: not a_of(st)["probing"] and a_of(st)["threads"] > 1, what="A kept above one thread")
+    finally:
+        sa.close()
+        sb.close()
+
+
 def test_an_unusable_state_dir(scafd_factory: Callable[..., Daemon], tmp_path: Path) -> None:
     a_file = tmp_path / "not-a-dir"
     a_file.write_text("a file")

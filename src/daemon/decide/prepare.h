@@ -34,6 +34,8 @@ struct scaf_prepare_in {
     /* Its curve as the memory kept it (memory/recall.h), until its first measured report; NULL = none. */
     const struct scaf_memo_point *remembered;
     uint32_t nremembered;
+    /* It arrived with a remembered curve, and this run has not measured it from 2 or more threads yet. */
+    bool prior;
     bool woke;          /* a WAKE came on its connection since the last turn */
     bool cpu_ok;        /* cpu_ticks was read this turn */
     uint64_t cpu_ticks; /* utime + stime of its process */

@@ -21,6 +21,8 @@ struct scaf_client_memory {
     uint32_t npoints;
     /* The remembered curve stands in for an estimate until the first measured one (decide/prepare.c). */
     bool measured;
+    /* This run has measured it from 2 or more threads: the remembered curve is checked (decide/prepare.c). */
+    bool measured_wide;
     uint32_t standin_team; /* the point that stood in at the last turn (status: estimate "remembered"); 0 = none */
     double standin_e;
     /* Tallied while it runs. */
