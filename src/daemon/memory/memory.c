@@ -85,6 +85,7 @@ static void seed_points(struct scaf_client *cl)
         cl->state.points.e[i] = cl->memo.points[i].efficiency_ppm / 1e6;
         cl->state.points.seen_ns[i] = now;
     }
+    cl->memo.seeded_ns = now;
 }
 
 void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
@@ -131,8 +132,11 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
 /*
  * The points of the curve measured in this run: its last report as the page
  * says it now (a short run may leave before a turn has seen it), then the
- * points the policy state kept at other team sizes. None when it measured
- * nothing (the state may still hold the points the memory seeded).
+ * points the policy state kept at other team sizes, less the ones the memory
+ * seeded that this run did not measure again (a point measured again has a
+ * later time). None when it measured nothing. Writing a seeded point back
+ * kept a curve that said "does not scale" beside the run's wider point that
+ * said otherwise, and the seeded one, at the larger team, stood in again.
  */
 static uint32_t measured_points(const struct scaf_client *cl, const struct scaf_page_report *last,
                                 struct scaf_memo_point *out)
@@ -146,7 +150,9 @@ static uint32_t measured_points(const struct scaf_client *cl, const struct scaf_
         return n;
     for (uint32_t i = 0; i < SCAF_POINTS_MAX && n < SCAF_MEMO_POINTS; i++) {
         uint32_t ppm = scaf_efficiency_to_ppm(cl->state.points.e[i]);
-        if (cl->state.points.p[i] >= 2 && ppm > 0 && !(now && cl->state.points.p[i] == last->eff_team))
+        bool seeded = cl->memo.seeded_ns && cl->state.points.seen_ns[i] == cl->memo.seeded_ns;
+
+        if (cl->state.points.p[i] >= 2 && ppm > 0 && !seeded && !(now && cl->state.points.p[i] == last->eff_team))
             out[n++] = (struct scaf_memo_point){cl->state.points.p[i], ppm};
     }
     return n;

@@ -23,6 +23,8 @@ struct scaf_client_memory {
     bool measured;
     /* This run has measured it from 2 or more threads: the remembered curve is checked (decide/prepare.c). */
     bool measured_wide;
+    /* When the remembered points were put in its policy state: a point still of that time was not measured. */
+    uint64_t seeded_ns;
     uint32_t standin_team; /* the point that stood in at the last turn (status: estimate "remembered"); 0 = none */
     double standin_e;
     /* Tallied while it runs. */
