@@ -1,60 +1,19 @@
 /* ask.c — finds, trusts and asks the daemon for a replayed `scaf run`; anything unusual is left to the Python `scaf run`, which explains it. */
 #include "ask.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "scaf/peer.h"
 #include "scaf/rundir.h"
+#include "scaf/sockio.h"
 
 /* As long as the Python `scaf run` waits for the daemon's answer (startteam.decide). */
-#define ANSWER_S 2
-
-static int connect_to(const char *sock)
-{
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    struct timeval tv = {ANSWER_S, 0};
-    int fd;
-
-    if (strlen(sock) >= sizeof addr.sun_path)
-        return -1;
-    strcpy(addr.sun_path, sock);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        if (errno == EINTR)
-            continue;
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int io_all(int fd, void *buf, size_t len, int out)
-{
-    char *p = buf;
-
-    while (len) {
-        ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
+#define ANSWER_MS 2000
 
 /* RECALL on FD; 0 with *reply filled, or -1 (a refusal, another protocol, silence). */
 static int recall(int fd, uint64_t key, unsigned count, struct scaf_wire_memory_reply *reply)
@@ -63,12 +22,12 @@ static int recall(int fd, uint64_t key, unsigned count, struct scaf_wire_memory_
     struct scaf_msg_memory_reply r;
 
     scaf_wire_encode_memory(&req, SCAF_MEMORY_RECALL, key, count < 1 ? 1 : count, 0, NULL);
-    if (io_all(fd, &req, sizeof req, 1) != 0 || io_all(fd, &r.h, sizeof r.h, 0) != 0)
+    if (scaf_sockio_send_all(fd, &req, sizeof req) != 0 || scaf_sockio_recv_all(fd, &r.h, sizeof r.h) != 0)
         return -1;
     if (r.h.magic != SCAF_PROTO_MAGIC || r.h.version != SCAF_PROTO_VERSION || r.h.type != SCAF_MSG_MEMORY_REPLY ||
         r.h.length != sizeof r)
         return -1;
-    if (io_all(fd, (char *)&r + sizeof r.h, sizeof r - sizeof r.h, 0) != 0)
+    if (scaf_sockio_recv_all(fd, (char *)&r + sizeof r.h, sizeof r - sizeof r.h) != 0)
         return -1;
     *reply = (struct scaf_wire_memory_reply){r.op, r.status, r.runs, r.verdict, r.source, r.start_team, r.forgotten};
     return 0;
@@ -95,7 +54,7 @@ int scaf_run_ask(const char *daemon, const char *sock, uint64_t key, unsigned co
     }
     if (must && (stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)))
         goto out;
-    if ((fd = connect_to(sock)) < 0)
+    if ((fd = scaf_sockio_dial(sock, ANSWER_MS)) < 0)
         goto out;
     if (scaf_peer_trusted(fd, sock, getenv("SCAF_DAEMON_USER"), &peer) != 1)
         goto out;

@@ -137,8 +137,7 @@ static const char **list_of(struct words *w, long n)
     return out;
 }
 
-/* What replay.stamp writes for PATH now: device, inode, size, modification and change times, or "-". */
-static void stamp(const char *path, char *buf, size_t len)
+void scaf_run_record_stamp(const char *path, char *buf, size_t len)
 {
     struct stat st;
 
@@ -254,7 +253,7 @@ enum scaf_run_record_status scaf_run_record_load(const char *file, const char *h
 
         if (!path || !was)
             goto fail;
-        stamp(path, now, sizeof now);
+        scaf_run_record_stamp(path, now, sizeof now);
         if (strcmp(now, was) != 0) {
             status = SCAF_RUN_RECORD_STALE;
             goto fail;

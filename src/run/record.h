@@ -37,6 +37,9 @@ enum scaf_run_record_status {
     SCAF_RUN_RECORD_DAMAGED,  /* not a record of this version, cut short, or too large */
 };
 
+/* What choicecache.stamp gives PATH now, as the record writes it: "dev ino size mtime_ns ctime_ns", or "-". */
+void scaf_run_record_stamp(const char *path, char *buf, size_t len);
+
 /* The fingerprint of an environment: replay.env_hash, over `NAME=VALUE` entries in name order. */
 uint64_t scaf_run_record_env_hash(char *const *envp);
 

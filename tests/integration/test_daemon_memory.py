@@ -398,17 +398,19 @@ def test_a_lying_page_never_crashes_the_daemon_and_is_clamped(
         assert marker not in d.stderr()
 
 
+def report(page: wire.Page, team: int, e: float) -> None:
+    """A measured report from TEAM threads at efficiency E, as the layer publishes it (client_seq odd meanwhile)."""
+    page.set_u32("client_seq", page.u32("client_seq") + 1)
+    page.set_u32("eff_team", team)
+    page.set_u32("efficiency_ppm", int(e * 1e6))
+    page.set_u32("estimate", wire.ESTIMATE_MEASURED)
+    page.set_u32("client_seq", page.u32("client_seq") + 1)
+
+
 def test_a_remembered_curve_gives_a_program_that_scales_badly_its_small_share_at_once(
     scafd_factory: Callable[..., Daemon],
 ) -> None:
     d = scafd_factory("--policy", "speedup", "--cpus", "8", "--no-lookout", "--probe-interval", "0")
-
-    def report(page: wire.Page, team: int, e: float) -> None:
-        page.set_u32("client_seq", page.u32("client_seq") + 1)
-        page.set_u32("eff_team", team)
-        page.set_u32("efficiency_ppm", int(e * 1e6))
-        page.set_u32("estimate", wire.ESTIMATE_MEASURED)
-        page.set_u32("client_seq", page.u32("client_seq") + 1)
 
     # A's first run measures no speedup at all: 8 threads at 1/8 efficiency (a dominant critical section).
     s, page, _ = wire.register(d.socket, 8, key=KEY_A)
@@ -441,13 +443,6 @@ def test_a_remembered_curve_that_holds_a_program_at_one_thread_is_checked_in_eve
     remembered curve's own probe can come). A run shorter than the interval would otherwise measure nothing wider,
     the memory would keep the curve, and a program that scales would run on one thread at every run."""
     d = scafd_factory("--policy", "speedup", "--cpus", "8", "--no-lookout", "--probe-interval", "3600")
-
-    def report(page: wire.Page, team: int, e: float) -> None:
-        page.set_u32("client_seq", page.u32("client_seq") + 1)
-        page.set_u32("eff_team", team)
-        page.set_u32("efficiency_ppm", int(e * 1e6))
-        page.set_u32("estimate", wire.ESTIMATE_MEASURED)
-        page.set_u32("client_seq", page.u32("client_seq") + 1)
 
     def a_of(st: dict) -> dict:
         return next(c for c in st["clients"] if c["memory"])

@@ -106,16 +106,24 @@ def test_a_library_that_appears_earlier_in_the_search_is_walked_again(tree: tupl
     assert run_v(exe, cache).startswith(WITH_GOMP)
 
 
-def test_a_cached_choice_is_not_walked_again(tree: tuple[Path, Path, Path], tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """In one process: the second choice reads no ELF file while nothing changed, and the third does after a
-    change (the walk itself, pyelftools, is what the cache saves)."""
+def chosen_once(tree: tuple[Path, Path, Path], tmp_path: Path,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, runtimes.Choice]:
+    """A program that loads libgomp through a library of the tree's second folder, chosen once in this process with
+    the tree's cache: (the program, the cache, the choice)."""
     a, b, cache = tree
     build_dep(DEP_OMP, b / "libdep.so", tmp_path)
     exe = build_prog(tmp_path, [a, b], b)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
-    first = runtimes.choose(str(exe))
+    return exe, cache, runtimes.choose(str(exe))
+
+
+def test_a_cached_choice_is_not_walked_again(tree: tuple[Path, Path, Path], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one process: the second choice reads no ELF file while nothing changed, and the third does after a
+    change (the walk itself, pyelftools, is what the cache saves)."""
+    a, b, _ = tree
+    exe, _, first = chosen_once(tree, tmp_path, monkeypatch)
     assert first.layer == "gomp" and first.runtime.startswith("GNU libgomp (/"), first
     walked = count_walks(monkeypatch)
     assert runtimes.choose(str(exe)) == first and walked == []
@@ -155,12 +163,7 @@ def test_a_lookup_checks_the_entry_it_uses(tree: tuple[Path, Path, Path], tmp_pa
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A damaged entry of another program does not hide a good one; a damaged entry of this one is not used (the
     program is walked again, and the entry replaced)."""
-    a, b, cache = tree
-    build_dep(DEP_OMP, b / "libdep.so", tmp_path)
-    exe = build_prog(tmp_path, [a, b], b)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
-    first = runtimes.choose(str(exe))
+    exe, cache, first = chosen_once(tree, tmp_path, monkeypatch)
     good = json.loads(cache_file(cache).read_text())
     key = good["entries"][0]["key"]
     others = [7, "text", {"key": "not a list"}, {"key": ["/other"], "witness": {"/x": "no"}, "value": {}}]

@@ -19,20 +19,6 @@ static char prog[256], file[256];
 static char *args[] = {"--fixed", "--", "prog", "x"};
 static char *envp[] = {"B=2", "A=1", "PWD=/elsewhere", "AB=3", NULL};
 
-/* What replay.stamp writes for PATH. */
-static void stamp_of(const char *path, char *buf, size_t len)
-{
-    struct stat st;
-
-    if (stat(path, &st) != 0) {
-        snprintf(buf, len, "-");
-        return;
-    }
-    snprintf(buf, len, "%llu %llu %lld %lld %lld", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-             (long long)st.st_size, (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
-             (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
-}
-
 /* A record as replay.Record.write makes it, its words joined by NULs; EDIT changes one thing. */
 enum edit {
     GOOD, OTHER_MAGIC, OTHER_HOME, OTHER_ARG, FEWER_ARGS, OTHER_CWD, OTHER_ENV, OTHER_CPUS, OTHER_STAMP, NO_END, TRAILING,
@@ -48,7 +34,7 @@ static size_t record(enum edit e, char *buf, size_t len)
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)scaf_run_record_env_hash(envp));
     if (e == OTHER_ENV)
         hash[0] = hash[0] == '0' ? '1' : '0';
-    stamp_of(prog, st, sizeof st);
+    scaf_run_record_stamp(prog, st, sizeof st);
     if (e == OTHER_STAMP)
         snprintf(st, sizeof st, "1 2 3 4 5");
     snprintf(gone, sizeof gone, "%s/gone", top);

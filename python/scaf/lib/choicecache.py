@@ -45,6 +45,11 @@ class Witness:
         if path not in self.seen:
             self.seen[path] = stamp(path)
 
+    def add(self, seen: dict[str, list[int]]) -> None:
+        """What another walk read, with the stamps it took then (a path already seen keeps its own)."""
+        for p, s in seen.items():
+            self.seen.setdefault(p, s)
+
 
 def _entry_ok(e: Any) -> bool:
     return (isinstance(e, dict) and isinstance(e.get("key"), list) and all(isinstance(k, str) for k in e["key"])
@@ -81,8 +86,7 @@ def lookup(key: list[str], seen: Witness | None = None) -> dict | None:
             if not all(stamp(p) == s for p, s in e["witness"].items()):
                 return None
             if seen is not None:
-                for p, s in e["witness"].items():
-                    seen.seen.setdefault(p, s)
+                seen.add(e["witness"])
             return e["value"]
     return None
 

@@ -256,7 +256,7 @@ def choose(program: str, env: dict[str, str] | None = None, seen: choicecache.Wi
     choice = _choose(program, env, walked)
     choicecache.store(key, walked, choice._asdict())
     if seen is not None:
-        seen.seen.update({p: s for p, s in walked.seen.items() if p not in seen.seen})
+        seen.add(walked.seen)
     return choice
 
 

@@ -10,7 +10,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "../malleable/malleable.h"
 #include "scaf/peer.h"
 #include "scaf/procfs.h"
+#include "scaf/sockio.h"
 #include "scaf/sockpath.h"
 #include "scaf/wire.h"
 
@@ -57,22 +57,6 @@ static void program_name(char name[SCAF_NAME_MAX])
     if (nl)
         *nl = 0;
     memset(name + strlen(name), 0, SCAF_NAME_MAX - strlen(name));
-}
-
-static int send_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 /*
@@ -120,22 +104,17 @@ static int recv_all(int fd, void *buf, size_t len, int *fd_out)
 /* Step 1, connect: a socket to the daemon's path, every read and write on it bounded by the timeout. */
 static enum scaf_conn_result dial(struct sockaddr_un *addr, int quiet, int *fd_out)
 {
-    struct timeval tv = {.tv_sec = HANDSHAKE_TIMEOUT_MS / 1000, .tv_usec = (HANDSHAKE_TIMEOUT_MS % 1000) * 1000};
     int fd;
 
     if (scaf_sockpath_default(addr->sun_path, sizeof addr->sun_path) != 0)
         return SCAF_CONN_ABSENT;
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return SCAF_CONN_BROKEN;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    while (connect(fd, (struct sockaddr *)addr, sizeof *addr) != 0) {
-        if (errno == EINTR)
-            continue;
+    fd = scaf_sockio_dial(addr->sun_path, HANDSHAKE_TIMEOUT_MS);
+    if (fd < 0) {
+        /* No socket at all is the program's own trouble (out of descriptors), not a missing daemon. */
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            return SCAF_CONN_BROKEN;
         if (!quiet)
             scaf_layer_log("no daemon on %s: %s", addr->sun_path, strerror(errno));
-        close(fd);
         return SCAF_CONN_ABSENT;
     }
     *fd_out = fd;
@@ -183,7 +162,7 @@ static enum scaf_conn_result exchange(int fd, const char *path, unsigned bound, 
     program_name(name);
     scaf_wire_encode_hello(&hello, bound, atomic_load(&scaf_mall_fixed) ? SCAF_HELLO_F_NONMALLEABLE : 0, name,
                            scaf_identity_key(NULL));
-    if (send_all(fd, &hello, sizeof hello) != 0) {
+    if (scaf_sockio_send_all(fd, &hello, sizeof hello) != 0) {
         scaf_layer_log("HELLO not sent: %s", strerror(errno));
         return SCAF_CONN_BROKEN;
     }
@@ -423,7 +402,7 @@ int scaf_conn_wake(uint32_t idle)
     /* A header cut short would leave the stream misaligned: finish it (16 bytes into a socket the layer
      * writes nothing else to: never seen). */
     if (n > 0 && (size_t)n < sizeof h)
-        n = send_all(conn_fd, (const char *)&h + n, sizeof h - (size_t)n) == 0 ? (ssize_t)sizeof h : -1;
+        n = scaf_sockio_send_all(conn_fd, (const char *)&h + n, sizeof h - (size_t)n) == 0 ? (ssize_t)sizeof h : -1;
     pthread_mutex_unlock(&conn_lock);
     if (n == (ssize_t)sizeof h)
         goto out;
