@@ -3,6 +3,7 @@
 #define SCAF_POLICY_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -314,12 +315,29 @@ static_assert(sizeof(struct scaf_client_state) == 160, "struct scaf_client_state
 /* Weight of a new sample in the noise of E: about the last 20 rounds (5 s at 4 Hz). */
 #define SCAF_NOISE_ALPHA 0.05
 
+
 void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint64_t interval_ns, uint32_t prev,
                             uint32_t chunk, uint32_t eff_team, double efficiency,
                             struct scaf_policy_client *pol);
 
 /* sizeof(struct scaf_client_state), for ctypes mirrors. */
 size_t scaf_client_state_size(void);
+
+/*
+ * scaf_start_outlasts: a running client whose remembered run ends within this
+ * fraction of a newcomer's remembered run is not counted in the newcomer's
+ * start team (docs/memory.md, "A program about to end", has the sums). When
+ * its fixed team holds every context, the two take turns whatever the
+ * newcomer's team, and a whole machine's turns cost the newcomer nothing
+ * against half a machine's: a half leaves room for the memory's error. When
+ * it leaves the newcomer its share, the newcomer's whole machine makes turns
+ * that cost the other one; a quarter keeps that under what the newcomer gains
+ * once the other ends.
+ */
+#define SCAF_START_ENDING_HELD 0.5
+#define SCAF_START_ENDING 0.25
+/* ...and past this many times its remembered run, a client counts again: this run is not like those. */
+#define SCAF_START_OVERRUN 1.5
 
 /*
  * The team a program starts with (docs/memory.md, "The start team"): the share
@@ -332,5 +350,20 @@ size_t scaf_client_state_size(void);
  * taking the whole machine it will share a moment later. Pure.
  */
 uint32_t scaf_start_team(uint32_t available, uint32_t busy, uint32_t peers, uint32_t bound);
+
+/*
+ * A client running now counts in a newcomer's `busy` unless it is expected to
+ * end early in the newcomer's run (docs/memory.md, "A program about to end"):
+ * both runs remembered, the client's remembered run, `expect_s`, less the
+ * `elapsed_s` since its arrival, at most SCAF_START_ENDING_HELD (`held`: its
+ * fixed team holds every context) or SCAF_START_ENDING (otherwise) of the
+ * newcomer's remembered run `newcomer_s`, and the client not past
+ * SCAF_START_OVERRUN times its own. A program that starts with its share keeps
+ * that team for its whole run: started with half the machine beside one that
+ * ends a moment later, it then runs alone on half. Unknown (0 or not finite)
+ * times count, as a static split counts every program. Returns true when the
+ * client counts. Pure.
+ */
+bool scaf_start_outlasts(double elapsed_s, double expect_s, double newcomer_s, bool held);
 
 #endif

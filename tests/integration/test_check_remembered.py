@@ -224,7 +224,7 @@ def test_status_says_why(two: Daemon, probe: Path, tmp_path: Path) -> None:
                           what="the probe's verdict")
         (c,) = st["clients"]
         assert (c["verdict"], c["reason"]) == ("malleable", REASON), c
-        assert c["memory"] == {"runs": 1, "verdict": "malleable", "source": "check"}, c
+        assert c["memory"] == {"runs": 1, "verdict": "malleable", "source": "check", "run_s": 0}, c
         assert c["started_with"] == 0, c  # malleable: it started with the whole machine
         s = subprocess.run([str(SCAF), "status", "-v", "--socket", two.socket], capture_output=True, text=True,
                            timeout=60, check=False)

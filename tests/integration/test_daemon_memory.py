@@ -10,14 +10,17 @@ daemon, a killed write by the daemon's own death.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
 import struct
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,7 +75,8 @@ def test_a_program_is_remembered_when_it_leaves_and_recalled_when_it_returns(sca
     assert page.u32("memory_runs") == 2 and page.known() == SITES
     page.set_u32("started_with", 2)
     (c,) = scafd.status()["clients"]
-    assert c["memory"] == {"runs": 2, "verdict": "fixed", "source": "evidence"}, c
+    assert c["memory"] == {"runs": 2, "verdict": "fixed", "source": "evidence", "run_s": c["memory"]["run_s"]}, c
+    assert c["memory"]["run_s"] > 0, c
     assert c["start_team"] == 4 and c["started_with"] == 2
     # Another program, and a client without a key, are not this one.
     s2, other, _ = wire.register(scafd.socket, 4, key=KEY_B)
@@ -167,6 +171,125 @@ def test_start_team_counts_the_programs_it_usually_runs_beside(scafd: Daemon) ->
     sa.close()
     wait_clients(scafd, 0)
     assert recall(scafd, KEY_A).start_team == 2 and recall(scafd, 0xDEAD).start_team == 4
+
+
+RUN_MS = 44  # offsetof(struct scaf_memo_record, run_ms)
+
+
+def set_run_times(f: Path, run_ms: dict[int, int]) -> None:
+    """Rewrites the remembered run time of some programs in a stopped daemon's file, its CRC made again."""
+    data = bytearray(f.read_bytes())
+    magic, version, size, count, _, uid, rsvd = HEADER.unpack_from(data)
+    for i in range(count):
+        at = HEADER.size + i * size
+        (key,) = struct.unpack_from("=Q", data, at)
+        if key in run_ms:
+            struct.pack_into("=I", data, at + RUN_MS, run_ms[key])
+    crc = zlib.crc32(bytes(data[HEADER.size:]))
+    HEADER.pack_into(data, 0, magic, version, size, count, crc, uid, rsvd)
+    f.write_bytes(bytes(data))
+
+
+@contextlib.contextmanager
+def running(page: wire.Page) -> Iterator[None]:
+    """Keeps a raw client running, as a program between its regions is: its page's region count moves."""
+    stop = threading.Event()
+
+    def regions() -> None:
+        n = page.u32("regions")
+        while not stop.wait(0.02):
+            n += 1
+            page.set_u64("regions", n)
+
+    t = threading.Thread(target=regions, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_a_program_about_to_end_does_not_halve_a_newcomers_start_team(scafd: Daemon) -> None:
+    """A program that starts with its share keeps it for its whole run: beside one that ends a moment later, it would
+    then run alone on half the machine. A running client whose remembered run ends early in the newcomer's (within
+    half of it when its fixed team holds every context, a quarter when it leaves room) is not counted; one with no
+    remembered time, or running past half again its usual time, is."""
+    one_run(scafd, KEY_A)
+    one_run(scafd, KEY_B)
+    one_run(scafd, KEY_C)
+    scafd.stop()
+    # A's runs take 1000 s, B's 3000 s, C's 100 s. The test's own steps take far less than the margins below.
+    set_run_times(memfile(scafd), {KEY_A: 1_000_000, KEY_B: 3_000_000, KEY_C: 100_000})
+    scafd.start()
+    sa, pa, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    with contextlib.closing(sa), running(pa):
+        st = scafd.wait_for(lambda st: len(st["clients"]) == 1, what="A")
+        assert st["clients"][0]["memory"]["run_s"] == 1000.0, st["clients"][0]
+        # A is remembered fixed with all 4 contexts. About 1000 s are left of it, under half B's 3000: B starts with
+        # the machine and takes turns with A until A ends.
+        assert recall(scafd, KEY_B).start_team == 4
+        # C's run is short against it: A runs through all of it.
+        assert recall(scafd, KEY_C).start_team == 2
+        # Nothing remembered of the newcomer: A counts.
+        assert recall(scafd, 0xDEAD).start_team == 2
+        # At its HELLO too, on its page.
+        sb, pb, _ = wire.register(scafd.socket, 4, key=KEY_B)
+        assert pb.u32("start_team") == 4
+        sb.close()
+        wait_clients(scafd, 1)
+        # A started with 2 of the 4 leaves B its share: B's whole machine would cost A turns, so A counts unless it
+        # ends within a quarter of B's run (750 s).
+        pa.set_u32("started_with", 2)
+        scafd.wait_for(lambda st: st["clients"][0]["started_with"] == 2, what="A started with 2")
+        assert recall(scafd, KEY_B).start_team == 2
+    wait_clients(scafd, 0)
+    # A client that has run past half again its usual time is not ending as its runs did: it counts.
+    scafd.stop()
+    set_run_times(memfile(scafd), {KEY_A: 1})
+    scafd.start()
+    sa, pa, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    with contextlib.closing(sa), running(pa):
+        scafd.wait_for(lambda st: len(st["clients"]) == 1, what="A")
+        time.sleep(0.01)  # past 1.5 ms for certain
+        assert recall(scafd, KEY_B).start_team == 2
+
+
+def test_a_run_time_is_learned_from_arrival_to_departure(scafd: Daemon) -> None:
+    s, _, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    time.sleep(0.3)  # a run of at least 0.3 s
+    s.close()
+    wait_clients(scafd, 0)
+    s, page, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    page.decide(wire.VERDICT_FIXED, wire.SOURCE_EVIDENCE)
+    (c,) = scafd.wait_for(lambda st: len(st["clients"]) == 1, what="A")["clients"]
+    # The first run left undecided: counted, nothing else learned.
+    assert c["memory"]["runs"] == 1 and c["memory"]["run_s"] == 0, c
+    time.sleep(0.3)
+    s.close()
+    wait_clients(scafd, 0)
+    s, _, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    (c,) = scafd.wait_for(lambda st: len(st["clients"]) == 1, what="A")["clients"]
+    assert c["memory"]["runs"] == 2 and c["memory"]["run_s"] >= 0.3, c
+    s.close()
+    # The file of the last version (1) kept no run time: its programs are believed, with runs of unknown length.
+    wait_clients(scafd, 0)
+    scafd.stop()
+    f = memfile(scafd)
+    set_run_times(f, {KEY_A: 0})
+    data = bytearray(f.read_bytes())
+    struct.pack_into("=I", data, 8, 1)  # the header's version
+    f.write_bytes(bytes(data))
+    scafd.start()
+    r = recall(scafd, KEY_A)
+    assert (r.status, r.runs) == (proto.MEMORY_OK, 3), r
+    s, _, _ = wire.register(scafd.socket, 4, key=KEY_A)
+    (c,) = scafd.wait_for(lambda st: len(st["clients"]) == 1, what="A")["clients"]
+    assert c["memory"]["run_s"] == 0, c
+    s.close()
+    wait_clients(scafd, 0)
+    scafd.stop()
+    assert HEADER.unpack_from(f.read_bytes())[1] == 2  # written back in this version
 
 
 def test_remembered_across_a_daemon_restart(scafd: Daemon) -> None:
@@ -332,7 +455,7 @@ def test_remember_records_scaf_checks_verdict(scafd: Daemon) -> None:
     assert (r.status, r.runs, r.verdict, r.source) == (proto.MEMORY_OK, 1, wire.VERDICT_FIXED, wire.SOURCE_CHECK)
     s, page, _ = wire.register(scafd.socket, 4, key=KEY_A)
     assert (page.u32("memory_verdict"), page.u32("memory_source")) == (wire.VERDICT_FIXED, wire.SOURCE_CHECK)
-    assert scafd.status()["clients"][0]["memory"] == {"runs": 1, "verdict": "fixed", "source": "check"}
+    assert scafd.status()["clients"][0]["memory"] == {"runs": 1, "verdict": "fixed", "source": "check", "run_s": 0}
     # A run that says malleable by evidence does not undo what scaf check found.
     page.decide(wire.VERDICT_MALLEABLE, wire.SOURCE_EVIDENCE)
     s.close()

@@ -179,6 +179,40 @@ static void test_peers(void)
           rec.peers_milli);
 }
 
+/* Run time: the mean of this run's and the remembered, so the last runs weigh most; only a decided run's. */
+static void test_run_time(void)
+{
+    struct scaf_memo_record rec;
+    struct scaf_memo_run run = {.verdict = M, .source = EVI, .seconds = 10.0};
+
+    scaf_memo_record_init(&rec, 1, 0);
+    CHECK(rec.run_ms == 0, "nothing known of a fresh record: %u", rec.run_ms);
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == 10000, "first run: %u ms", rec.run_ms);
+    run.seconds = 2.0;
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == 6000, "10 s, then 2 s: 6 s, %u", rec.run_ms);
+    scaf_memo_learn(&rec, &run);
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == 3000, "two more of 2 s: the old 10 s fades, %u", rec.run_ms);
+    run.verdict = SCAF_VERDICT_UNDECIDED, run.seconds = 100.0;
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == 3000, "an undecided run counts only: %u", rec.run_ms);
+    run.verdict = M;
+    run.seconds = -1.0;
+    scaf_memo_learn(&rec, &run);
+    run.seconds = 0.0 / 0.0;
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == 3000, "a negative or NaN time changes nothing: %u", rec.run_ms);
+    run.seconds = 1e-6;
+    scaf_memo_record_init(&rec, 1, 0);
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == 1, "a run under a millisecond is known, as one: %u", rec.run_ms);
+    run.seconds = 1e12;
+    scaf_memo_learn(&rec, &run);
+    CHECK(rec.run_ms == UINT32_MAX && scaf_memo_record_check(&rec) == NULL, "saturates: %u", rec.run_ms);
+}
+
 static void test_remember(void)
 {
     struct scaf_memo_record rec;
@@ -439,6 +473,25 @@ static void test_file_check(void)
         CHECK(scaf_memfile_check(buf, len, 1000, &count) != NULL, "a key twice");
         free(buf);
     }
+    {
+        /* Version 1: the field run_ms was reserved (0). Believed, with runs of unknown length; not with one set. */
+        unsigned char *buf;
+        size_t len = make_file(&buf, 2, 1000);
+        struct scaf_memfile_header h;
+
+        memcpy(&h, buf, sizeof h);
+        h.version = SCAF_MEMFILE_VERSION_1;
+        memcpy(buf, &h, sizeof h);
+        CHECK(scaf_memfile_check(buf, len, 1000, &count) == NULL && count == 2, "a version 1 file is believed");
+        buf[sizeof h + offsetof(struct scaf_memo_record, run_ms)] = 7;
+        h.crc = scaf_memfile_crc32(0, buf + sizeof h, len - sizeof h);
+        memcpy(buf, &h, sizeof h);
+        CHECK(scaf_memfile_check(buf, len, 1000, &count) != NULL, "a version 1 record with a run time");
+        h.version = SCAF_MEMFILE_VERSION;
+        memcpy(buf, &h, sizeof h);
+        CHECK(scaf_memfile_check(buf, len, 1000, &count) == NULL, "the same record in this version");
+        free(buf);
+    }
 }
 
 static bool file_exists(int dirfd, const char *name)
@@ -532,6 +585,7 @@ int main(void)
     test_learn();
     test_learn_sites_full();
     test_peers();
+    test_run_time();
     test_remember();
     test_sites_clean();
     test_record_check();

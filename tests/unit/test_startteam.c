@@ -1,6 +1,8 @@
 /* test_startteam.c — the start-team rule as a table: the share a static split gives a program arriving now. */
 #include "scaf/policy.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "check.h"
@@ -31,8 +33,41 @@ static const struct row rows[] = {
     {"the largest machine alone", 1024, 0, 0, 1024, 1024},
 };
 
+/* scaf_start_outlasts: whether a client running now counts in a newcomer's start team. */
+struct outlast_row {
+    const char *why;
+    double elapsed_s, expect_s, newcomer_s;
+    bool held, want;
+};
+
+static const struct outlast_row outlast_rows[] = {
+    {"nothing remembered of the running client: it counts", 1.0, 0.0, 10.0, true, true},
+    {"nothing remembered of the newcomer: it counts", 1.0, 2.0, 0.0, true, true},
+    {"just arrived, as long as the newcomer: it counts", 0.0, 10.0, 10.0, true, true},
+    {"0.38 s left of a 1.28 s run on every context, the newcomer's 1.15 s: ends early in it", 0.9, 1.28, 1.15,
+     true, false},
+    {"the same, but it leaves the newcomer its share: not early enough", 0.9, 1.28, 1.15, false, true},
+    {"holding every context, left exactly half the newcomer's run: ends early", 5.0, 10.0, 10.0, true, false},
+    {"holding every context, a little more than half left: it counts", 4.9, 10.0, 10.0, true, true},
+    {"leaving room, left exactly a quarter: ends early", 7.5, 10.0, 10.0, false, false},
+    {"leaving room, a little more than a quarter left: it counts", 7.4, 10.0, 10.0, false, true},
+    {"a long one, much longer newcomer: ends early", 0.0, 1000.0, 10000.0, false, false},
+    {"past its usual end, within half again: ends now", 14.0, 10.0, 10.0, false, false},
+    {"at half again its usual run: still ending", 15.0, 10.0, 10.0, true, false},
+    {"past half again its usual run: not like its runs, it counts", 15.1, 10.0, 10.0, true, true},
+    {"negative times are unknown", 1.0, -3.0, 10.0, true, true},
+    {"a NaN elapsed counts", NAN, 10.0, 10.0, true, true},
+    {"an infinite newcomer counts", 1.0, 2.0, INFINITY, true, true},
+};
+
 int main(void)
 {
+    for (size_t i = 0; i < sizeof outlast_rows / sizeof outlast_rows[0]; i++) {
+        const struct outlast_row *r = &outlast_rows[i];
+        bool got = scaf_start_outlasts(r->elapsed_s, r->expect_s, r->newcomer_s, r->held);
+        CHECK(got == r->want, "%s: scaf_start_outlasts(%g, %g, %g, %d) = %d", r->why, r->elapsed_s, r->expect_s,
+              r->newcomer_s, r->held, got);
+    }
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const struct row *r = &rows[i];
         uint32_t got = scaf_start_team(r->available, r->busy, r->peers, r->bound);

@@ -31,7 +31,7 @@ CLIENT: dict[str, tuple[type, ...]] = {
     "memory": (dict,), "start_team": (int,), "started_with": (int,), "idle": (bool,),
 }
 # A client's "memory" object (docs/memory.md): what the daemon remembered of its program at its arrival.
-MEMORY: dict[str, tuple[type, ...]] = {"runs": (int,), "verdict": (str,), "source": (str,)}
+MEMORY: dict[str, tuple[type, ...]] = {"runs": (int,), "verdict": (str,), "source": (str,), "run_s": (int, float)}
 CLIENT_REQUIRED: tuple[str, ...] = ()  # a daemon may show other users' clients with fewer fields
 NULLABLE = {"efficiency", "reason", "verdict_source", "memory"}
 

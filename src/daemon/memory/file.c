@@ -71,7 +71,7 @@ const char *scaf_memfile_check(const void *buf, size_t len, uid_t uid, uint32_t 
     memcpy(&h, buf, sizeof h);
     if (h.magic != SCAF_MEMFILE_MAGIC)
         return "another magic (not a scafd memory file)";
-    if (h.version != SCAF_MEMFILE_VERSION)
+    if (h.version != SCAF_MEMFILE_VERSION && h.version != SCAF_MEMFILE_VERSION_1)
         return "another version";
     if (h.record_size != sizeof(struct scaf_memo_record))
         return "another record size";
@@ -93,6 +93,8 @@ const char *scaf_memfile_check(const void *buf, size_t len, uid_t uid, uint32_t 
         memcpy(&rec, recs + (size_t)i * sizeof rec, sizeof rec);
         if ((why = scaf_memo_record_check(&rec)))
             return why;
+        if (h.version == SCAF_MEMFILE_VERSION_1 && rec.run_ms != 0)
+            return "a version 1 record with a run time";
     }
     {
         const char *why = check_keys(recs, h.count);

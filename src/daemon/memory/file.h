@@ -10,16 +10,20 @@
 #include <sys/types.h>
 
 #define SCAF_MEMFILE_MAGIC 0x314d454d46414353ull /* "SCAFMEM1" read as little-endian bytes */
-#define SCAF_MEMFILE_VERSION 1u
+#define SCAF_MEMFILE_VERSION 2u
+/* Version 1 had `reserved` (0) where a record now keeps run_ms: it is read as runs of unknown length, and written
+ * back as version 2. */
+#define SCAF_MEMFILE_VERSION_1 1u
 /* The most records a file may hold (and --memory-programs' ceiling): 22 MB, read whole at load. */
 #define SCAF_MEMFILE_MAX_RECORDS 16384u
 
 /*
  * DIR/memory-UID.bin: this header, then `count` struct scaf_memo_record, in
  * the daemon's byte order (the file never leaves its machine). A file is
- * believed only when every field checks: magic, version, record size, uid,
- * reserved, a length of exactly header + count records, the CRC, each record
- * (scaf_memo_record_check), no key twice.
+ * believed only when every field checks: magic, version (this one or 1),
+ * record size, uid, reserved, a length of exactly header + count records, the
+ * CRC, each record (scaf_memo_record_check; run_ms 0 in version 1), no key
+ * twice.
  */
 struct scaf_memfile_header {
     uint64_t magic;       /* SCAF_MEMFILE_MAGIC */

@@ -47,14 +47,48 @@ static void tally(struct scafd *d, double now)
     d->memory.tally_s = now;
 }
 
-/* The running clients besides `except` (NULL: all of them): a start team's `busy`. */
-static uint32_t busy(const struct scafd *d, const struct scaf_client *except)
+/* A record's run time in seconds (0: not known). */
+static double run_s(const struct scaf_memo_record *rec)
 {
-    uint32_t n = 0;
+    return rec ? rec->run_ms / 1e3 : 0.0;
+}
 
-    for (uint32_t i = 0; i < d->nclients; i++)
-        if (d->clients[i] != except && running(d->clients[i]))
+/*
+ * Whether a client keeps a team that holds every available context: fixed by
+ * its page or by its memory, and its team (the one it started with, else the
+ * one it reported, else its max_threads) at least `available`.
+ */
+static bool holds_all(const struct scaf_client *c, uint32_t available)
+{
+    bool fixed = c->report.verdict == SCAF_VERDICT_FIXED || c->memo.verdict == SCAF_VERDICT_FIXED;
+    uint32_t team = c->report.started_with ? c->report.started_with : c->report.fixed_team;
+
+    return fixed && team >= available;
+}
+
+/*
+ * A start team's `busy`: the running clients besides `except` (NULL: all of
+ * them) that will still run through much of a newcomer's run of `newcomer_s`
+ * seconds starting now (scaf_start_outlasts; 0: not known, every one counts).
+ * *ending (unless NULL) gets how many running ones were left out as about to end.
+ */
+static uint32_t busy(const struct scafd *d, const struct scaf_client *except, double newcomer_s, uint32_t *ending)
+{
+    double now = scaf_clock_s(CLOCK_MONOTONIC);
+    uint32_t available = scafd_available(d), n = 0, left = 0;
+
+    for (uint32_t i = 0; i < d->nclients; i++) {
+        const struct scaf_client *c = d->clients[i];
+
+        if (c == except || !running(c))
+            continue;
+        if (scaf_start_outlasts(now - c->memo.arrived_s, c->memo.run_s, newcomer_s, holds_all(c, available)))
             n++;
+        else
+            left++;
+    }
+    if (ending)
+        *ending = left;
     return n;
 }
 
@@ -95,7 +129,7 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
     struct scaf_memo_record *rec = NULL;
     struct scaf_memo_store *s;
     double now = scaf_clock_s(CLOCK_MONOTONIC);
-    uint32_t peers = 0;
+    uint32_t peers = 0, others, ending;
 
     tally(d, now);
     memset(mm, 0, sizeof *mm);
@@ -117,6 +151,7 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
         mm->npoints = rec->npoints;
         memcpy(mm->points, rec->points, sizeof mm->points);
         peers = scaf_memo_peers(rec);
+        mm->run_s = run_s(rec);
         pm = (struct scaf_page_memory){
             .runs = rec->runs, .verdict = rec->verdict, .source = rec->source,
             .nsites = rec->nsites, .sites = rec->sites,
@@ -124,8 +159,12 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
         seed_points(cl);
     }
     /* Every client gets its share at arrival; the layer applies it when the program keeps its team. */
-    mm->start_team = scaf_start_team(scafd_available(d), busy(d, cl), peers, cl->max_threads);
+    others = busy(d, cl, mm->run_s, &ending);
+    mm->start_team = scaf_start_team(scafd_available(d), others, peers, cl->max_threads);
     pm.start_team = mm->start_team;
+    if (ending && d->opt.verbose)
+        scaf_say("client %u (pid %d %s) starts with %u: %u running client%s expected to end early in its run of "
+                 "%.1f s", cl->id, (int)cl->pid, cl->name, mm->start_team, ending, ending == 1 ? "" : "s", mm->run_s);
     scaf_page_write_memory(cl->page, &pm);
 }
 
@@ -229,8 +268,8 @@ void scaf_memory_answer(struct scafd *d, uid_t uid, const struct scaf_wire_memor
             r->verdict = rec->verdict;
             r->source = rec->source;
         }
-        r->start_team = scaf_start_team(scafd_available(d), busy(d, NULL), rec ? scaf_memo_peers(rec) : 0,
-                                        req->max_threads);
+        r->start_team = scaf_start_team(scafd_available(d), busy(d, NULL, run_s(rec), NULL),
+                                        rec ? scaf_memo_peers(rec) : 0, req->max_threads);
         break;
     case SCAF_MEMORY_FORGET:
         r->forgotten = req->key ? scaf_memo_store_forget(s, req->key) : scaf_memo_store_forget_all(s);

@@ -17,6 +17,7 @@ struct scaf_client_memory {
     uint32_t verdict;    /* enum scaf_verdict */
     uint32_t source;     /* enum scaf_verdict_source */
     uint32_t start_team; /* written on its page: its share at arrival */
+    double run_s;        /* how long its runs last, as remembered (0: not known): scaf_start_outlasts */
     struct scaf_memo_point points[SCAF_MEMO_POINTS]; /* its remembered curve, npoints of them */
     uint32_t npoints;
     /* The remembered curve stands in for an estimate until the first measured one (decide/prepare.c). */

@@ -40,7 +40,8 @@ struct scaf_memo_record {
     uint32_t npoints;      /* entries of points[], at most SCAF_MEMO_POINTS */
     uint32_t peers_milli;  /* other busy clients while it ran, time-weighted mean, x 1000 */
     uint32_t peer_weight_ms; /* the run time that mean stands for, at most SCAF_MEMO_PEER_WEIGHT_MAX_MS */
-    uint32_t reserved;     /* 0 */
+    uint32_t run_ms;       /* its runs' length, arrival to departure, the last runs weighing most; 0 = not known
+                            * (file version 1 kept 0 here) */
     struct scaf_memo_point points[SCAF_MEMO_POINTS];
     char name[SCAF_MEMORY_NAME];  /* for people: exe and script basenames, or scaf check's name; NUL-terminated */
     char reason[SCAF_MEMO_REASON]; /* why the verdict, as the layer said it; NUL-terminated */
@@ -62,7 +63,7 @@ struct scaf_memo_run {
     const struct scaf_memo_point *points; /* the daemon's own points of its curve */
     uint32_t npoints;
     double peers;   /* other busy clients, time-weighted mean over the run */
-    double seconds; /* how long it ran */
+    double seconds; /* how long it ran: arrival to departure */
 };
 
 /* A fresh record of `key`: nothing learned yet (verdict UNDECIDED, source DEFAULT, runs 0). */
@@ -74,7 +75,8 @@ void scaf_memo_record_init(struct scaf_memo_record *rec, uint64_t key, int64_t n
  * run brings its sites (merged: this run's first, its bits replacing what was
  * remembered of the same site, then the remembered sites it did not show, up
  * to SCAF_MEMO_SITES), its curve points (when it has any, they replace the
- * remembered ones) and its peers (blended by run time). Its verdict counts
+ * remembered ones), its peers (blended by run time) and its run time (the mean
+ * of this run's and the remembered one). Its verdict counts
  * only when the evidence gave it (source EVIDENCE): a user's, a rules file's
  * or scaf check's test run's word is not evidence, nor is a run steered on
  * scaf check's remembered malleable (source CHECK). scaf check's verdict,
@@ -105,7 +107,7 @@ uint32_t scaf_memo_peers(const struct scaf_memo_record *rec);
 /*
  * Whether a record read from a file can be believed as it is: key nonzero,
  * verdict and source known, counts within their arrays, points in range,
- * texts terminated, reserved 0, site bits known. Returns NULL, or what is wrong.
+ * texts terminated, site bits known. Returns NULL, or what is wrong.
  */
 const char *scaf_memo_record_check(const struct scaf_memo_record *rec);
 

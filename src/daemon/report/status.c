@@ -48,11 +48,12 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),
                     scaf_verdict_source_name(r->source));
     scaf_buf_json_string(b, r->reason);
-    /* What the memory knew of its program when it arrived (null: nothing), the share it was offered to start
-     * with, and the team the layer started it with (0: as usual). */
+    /* What the memory knew of its program when it arrived (null: nothing; run_s 0: how long it runs is not
+     * known), the share it was offered to start with, and the team the layer started it with (0: as usual). */
     if (c->memo.runs)
-        scaf_buf_printf(b, ",\"memory\":{\"runs\":%u,\"verdict\":\"%s\",\"source\":\"%s\"}", c->memo.runs,
-                        scaf_verdict_name(c->memo.verdict), scaf_verdict_source_name(c->memo.source));
+        scaf_buf_printf(b, ",\"memory\":{\"runs\":%u,\"verdict\":\"%s\",\"source\":\"%s\",\"run_s\":%.3f}",
+                        c->memo.runs, scaf_verdict_name(c->memo.verdict), scaf_verdict_source_name(c->memo.source),
+                        c->memo.run_s);
     else
         scaf_buf_printf(b, ",\"memory\":null");
     scaf_buf_printf(b, ",\"start_team\":%u,\"started_with\":%u}", c->memo.start_team, r->started_with);

@@ -1,0 +1,14 @@
+#!/bin/bash
+# ab.sh OUT ROUNDS BENCH-ARGS...: `scaf bench pairs` rounds alternating two builds, the previous commit (OLD,
+# a clone built apart; /tmp/old) and this one (NEW; /work/main), each on a quiet machine, a fresh daemon each.
+#   ab.sh /tmp/ab-dt 2 --program datatable --configs unmodified,omp-dynamic,static,scaf,scaf-warm --stagger 0.6 --repeat 3
+old=${OLD:-/tmp/old}; new=${NEW:-/work/main}
+out=$1; rounds=$2; shift 2
+mkdir -p "$out"
+for r in $(seq 1 "$rounds"); do
+  for v in old new; do
+    if [ $v = old ]; then tree=$old; else tree=$new; fi
+    pkill scafd; sleep 1
+    "$tree"/build/bin/scaf bench pairs "$@" --out "$out/$v-$r" > "$out/$v-$r.log" 2>&1
+  done
+done
