@@ -315,7 +315,6 @@ static_assert(sizeof(struct scaf_client_state) == 160, "struct scaf_client_state
 /* Weight of a new sample in the noise of E: about the last 20 rounds (5 s at 4 Hz). */
 #define SCAF_NOISE_ALPHA 0.05
 
-
 void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint64_t interval_ns, uint32_t prev,
                             uint32_t chunk, uint32_t eff_team, double efficiency,
                             struct scaf_policy_client *pol);

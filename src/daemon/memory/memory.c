@@ -55,12 +55,14 @@ static double run_s(const struct scaf_memo_record *rec)
 
 /*
  * Whether a client keeps a team that holds every available context: fixed by
- * its page or by its memory, and its team (the one it started with, else the
- * one it reported, else its max_threads) at least `available`.
+ * its page (or by its memory, while the page has not decided), and its team
+ * (the one it started with, else the one it reported, else its max_threads)
+ * at least `available`.
  */
 static bool holds_all(const struct scaf_client *c, uint32_t available)
 {
-    bool fixed = c->report.verdict == SCAF_VERDICT_FIXED || c->memo.verdict == SCAF_VERDICT_FIXED;
+    bool fixed = c->report.verdict == SCAF_VERDICT_FIXED ||
+                 (c->report.verdict == SCAF_VERDICT_UNDECIDED && c->memo.verdict == SCAF_VERDICT_FIXED);
     uint32_t team = c->report.started_with ? c->report.started_with : c->report.fixed_team;
 
     return fixed && team >= available;
@@ -69,13 +71,15 @@ static bool holds_all(const struct scaf_client *c, uint32_t available)
 /*
  * A start team's `busy`: the running clients besides `except` (NULL: all of
  * them) that will still run through much of a newcomer's run of `newcomer_s`
- * seconds starting now (scaf_start_outlasts; 0: not known, every one counts).
- * *ending (unless NULL) gets how many running ones were left out as about to end.
+ * seconds starting now (scaf_start_outlasts; 0: not known, every one counts),
+ * on `available` contexts. *ending (unless NULL) gets how many running ones
+ * were left out as about to end.
  */
-static uint32_t busy(const struct scafd *d, const struct scaf_client *except, double newcomer_s, uint32_t *ending)
+static uint32_t busy(const struct scafd *d, const struct scaf_client *except, uint32_t available, double newcomer_s,
+                     uint32_t *ending)
 {
     double now = scaf_clock_s(CLOCK_MONOTONIC);
-    uint32_t available = scafd_available(d), n = 0, left = 0;
+    uint32_t n = 0, left = 0;
 
     for (uint32_t i = 0; i < d->nclients; i++) {
         const struct scaf_client *c = d->clients[i];
@@ -129,7 +133,7 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
     struct scaf_memo_record *rec = NULL;
     struct scaf_memo_store *s;
     double now = scaf_clock_s(CLOCK_MONOTONIC);
-    uint32_t peers = 0, others, ending;
+    uint32_t peers = 0, available = scafd_available(d), others, ending;
 
     tally(d, now);
     memset(mm, 0, sizeof *mm);
@@ -159,8 +163,8 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
         seed_points(cl);
     }
     /* Every client gets its share at arrival; the layer applies it when the program keeps its team. */
-    others = busy(d, cl, mm->run_s, &ending);
-    mm->start_team = scaf_start_team(scafd_available(d), others, peers, cl->max_threads);
+    others = busy(d, cl, available, mm->run_s, &ending);
+    mm->start_team = scaf_start_team(available, others, peers, cl->max_threads);
     pm.start_team = mm->start_team;
     if (ending && d->opt.verbose)
         scaf_say("client %u (pid %d %s) starts with %u: %u running client%s expected to end early in its run of "
@@ -268,8 +272,12 @@ void scaf_memory_answer(struct scafd *d, uid_t uid, const struct scaf_wire_memor
             r->verdict = rec->verdict;
             r->source = rec->source;
         }
-        r->start_team = scaf_start_team(scafd_available(d), busy(d, NULL, run_s(rec), NULL),
-                                        rec ? scaf_memo_peers(rec) : 0, req->max_threads);
+        {
+            uint32_t available = scafd_available(d);
+
+            r->start_team = scaf_start_team(available, busy(d, NULL, available, run_s(rec), NULL),
+                                            rec ? scaf_memo_peers(rec) : 0, req->max_threads);
+        }
         break;
     case SCAF_MEMORY_FORGET:
         r->forgotten = req->key ? scaf_memo_store_forget(s, req->key) : scaf_memo_store_forget_all(s);

@@ -150,9 +150,9 @@ static void learn_peers(struct scaf_memo_record *rec, const struct scaf_memo_run
  */
 static void learn_run_time(struct scaf_memo_record *rec, const struct scaf_memo_run *run)
 {
-    double ms = isfinite(run->seconds) && run->seconds > 0 ? run->seconds * 1e3 : 0.0;
+    double ms = run->seconds * 1e3;
 
-    if (ms <= 0.0)
+    if (!isfinite(ms) || ms <= 0.0)
         return;
     if (rec->run_ms)
         ms = (rec->run_ms + ms) / 2.0;
