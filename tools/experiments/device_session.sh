@@ -7,6 +7,7 @@
 # packages the machine lacks (on 2026-11-27: pyelftools, which `scaf run` needs, xgboost-cpu, dask,
 # distributed, partd, locket, tblib, zict, tornado; docs/results/device-16core-2.md). BUDGET is the seconds the
 # pairs and pools may start within (default 420).
+# SOLO names programs to time alone first (device_solo.sh, SOLO_ROUNDS rounds; default none).
 # Usage: OUT=DIR tools/experiments/device_session.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,7 @@ WORK=/tmp/dev
 mkdir -p "$OUT" "$WORK"
 T0=$(date +%s)
 keep() { cp "$WORK"/pairs/table.txt "$OUT/pairs.txt" 2>/dev/null; cp "$WORK"/pools/pools.txt "$OUT/pools.txt" 2>/dev/null
+         cp "$WORK"/solo/solo.txt "$OUT/solo.txt" 2>/dev/null
          tar czf "$OUT/all.tgz" -C /tmp dev 2>/dev/null; }
 {
     echo "started $(date -u +%FT%TZ); $(nproc) CPUs; $(uname -r)"
@@ -43,6 +45,12 @@ rc=$?
 echo "scaf run without a daemon: exit $rc" >>"$OUT/machine.txt"
 keep
 [ $rc -eq 0 ] || exit 1
+if [ -n "${SOLO:-}" ]; then
+    # shellcheck disable=SC2086
+    OUT=$WORK/solo ROUNDS=${SOLO_ROUNDS:-3} "$ROOT/tools/experiments/device_solo.sh" $SOLO >"$WORK/solo.log" 2>&1
+    echo "alone done after $(($(date +%s) - T0)) s" >>"$OUT/machine.txt"
+    keep
+fi
 # The pairs get the first 60% of the budget, the pools the rest.
 export DEADLINE=$((T0 + BUDGET * 6 / 10)) NOBUILD=1
 # shellcheck disable=SC2086
