@@ -2,7 +2,8 @@
 # device_pairs.sh — pairs of programs run at once on a many-core machine under each baseline a user has and under scaf, cold and warm, for docs/results.
 #
 # Needs gcc, cmake and bash; with a python3 that has scaf's few needs (rich, psutil) the scaf rows start each
-# program through `scaf run`, as a user does, else through LD_PRELOAD alone. Builds into $B (unless $B already
+# program through `scaf run` as the `scaf` launcher does (scaf-run, which replays the last identical run's
+# decision in C: every run's environment is the same but for the pair's own settings), else through LD_PRELOAD. Builds into $B (unless $B already
 # holds a build: NOBUILD=1), writes a table and every program's output under $OUT. Each pair runs, both programs at once:
 #   plain     nothing set: each program takes every CPU
 #   dynamic   OMP_DYNAMIC=true
@@ -63,7 +64,7 @@ run_one() {
     local t0 t1 rc pre=()
     if [ "$scaf" = 1 ]; then
         # The pair's own settings come last in the LD_PRELOAD form, so a GOMP_SPINCOUNT of theirs (swarm) stands.
-        if [ -n "$USE_RUN" ]; then pre=("$PY" -m scaf run --no-start --socket "$OUT/sock" --); else pre=(env LD_PRELOAD="$LAYER" SCAF_SOCKET="$OUT/sock" GOMP_SPINCOUNT="$SPIN" "$@"); fi
+        if [ -n "$USE_RUN" ]; then pre=("$B/lib/scaf-run" "$PY" "" run --no-start --socket "$OUT/sock" --); else pre=(env LD_PRELOAD="$LAYER" SCAF_SOCKET="$OUT/sock" GOMP_SPINCOUNT="$SPIN" "$@"); fi
     fi
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046
@@ -94,6 +95,15 @@ daemon_start() { # STATE_DIR [SCAFD OPTION...]
     for _ in $(seq 50); do [ -S "$OUT/sock" ] && break; sleep 0.1; done
 }
 daemon_stop() { kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; }
+# spair TAG A B ENV... : A and B at once under scaf, their exit reports into $OUT/TAG.report. The report's path is
+# the same for every run, so that scaf-run's replay (keyed by the environment) is not defeated by it.
+spair() {
+    local tag=$1
+    shift
+    rm -f "$OUT/report"
+    pair "$tag" "$1" "$2" 1 "${@:3}" SCAF_REPORT="$OUT/report"
+    mv -f "$OUT/report" "$OUT/$tag.report" 2>/dev/null
+}
 
 cell() { # TAG: the summed seconds, or each program's figure where one failed
     local a b
@@ -119,21 +129,21 @@ for spec in "${PAIRS[@]}"; do
     want static && pair "$p.static" "$a" "$b" 0 OMP_NUM_THREADS=$HALF
     st=$(mktemp -d "$OUT/state-XXXX")
     daemon_start "$st"
-    pair "$p.cold" "$a" "$b" 1 SCAF_REPORT="$OUT/$p.cold.report"
+    spair "$p.cold" "$a" "$b"
     daemon_stop
     if want warm; then
         daemon_start "$st"
-        pair "$p.warm" "$a" "$b" 1 SCAF_REPORT="$OUT/$p.warm.report"
+        spair "$p.warm" "$a" "$b"
         daemon_stop
     fi
     if want cwarm; then
         daemon_start "$st" --placement cpuset
-        pair "$p.cwarm" "$a" "$b" 1 SCAF_REPORT="$OUT/$p.cwarm.report"
+        spair "$p.cwarm" "$a" "$b"
         daemon_stop
     fi
     if want swarm; then
         daemon_start "$st"
-        pair "$p.swarm" "$a" "$b" 1 GOMP_SPINCOUNT=300000 SCAF_REPORT="$OUT/$p.swarm.report"
+        spair "$p.swarm" "$a" "$b" GOMP_SPINCOUNT=300000
         daemon_stop
     fi
     if want checked && [ "$a" = dtgroup ] && [ -n "$USE_RUN" ]; then
@@ -148,7 +158,7 @@ print("remembered", r.status)
 PYEOF
         daemon_stop
         daemon_start "$st"
-        pair "$p.checked" "$a" "$b" 1 SCAF_REPORT="$OUT/$p.checked.report"
+        spair "$p.checked" "$a" "$b"
         daemon_stop
     fi
     ref=$(sums "$p.plain")

@@ -9,14 +9,16 @@
 #   off     env with the layer preloaded and SCAF_DISABLE=1 (the cost of loading it)
 #   nod     env with the layer preloaded and no daemon (the layer on its own)
 #   pre     env with the layer preloaded and the daemon (everything but scaf run's own start)
-#   scaf    through `scaf run`, one daemon for all rounds (so from the second round its memory is warm)
+#   scaf    through `scaf run` as the `scaf` launcher starts it (scaf-run, which replays the decision of the run
+#           before in C), one daemon for all rounds (so from the second round its memory is warm)
+#   pyrun   scaf through `python -m scaf run` (the decision made in Python every time)
 #   noblas  scaf with SCAF_BLAS=0 (no BLAS pool steering, no helper thread)
 #   notls   scaf with SCAF_TLS_CHECK=0 SCAF_EXPERIMENTS=0
 #   half    OMP_NUM_THREADS=N/2, as one program of a static split
 #   shalf   through `scaf run` with OMP_NUM_THREADS=N/2 (a user's count, which scaf run keeps)
 #   import  env, the Python program's imports alone (`-c "import xgboost"`; xgboost only)
 #   simport scaf, the same imports
-# and `true` plain and through `scaf run` (scaf run's own start). Writes $OUT/solo.txt: each row's wall seconds,
+# and `true` plain, through scaf-run and through Python's `scaf run` (scaf run's own start). Writes $OUT/solo.txt: each row's wall seconds,
 # round by round, and the median. Expects a build in $B (device_pairs.sh's) and, for `xgboost`, xgboost in $PY.
 # Usage: B=BUILD OUT=DIR [ROWS="..."] tools/experiments/device_solo.sh PROG...   (PROG: a workload, or xgboost)
 set -u
@@ -42,13 +44,15 @@ command_of() {
     *) local v="ARGS_$1"; echo "$B/workloads/$1 ${!v:---size W}" ;;
     esac
 }
-SCAF=("$PY" -m scaf run --no-start --socket "$OUT/sock" --)
-once() { # FILE PROG SCAF(0/1) ENV... : appends the wall seconds (or rcN) to FILE
-    local file=$1 prog=$2 scaf=$3 t0 rc pre=()
+# How each row starts a program: 0 plain, 1 as the `scaf` launcher does (tools/scaf.in), 2 through Python alone.
+PRE_1="$B/lib/scaf-run $PY '' run --no-start --socket $OUT/sock --"
+PRE_2="$PY -m scaf run --no-start --socket $OUT/sock --"
+once() { # FILE PROG HOW(0/1/2) ENV... : appends the wall seconds (or rcN) to FILE
+    local file=$1 prog=$2 how=$3 t0 rc pre=
     shift 3
-    [ "$scaf" = 1 ] && pre=("${SCAF[@]}")
+    [ "$how" = 0 ] || { local v="PRE_$how"; pre=${!v}; }
     t0=$(date +%s.%N)
-    eval "env $* timeout $CAP ${pre[*]} $(command_of "$prog")" >>"$OUT/$prog.out" 2>&1
+    eval "env $* timeout $CAP $pre $(command_of "$prog")" >>"$OUT/$prog.out" 2>&1
     rc=$?
     if [ $rc -ne 0 ]; then echo "rc$rc" >>"$file"; else awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.3f\n", b-a}' >>"$file"; fi
 }
@@ -67,6 +71,7 @@ for r in $(seq "$ROUNDS"); do
             nod) once "$OUT/$p.$row" "$p" 0 $ENV LD_PRELOAD="$LAYER" SCAF_SOCKET="$OUT/none" ;;
             pre) once "$OUT/$p.$row" "$p" 0 $ENV LD_PRELOAD="$LAYER" SCAF_SOCKET="$OUT/sock" ;;
             scaf) once "$OUT/$p.$row" "$p" 1 ;;
+            pyrun) once "$OUT/$p.$row" "$p" 2 ;;
             noblas) once "$OUT/$p.$row" "$p" 1 SCAF_BLAS=0 ;;
             notls) once "$OUT/$p.$row" "$p" 1 SCAF_TLS_CHECK=0 SCAF_EXPERIMENTS=0 ;;
             half) once "$OUT/$p.$row" "$p" 0 OMP_NUM_THREADS="$HALF" ;;
@@ -78,13 +83,14 @@ for r in $(seq "$ROUNDS"); do
     done
     once "$OUT/true.plain" true 0
     once "$OUT/true.scaf" true 1
+    once "$OUT/true.pyrun" true 2
     echo "round $r done" >>"$OUT/daemon.err"
 done
 kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null
 median() { grep -E '^[0-9.]+$' "$1" | sort -n | awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
 {
     echo "each program alone on $(nproc) CPUs, $ROUNDS rounds alternating; wall seconds round by round, then the median"
-    for f in "$OUT"/true.plain "$OUT"/true.scaf; do printf "%-16s %s  median %s\n" "$(basename "$f")" "$(tr '\n' ' ' <"$f")" "$(median "$f")"; done
+    for f in "$OUT"/true.plain "$OUT"/true.scaf "$OUT"/true.pyrun; do printf "%-16s %s  median %s\n" "$(basename "$f")" "$(tr '\n' ' ' <"$f")" "$(median "$f")"; done
     for p in "$@"; do for row in $ROWS; do
         f=$OUT/$p.$row
         [ -f "$f" ] || continue
