@@ -192,6 +192,7 @@ def test_page_flag_turns_client_nonmalleable(scafd_factory: Callable[..., Daemon
     assert p.control == wire.CONTROL_THREADS and p.threads == 4
     p.set_u32("fixed_team", 6)
     p.set_u32("client_flags", wire.CLIENT_NONMALLEABLE)
+    p.set_u64("regions", 1)  # the layer judges a team fixed at a region: one has opened
     st = scafd.wait_for(lambda s: s["clients"] and not s["clients"][0]["malleable"], what="non-malleable")
     scafd.wait_for(lambda s: p.threads == 6, what="the fixed team on the page")
     assert p.control == wire.CONTROL_THREADS and p.cpuset() == [], "a team of 6 on 4 contexts: unconfined"

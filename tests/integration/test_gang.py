@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from conftest import Daemon, Hold, layer_env, parse_result
 from scaf.lib import paths
+from test_experiment import build_prog
 
 TIMEOUT = 180
 
@@ -88,3 +89,46 @@ def test_daemon_killed_mid_turn_never_hangs_a_waiting_team(scafd_factory: Callab
         d.proc.wait()
     # The one whose turn never came finishes anyway (each region waits at most a second).
     assert finish(a, hold)["verified"] == finish(b, hold)["verified"] == "yes"
+
+
+def test_a_newcomer_that_has_opened_no_region_takes_no_turn(scafd_factory: Callable[..., Daemon]) -> None:
+    """A program's start (an interpreter's imports) runs whatever the turn: a turn of its own would only hold
+    the fixed team that fills the machine. So the fixed team runs on, the newcomer gets one chunk, and the
+    turns begin at the newcomer's first region."""
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout", "--gang-quantum", "50")
+    hold, serial, first = Hold(), Hold("serial"), Hold("first")
+    a = start_fixed(d, hold)
+    b = None
+    try:
+        d.wait_for(lambda st: [(c["verdict"], c["threads"]) for c in st["clients"]] == [("fixed", 2)],
+                   what="a fixed team of 2 on 2 contexts", timeout=30)
+        # Its start: serial work after touching OpenMP (so it is a client), then a first region held open.
+        b = subprocess.Popen([str(build_prog("slowregions")), "--serial-hold", str(serial.path), "--hold",
+                              str(first.path), "--regions", "2", "--iters", "1000"],
+                             env=layer_env(d.socket), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def both(st: dict) -> list[dict]:
+            return sorted((c for c in st["clients"] if c["pid"] in (a.pid, b.pid)), key=lambda c: c["pid"] != a.pid)
+
+        # The referee's turn with both: the fixed team unconfined and in no gang, the newcomer one chunk.
+        st = d.wait_for(lambda st: [(c["regions"] == 0, c["share"], c["gang"]) for c in both(st)][1:] == [(True, 1, 0)],
+                        what="the newcomer placed beside the fixed team", timeout=30)
+        assert [(c["gang"], c["threads"], c["control"]) for c in both(st)] == [(0, 2, "threads"), (0, 1, "threads")]
+        # The same over a window while it is still in its start: the fixed team is never held for it.
+        r0 = regions(st, a.pid)
+        for _ in range(10):
+            time.sleep(0.1)
+            st = d.status()
+            assert [c["gang"] for c in both(st)] == [0, 0], st
+        assert regions(st, a.pid) > r0 >= 0, "the fixed team ran all along"
+        # Its first region: now it takes turns with the fixed team (the steered clients' gang).
+        serial.release()
+        d.wait_for(lambda st: [c["gang"] for c in both(st)] == [1, 2], what="turns after its first region",
+                   timeout=30)
+    finally:
+        first.release()
+        serial.release()
+        if b is not None:
+            out, err = b.communicate(timeout=TIMEOUT)
+            assert b.returncode == 0 and "checksum=" in out, err
+        assert finish(a, hold)["verified"] == "yes"

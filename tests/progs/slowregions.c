@@ -1,4 +1,4 @@
-/* slowregions.c — OpenMP regions of a chosen length in iterations (the first one optionally longer, or held until a file exists), for experiment and long-region tests. */
+/* slowregions.c — OpenMP regions of a chosen length in iterations (the first one optionally longer, or held until a file exists, or preceded by serial work held until one does), for experiment, long-region and turn tests. */
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -56,10 +56,27 @@ static void held_region(const char *path)
     }
 }
 
+/* --serial-hold, --serial-blocks: a program's start before its first region (an interpreter's imports): one
+ * thread busy until the file exists, or for that many blocks, after OpenMP was touched, so that the layer has
+ * connected. */
+static void serial_until(const char *path, long nblocks)
+{
+    uint64_t x = 0;
+
+    for (long blocks = 1;; blocks++) {
+        for (int k = 0; k < 1000; k++)
+            x = step(x + (uint64_t)k);
+        if (path ? blocks % 64 == 0 && access(path, F_OK) == 0 : blocks >= nblocks)
+            break;
+    }
+    if (x == 42)
+        fprintf(stderr, "slowregions: a lucky hash\n");
+}
+
 int main(int argc, char **argv)
 {
-    long regions = 4, iters = 1000000, first = 0;
-    const char *hold = NULL;
+    long regions = 4, iters = 1000000, first = 0, serial_blocks = 0;
+    const char *hold = NULL, *serial = NULL;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--regions") == 0 && i + 1 < argc)
@@ -70,10 +87,25 @@ int main(int argc, char **argv)
             first = atol(argv[++i]);
         else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
             hold = argv[++i];
+        else if (strcmp(argv[i], "--serial-hold") == 0 && i + 1 < argc)
+            serial = argv[++i];
+        else if (strcmp(argv[i], "--serial-blocks") == 0 && i + 1 < argc)
+            serial_blocks = atol(argv[++i]);
         else {
-            fprintf(stderr, "usage: slowregions [--regions R] [--iters N] [--first-iters N | --hold PATH]\n");
+            fprintf(stderr, "usage: slowregions [--regions R] [--iters N] [--first-iters N | --hold PATH] "
+                            "[--serial-hold PATH | --serial-blocks N]\n");
             return 2;
         }
+    }
+    if (serial || serial_blocks > 0) {
+        double t0;
+
+        printf("max_threads=%d\n", omp_get_max_threads());
+        fflush(stdout);
+        t0 = omp_get_wtime();
+        serial_until(serial, serial_blocks);
+        printf("serial_s=%.4f\n", omp_get_wtime() - t0);
+        fflush(stdout);
     }
     uint64_t sum = 0;
     for (long r = 0; r < regions; r++) {

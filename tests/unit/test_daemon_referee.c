@@ -416,6 +416,52 @@ static void decide_gangs(void)
     }
 }
 
+/* A client that has opened no region (a program's start, BLAS or oneTBB work) takes no turn: a turn holds
+ * only regions, so one of its own would hold the others for nothing. */
+static void decide_regionless(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t cpus, nclients;
+        int malleable[3], regionless[3];
+        uint32_t fixed[3];
+        uint32_t want_slot[3], want_threads[3];
+    } cases[] = {
+        {"a newcomer in its start beside a team that fills: no turns, a chunk", 2, 2, {0, 1}, {0, 1}, {2, 0},
+         {0, 0}, {2, 1}},
+        {"after its first region: turns, the whole machine in its own", 2, 2, {0, 1}, {0, 0}, {2, 0}, {1, 2},
+         {2, 2}},
+        {"a newcomer started with a fixed team of 1: no turns either", 2, 2, {0, 0}, {0, 1}, {2, 1}, {0, 0},
+         {2, 1}},
+        {"two teams that take turns, the newcomer in no gang", 2, 3, {0, 0, 1}, {0, 0, 1}, {2, 2, 0}, {1, 2, 0},
+         {2, 2, 2}},
+        {"the fixed team in its start, the steered one running: no turns", 2, 2, {0, 1}, {1, 0}, {2, 0}, {0, 0},
+         {2, 1}},
+    };
+    const struct scaf_policy *eq = scaf_policy_lookup("equipartition");
+    int cpu[] = {0, 1};
+
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct scaf_referee_client cl[3];
+        struct scaf_referee_alloc out[3];
+        struct scaf_referee_snapshot s = {.available = cases[t].cpus, .cpus = cases[t].cpus, .chunk = 1,
+                                          .nclients = cases[t].nclients, .clients = cl, .cpu_list = cpu,
+                                          .cpu_list_len = cases[t].cpus, .gang = true, .kernel_places = true};
+
+        for (uint32_t i = 0; i < cases[t].nclients; i++) {
+            cl[i] = mk(8, cases[t].malleable[i], cases[t].fixed[i], false);
+            cl[i].regionless = cases[t].regionless[i] != 0;
+        }
+        CHECK(scaf_referee_decide(eq, &s, &scratch, out) == 0, "%s: decide", cases[t].name);
+        for (uint32_t i = 0; i < cases[t].nclients; i++)
+            CHECK(out[i].gang_slot == cases[t].want_slot[i] && out[i].threads == cases[t].want_threads[i] &&
+                      out[i].control == SCAF_CONTROL_THREADS,
+                  "%s: client %u gang %u threads %u control %u, want gang %u threads %u", cases[t].name, i,
+                  out[i].gang_slot, out[i].threads, out[i].control, cases[t].want_slot[i],
+                  cases[t].want_threads[i]);
+    }
+}
+
 /* Teams the daemon did not choose (a clause, a first look, a long region) are placed like fixed ones. */
 static void decide_rigid(void)
 {
@@ -786,6 +832,7 @@ int main(void)
     collect();
     decide_fixed_teams();
     decide_gangs();
+    decide_regionless();
     decide_rigid();
     never_squeeze();
     rigid_steps();

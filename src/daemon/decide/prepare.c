@@ -89,4 +89,6 @@ void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *ri
     /* After the collect, which clears the entry. */
     out->idle = turn->idle_rule && scaf_idle_step(idle, &obs, turn->idle_rule);
     out->idle_epoch = idle->epoch;
+    /* Any trace of a region (its count, the team of the last one, one running long) says it has opened one. */
+    out->regionless = r->regions == 0 && r->last_team == 0 && !r->long_region;
 }

@@ -115,8 +115,8 @@ static uint32_t team_of(const struct scaf_referee_client *c)
 void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct scaf_policy_client *pc, uint32_t *idx,
                             uint32_t *share, struct scaf_referee_parts *parts)
 {
-    uint32_t available = available_of(snap), cpus = cpus_of(snap), chunk = chunk_of(snap);
-    bool too_big = false;
+    uint32_t available = available_of(snap), cpus = cpus_of(snap), chunk = chunk_of(snap), fixed_turns = 0;
+    bool too_big = false, steered_turn = false;
 
     memset(parts, 0, sizeof *parts);
     for (uint32_t i = 0; i < snap->nclients; i++) {
@@ -129,6 +129,7 @@ void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct sca
             if (pc[parts->nmall].max_threads == 0)
                 pc[parts->nmall].max_threads = 1;
             idx[parts->nmall++] = i;
+            steered_turn |= !c->regionless;
         } else {
             uint32_t t = team_of(c);
             /* A team larger than the machine cannot have CPUs of its own: it runs unconfined. */
@@ -136,11 +137,14 @@ void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct sca
             share[i] = t > cpus ? cpus : t;
             parts->fixed_sum += share[i];
             parts->nfixed++;
+            fixed_turns += !c->regionless;
         }
     }
     parts->fits = !too_big && parts->fixed_sum + parts->nmall * chunk <= available;
     parts->placed = parts->fits && !snap->kernel_places;
-    parts->gangs = !parts->fits && snap->gang && parts->nfixed > 0 && parts->nfixed + (parts->nmall > 0) >= 2;
+    /* Turns need two that would take them: a client that has opened no region takes none (its work runs
+     * whatever the turn), so beside one fixed team it leaves that team unconfined, with a chunk to itself. */
+    parts->gangs = !parts->fits && snap->gang && fixed_turns > 0 && fixed_turns + steered_turn >= 2;
     parts->rest = parts->gangs                  ? available
                   : available > parts->fixed_sum ? available - parts->fixed_sum
                                                  : 0;
@@ -238,7 +242,7 @@ uint32_t scaf_referee_gangs(const struct scaf_referee_snapshot *snap, const uint
         uint32_t g = 0;
 
         slot[i] = 0;
-        if (snap->clients[i].idle)
+        if (snap->clients[i].idle || snap->clients[i].regionless)
             continue; /* in no gang: its next region must not wait for a turn */
         if (!placed_like_fixed(&snap->clients[i])) {
             steered = true;
@@ -257,7 +261,7 @@ uint32_t scaf_referee_gangs(const struct scaf_referee_snapshot *snap, const uint
     if (steered && ngangs < SCAF_MAX_CPUS) {
         ngangs++;
         for (uint32_t i = 0; i < snap->nclients; i++)
-            if (!snap->clients[i].idle && !placed_like_fixed(&snap->clients[i]))
+            if (!snap->clients[i].idle && !snap->clients[i].regionless && !placed_like_fixed(&snap->clients[i]))
                 slot[i] = ngangs;
     }
     if (ngangs < 2) {
