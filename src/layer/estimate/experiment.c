@@ -179,7 +179,7 @@ int scaf_experiment_start(struct scaf_experiment *e, void (*fn)(void *), void *d
     e->fork_ns = scaf_clock_ns(CLOCK_MONOTONIC) - now_ns;
     /* The child's CPU-time bound should fire first; this wall-clock backstop is for a child that
      * blocks (a lock whose holder was not copied by fork) or is starved far beyond its share. */
-    e->kill_ns = now_ns + 4 * (cfg->bound_ns + (SCAF_SANDBOX_COW_ALLOWANCE + 1) * e->fork_ns) + 1000000000ull;
+    e->kill_ns = now_ns + 4 * (cfg->bound_ns + scaf_sandbox_cow_allowance_ns(e->fork_ns) + e->fork_ns) + 1000000000ull;
     return 0;
 fail:
     saved = errno;
