@@ -24,6 +24,9 @@ ssize_t scaf_procfs_read_fd(int fd, char *buf, size_t len);
  */
 ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len);
 
+/* This process's resident pages (the second field of /proc/self/statm); 0 when it cannot be read. */
+uint64_t scaf_procfs_resident_pages(void);
+
 /*
  * Reads the whole of `path` into *buf, NUL-terminated, for files with no
  * useful bound (/proc/stat on 1024 CPUs is about 100 KB). *buf and *cap may

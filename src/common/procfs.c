@@ -75,6 +75,20 @@ ssize_t scaf_procfs_read_pid(pid_t pid, const char *name, char *buf, size_t len)
     return n;
 }
 
+uint64_t scaf_procfs_resident_pages(void)
+{
+    char buf[128], *end;
+    unsigned long long resident;
+
+    if (scaf_procfs_read_pid(0, "statm", buf, sizeof buf) <= 0)
+        return 0;
+    (void)strtoull(buf, &end, 10); /* size */
+    if (end == buf)
+        return 0;
+    resident = strtoull(end, NULL, 10);
+    return (uint64_t)resident;
+}
+
 /* One "Name:\thex" line of /proc/PID/status as a signal mask; 0 when absent. */
 static uint64_t sigmask_field(const char *status, const char *name)
 {

@@ -88,6 +88,12 @@ static bool placed_like_fixed(const struct scaf_referee_client *c)
     return !c->idle && (!c->malleable || c->rigid_team >= 2);
 }
 
+/* Whether a client takes turns when there are gangs: busy, and it has opened a region (referee.h, regionless). */
+static bool takes_turns(const struct scaf_referee_client *c)
+{
+    return !c->idle && !c->regionless;
+}
+
 /* The team such a client runs. */
 static uint32_t team_of(const struct scaf_referee_client *c)
 {
@@ -129,7 +135,7 @@ void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct sca
             if (pc[parts->nmall].max_threads == 0)
                 pc[parts->nmall].max_threads = 1;
             idx[parts->nmall++] = i;
-            steered_turn |= !c->regionless;
+            steered_turn |= takes_turns(c);
         } else {
             uint32_t t = team_of(c);
             /* A team larger than the machine cannot have CPUs of its own: it runs unconfined. */
@@ -137,7 +143,7 @@ void scaf_referee_partition(const struct scaf_referee_snapshot *snap, struct sca
             share[i] = t > cpus ? cpus : t;
             parts->fixed_sum += share[i];
             parts->nfixed++;
-            fixed_turns += !c->regionless;
+            fixed_turns += takes_turns(c);
         }
     }
     parts->fits = !too_big && parts->fixed_sum + parts->nmall * chunk <= available;
@@ -242,7 +248,7 @@ uint32_t scaf_referee_gangs(const struct scaf_referee_snapshot *snap, const uint
         uint32_t g = 0;
 
         slot[i] = 0;
-        if (snap->clients[i].idle || snap->clients[i].regionless)
+        if (!takes_turns(&snap->clients[i]))
             continue; /* in no gang: its next region must not wait for a turn */
         if (!placed_like_fixed(&snap->clients[i])) {
             steered = true;
@@ -261,7 +267,7 @@ uint32_t scaf_referee_gangs(const struct scaf_referee_snapshot *snap, const uint
     if (steered && ngangs < SCAF_MAX_CPUS) {
         ngangs++;
         for (uint32_t i = 0; i < snap->nclients; i++)
-            if (!snap->clients[i].idle && !snap->clients[i].regionless && !placed_like_fixed(&snap->clients[i]))
+            if (takes_turns(&snap->clients[i]) && !placed_like_fixed(&snap->clients[i]))
                 slot[i] = ngangs;
     }
     if (ngangs < 2) {

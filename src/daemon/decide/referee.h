@@ -24,11 +24,11 @@ struct scaf_referee_client {
      * it had, so that its next region starts at once; the WAKE that region sends re-divides. */
     bool idle;
     uint32_t idle_epoch;           /* its idle period (never 0 while idle): the page's `idle` word */
+    uint32_t idle_team;            /* the threads its page said before (0: none yet) */
     /* Busy, but it has opened no region yet (a program's start: an interpreter's imports, R's; or work only a
      * BLAS pool or oneTBB runs). A turn holds only regions, so a turn of its own would hold the others while
      * it runs anyway: it takes none, and counts for none when the referee decides whether teams take turns. */
     bool regionless;
-    uint32_t idle_team;            /* the threads its page said before (0: none yet) */
 };
 
 struct scaf_referee_snapshot {

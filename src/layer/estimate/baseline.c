@@ -2,7 +2,6 @@
 #include "baseline.h"
 
 #include <math.h>
-#include <stdio.h>
 
 #include "estimate_math.h"
 #include "scaf/procfs.h"
@@ -48,16 +47,7 @@
  */
 static uint64_t fork_ns_estimate(uint64_t seen)
 {
-    char buf[128];
-    unsigned long long size = 0, resident = 0;
-
-    if (seen)
-        return seen;
-    if (scaf_procfs_read_pid(0, "statm", buf, sizeof buf) <= 0)
-        return 0;
-    if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
-        return 0;
-    return (uint64_t)resident * 100u;
+    return seen ? seen : scaf_procfs_resident_pages() * 100u;
 }
 
 /* e^(-age/interval): what a sample or an instance taken `at` still counts at `now`. */

@@ -10,7 +10,6 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -298,19 +297,10 @@ int scaf_sandbox_filter(int write_fd, int read_fd)
     return install_filter(write_fd, read_fd);
 }
 
-uint64_t scaf_sandbox_resident_pages(void)
-{
-    char buf[128];
-    unsigned long long size = 0, resident = 0;
-
-    if (scaf_procfs_read_pid(0, "statm", buf, sizeof buf) <= 0 || sscanf(buf, "%llu %llu", &size, &resident) != 2)
-        return 0;
-    return (uint64_t)resident;
-}
-
 uint64_t scaf_sandbox_cow_allowance_ns(uint64_t fork_ns)
 {
-    uint64_t by_fork = SCAF_SANDBOX_COW_ALLOWANCE * fork_ns, by_pages = SCAF_SANDBOX_COW_PAGE_NS * scaf_sandbox_resident_pages();
+    uint64_t by_fork = SCAF_SANDBOX_COW_ALLOWANCE * fork_ns;
+    uint64_t by_pages = SCAF_SANDBOX_COW_PAGE_NS * scaf_procfs_resident_pages();
 
     return by_fork > by_pages ? by_fork : by_pages;
 }

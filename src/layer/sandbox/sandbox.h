@@ -59,9 +59,6 @@ int scaf_sandbox_isolate(uint64_t bound_ns);
 /* filter: seccomp, so that only `write_fd` can be written and only `read_fd` (or nothing, -1) read. */
 int scaf_sandbox_filter(int write_fd, int read_fd);
 
-/* The calling process's resident pages (/proc/self/statm); 0 when unreadable. */
-uint64_t scaf_sandbox_resident_pages(void);
-
 /* The copy-on-write allowance of a fork that took fork_ns, by both rules above. */
 uint64_t scaf_sandbox_cow_allowance_ns(uint64_t fork_ns);
 
