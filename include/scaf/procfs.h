@@ -54,6 +54,13 @@ int scaf_procfs_exiting(pid_t pid);
  * EPROTO). */
 pid_t scaf_procfs_session(pid_t pid);
 
+/*
+ * The user and system CPU time of thread `tid` of this process, in clock ticks (/proc/self/task/TID/stat,
+ * fields 14 and 15; sysconf(_SC_CLK_TCK) a second), and its state letter when `state` is not NULL.
+ * Returns 0, or -1 with errno (ENOENT: no such thread; EPROTO; EINVAL for tid <= 0).
+ */
+int scaf_procfs_task_times(pid_t tid, uint64_t *user, uint64_t *sys, char *state);
+
 /* One mapping of /proc/self/maps: its range and its four permission letters ("rw-p"). */
 struct scaf_map {
     uintptr_t lo, hi;

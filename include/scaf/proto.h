@@ -199,8 +199,10 @@ enum scaf_memo_bits {
     SCAF_MEMO_TLS = 1u << 1,       /* its code's object has thread-local storage ... */
     SCAF_MEMO_TLS_CLEAR = 1u << 2, /* ... which its check showed to be per-region scratch */
     SCAF_MEMO_FIXES = 1u << 3,     /* the evidence at this site fixed the program's team */
+    SCAF_MEMO_STALLS = 1u << 4,    /* given fewer threads than it asked for, it stalled (the layer's stall net):
+                                      the program keeps its team in every later run */
 };
-#define SCAF_MEMO_ALL 0xfu
+#define SCAF_MEMO_ALL 0x1fu
 
 #define SCAF_MEMORY_SITES 64 /* sites a page carries each way */
 

@@ -111,18 +111,22 @@ static uint64_t fatal_by_default(void)
 }
 
 /* The fields of /proc/PID/stat after the state letter that scaf reads, in their order (proc(5)). */
-enum { STAT_PPID, STAT_PGRP, STAT_SESSION, STAT_TTY, STAT_TPGID, STAT_FLAGS, STAT_NFIELDS };
+enum {
+    STAT_PPID, STAT_PGRP, STAT_SESSION, STAT_TTY, STAT_TPGID, STAT_FLAGS, STAT_MINFLT, STAT_CMINFLT, STAT_MAJFLT,
+    STAT_CMAJFLT, STAT_UTIME, STAT_STIME, STAT_NFIELDS
+};
 
 /*
- * /proc/PID/stat split after its command: *state is the state letter and fields[i] points at the
- * field STAT_* i, ended by a space. comm may hold anything, even ") ", so the split is at the last
- * ')'. Returns 0, or -1 with errno (EPROTO: does not parse).
+ * /proc/PID/NAME (a stat file: "stat", or "task/TID/stat") split after its command: *state is the
+ * state letter and fields[i] points at the field STAT_* i, ended by a space. comm may hold anything,
+ * even ") ", so the split is at the last ')'. Returns 0, or -1 with errno (EPROTO: does not parse).
  */
-static int stat_fields(pid_t pid, char *buf, size_t len, char *state, const char *fields[STAT_NFIELDS])
+static int stat_fields_of(pid_t pid, const char *name, char *buf, size_t len, char *state,
+                          const char *fields[STAT_NFIELDS])
 {
     char *p;
 
-    if (scaf_procfs_read_pid(pid, "stat", buf, len) < 0)
+    if (scaf_procfs_read_pid(pid, name, buf, len) < 0)
         return -1;
     p = strrchr(buf, ')');
     if (!p || p[1] != ' ' || !p[2]) {
@@ -140,6 +144,11 @@ static int stat_fields(pid_t pid, char *buf, size_t len, char *state, const char
         p += strcspn(p, " ");
     }
     return 0;
+}
+
+static int stat_fields(pid_t pid, char *buf, size_t len, char *state, const char *fields[STAT_NFIELDS])
+{
+    return stat_fields_of(pid, "stat", buf, len, state, fields);
 }
 
 /* One decimal field of stat_fields(); -1 with EPROTO when it is not one. */
@@ -170,6 +179,27 @@ pid_t scaf_procfs_session(pid_t pid)
     if (stat_fields(pid, buf, sizeof buf, &state, f) < 0 || (sid = stat_number(f[STAT_SESSION])) < 0)
         return -1;
     return (pid_t)sid;
+}
+
+int scaf_procfs_task_times(pid_t tid, uint64_t *user, uint64_t *sys, char *state)
+{
+    char buf[2048], name[48], st;
+    const char *f[STAT_NFIELDS];
+    long long u, k;
+
+    if (tid <= 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf(name, sizeof name, "task/%d/stat", (int)tid);
+    if (stat_fields_of(0, name, buf, sizeof buf, &st, f) < 0 || (u = stat_number(f[STAT_UTIME])) < 0 ||
+        (k = stat_number(f[STAT_STIME])) < 0)
+        return -1;
+    *user = (uint64_t)u;
+    *sys = (uint64_t)k;
+    if (state)
+        *state = st;
+    return 0;
 }
 
 int scaf_procfs_exiting(pid_t pid)

@@ -72,8 +72,15 @@ class Program:
     pip: tuple[str, ...] = ()
     # False for a program whose only parallelism is a thread pool outside any OpenMP region
     # (pip's numpy: OpenBLAS's pthread pool). The daemon shows such a client with regions 0 and
-    # its pool's size as last_team (docs/layer.md, "A client without regions").
-    regions: bool = True
+    # its pool's size as last_team (docs/layer.md, "A client without regions"). None: either (a BLAS library
+    # built with OpenMP opens no region while its share is 1: it runs each call on the calling thread).
+    regions: bool | None = True
+    # True: the competitor is a second copy of the program (its last step, in a directory of its own, started
+    # over and over) instead of `ep`: a pair of the same program, as two users' jobs meet on a node.
+    # `client_name` is the name the daemon gives both (their command name), which tells the copy from the
+    # program only while it runs (a client no poll saw is then left out).
+    pair: bool = False
+    client_name: str = ""
 
     def binary(self) -> str:
         return self.steps[0][0]
@@ -192,11 +199,13 @@ def masked(data: bytes, masks: tuple[tuple[str, str], ...]) -> bytes:
 class Competitor:
     """Starts the competitor over and over, with a pause between runs, until stopped."""
 
-    def __init__(self, socket: str | None, env: dict[str, str], enabled: bool = True):
-        argv = [str(paths.workload(COMPETITOR[0])), *COMPETITOR[1:]]
+    def __init__(self, socket: str | None, env: dict[str, str], enabled: bool = True,
+                 argv: list[str] | None = None, cwd: Path | None = None):
+        argv = argv or [str(paths.workload(COMPETITOR[0])), *COMPETITOR[1:]]
         self.argv = argv if socket is None else [str(paths.build_dir() / "bin" / "scaf"), "run", "--socket", socket,
                                                  "--", *argv]
         self.env = env
+        self.cwd = cwd
         self.stop_event = threading.Event()
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
@@ -210,7 +219,7 @@ class Competitor:
             with self.lock:
                 if self.stop_event.is_set():
                     return
-                self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL,
+                self.proc = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.DEVNULL)
             rc = self.proc.wait()
             if not self.stop_event.is_set():
@@ -293,7 +302,11 @@ def run_mode(prog: Program, mode: str, base: Path, inputs_dir: Path, daemon=None
     scaf = str(paths.build_dir() / "bin" / "scaf")
     res = RunResult(mode=mode, dir=d, steps=[], seconds=0.0)
     compete = mode == "scaf" or os.environ.get("SCAF_CORPUS_COMPETE_PLAIN") == "1"
-    with Competitor(socket, plain_env(), enabled=compete) as comp:
+    rival, rival_dir = None, None
+    if prog.pair:
+        rival, rival_dir = list(prog.steps[-1]), base / f"{mode}.pair"
+        shutil.copytree(inputs_dir, rival_dir)
+    with Competitor(socket, env, enabled=compete, argv=rival, cwd=rival_dir) as comp:
         if compete:
             time.sleep(0.2)  # let the first competitor arrive, so the program starts with a share of one
         t0 = time.monotonic()
@@ -304,7 +317,7 @@ def run_mode(prog: Program, mode: str, base: Path, inputs_dir: Path, daemon=None
             with out_path.open("wb") as out, err_path.open("wb") as err:
                 proc = subprocess.Popen(cmd, cwd=d, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
                 if daemon is not None and mode == "scaf":
-                    _watch(proc, daemon, res.clients, COMPETITOR[0])
+                    _watch(proc, daemon, res.clients, competitor_name(prog))
                 proc.wait(timeout=600)
             res.steps.append(StepResult(tuple(argv), proc.returncode, out_path.read_bytes(), err_path.read_bytes(),
                                         time.monotonic() - t))
@@ -312,8 +325,13 @@ def run_mode(prog: Program, mode: str, base: Path, inputs_dir: Path, daemon=None
                 break
         res.seconds = time.monotonic() - t0
     res.competitor_runs = comp.runs
-    assert not comp.failures, f"the competitor {COMPETITOR} failed ({comp.failures}) during the {mode} run"
+    assert not comp.failures, f"the competitor {comp.argv} failed ({comp.failures}) during the {mode} run"
     return res
+
+
+def competitor_name(prog: Program) -> str:
+    """The name the daemon gives the competitor's client: ep's, or for a pair the program's own."""
+    return prog.client_name if prog.pair else COMPETITOR[0]
 
 
 def read_log(log: str, polled: dict[int, dict], competitor_name: str = COMPETITOR[0]) -> dict[int, dict]:

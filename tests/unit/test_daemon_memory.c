@@ -236,7 +236,7 @@ static void test_sites_clean(void)
     const struct scaf_site_memo in[] = {
         {1, 0x10, CLEAN},         /* kept */
         {0, 0x20, CLEAN},         /* no object: dropped */
-        {1, 0x30, 0xfffffff0u},   /* only unknown bits: dropped */
+        {1, 0x30, 0xffffffe0u},   /* only unknown bits: dropped */
         {1, 0x40, 0xffffffffu},   /* unknown bits masked */
         {1, 0x10, FIXES},         /* the same site again: dropped */
         {2, 0x10, TLS | TLSC},    /* kept */

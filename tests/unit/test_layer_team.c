@@ -5,7 +5,8 @@
 
 #include "check.h"
 
-enum { KEEP = SCAF_TEAM_KEEP, WATCH = SCAF_TEAM_WATCH, STEER = SCAF_TEAM_STEER, CHECKED = SCAF_TEAM_CHECK };
+enum { KEEP = SCAF_TEAM_KEEP, WATCH = SCAF_TEAM_WATCH, STEER = SCAF_TEAM_STEER, CHECKED = SCAF_TEAM_CHECK,
+       LIBRARY = SCAF_TEAM_LIBRARY };
 enum { PLAIN = SCAF_TEAM_EST_PLAIN, INPLACE = SCAF_TEAM_EST_INPLACE, EXPERIMENT = SCAF_TEAM_EST_EXPERIMENT };
 
 static const struct {
@@ -56,6 +57,17 @@ static const struct {
     {"experiment within bound", {.live = 1, .mode = STEER, .page_threads = 8, .bound = 2, .est = EXPERIMENT}, 1, 1},
     {"experiment, one thread", {.live = 1, .mode = STEER, .page_threads = 1, .bound = 4, .est = EXPERIMENT}, 1, 1},
     {"experiment, page 0", {.live = 1, .mode = STEER, .page_threads = 0, .bound = 4, .est = EXPERIMENT}, 1, 1},
+    /* A BLAS library's region: the team it asked for, never fewer, whatever the page or the estimator says
+     * (its items may wait for each other, one a thread: OpenBLAS's level-3 drivers). */
+    {"library, clause stands", {.live = 1, .mode = LIBRARY, .num_threads = 2, .page_threads = 1, .bound = 2}, 2, 2},
+    {"library, asked for the share", {.live = 1, .mode = LIBRARY, .page_threads = 1, .bound = 4, .lib_team = 2}, 2, 2},
+    {"library, asked for its bound", {.live = 1, .mode = LIBRARY, .page_threads = 1, .bound = 4, .lib_team = 4}, 0, 4},
+    {"library, asked for more than the bound",
+     {.live = 1, .mode = LIBRARY, .page_threads = 1, .bound = 2, .lib_team = 4}, 0, 2},
+    {"library, not known what it asked", {.live = 1, .mode = LIBRARY, .page_threads = 1, .bound = 4}, 0, 4},
+    {"library, estimator ignored",
+     {.live = 1, .mode = LIBRARY, .page_threads = 4, .bound = 4, .lib_team = 2, .est = INPLACE}, 2, 2},
+    {"library, nested untouched", {.live = 1, .nested = 1, .mode = LIBRARY, .bound = 4, .lib_team = 1}, 0, 0},
     /*
      * No gang input: a gang turn holds a region before it is decided and
      * never changes its team, so a fixed program in a gang gets its fixed team.

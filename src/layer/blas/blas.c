@@ -15,8 +15,9 @@
  * created from here); MKL documents mkl_set_num_threads as the process-wide
  * setting; BLIS 0.9+ keeps the count per application thread, which another
  * thread cannot change; an OpenMP-built OpenBLAS frees per-thread buffers in
- * its setter and runs its work in OpenMP regions, which the OpenMP adapter
- * already steers.
+ * its setter, and reads omp_get_max_threads() at every call instead, which
+ * the OpenMP adapter answers with the share (core/blascount.h) while its
+ * regions keep the team it asks for (core/blasobj.h).
  */
 
 typedef void (*set_int_fn)(int);
@@ -102,8 +103,8 @@ static void try_openblas(void *h)
                 break;
             case OB_OPENMP:
                 if (!said_openmp_before(p.path))
-                    scaf_layer_log("openblas in %s is built with OpenMP: steered through its OpenMP regions, "
-                                   "not its setter", p.path);
+                    scaf_layer_log("openblas in %s is built with OpenMP: steered through the count it reads at "
+                                   "each call, not its setter; its regions keep the team it asks for", p.path);
                 continue;
             default:
                 continue; /* sequential: no pool */

@@ -22,6 +22,7 @@
 #include "../estimate/estimate.h"
 #include "conn.h"
 #include "scaf/clock.h"
+#include "stall.h"
 
 /* How often the helper looks at the socket (daemon death) when no wake comes. */
 #define TICK_MS 300
@@ -247,6 +248,7 @@ static void *helper_main(void *arg)
         scaf_page_sleep(p, seq, scaf_page_idle(p) ? IDLE_TICK_MS : TICK_MS);
         watch_idle(p, &watch);
         scaf_estimate_long_region_check(0);
+        scaf_stall_check(scaf_clock_ns(CLOCK_MONOTONIC));
         if (scaf_conn_lost())
             reconnect();
     }

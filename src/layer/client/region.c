@@ -3,12 +3,17 @@
 
 #include <errno.h>
 
+#include "../core/blascount.h"
+#include "../core/blasobj.h"
 #include "../core/permit.h"
+#include "../core/say.h"
 #include "../core/site.h"
 #include "../core/team.h"
+#include "../malleable/reason.h"
 #include "../malleable/tlscheck.h"
 #include "../sandbox/sandbox.h"
 #include "client.h"
+#include "stall.h"
 
 static int (*runtime_level)(void);
 
@@ -35,6 +40,34 @@ static void start_tls_check(struct scaf_region_rec *r, void (*fn)(void *), void 
     (void)scaf_tlscheck_start(r->mall.site, fn, serial, sdata, r + 1);
 }
 
+/*
+ * Whether a site's code is a BLAS library's (looked up once per site; the object's answer is cached in
+ * core/blasobj.c, which also gives OpenBLAS's count to read). A full site table asks every time.
+ */
+static int library_site(struct scaf_site *site, void (*fn)(void *), const int **cpu_number)
+{
+    uint32_t f = site ? atomic_load_explicit(&site->flags, memory_order_relaxed) : 0;
+    int kind;
+
+    *cpu_number = NULL;
+    if ((f & SCAF_SITE_LIB_CHECKED) && !(f & SCAF_SITE_LIBRARY))
+        return 0;
+    kind = scaf_blasobj_of((const void *)fn, cpu_number);
+    if (site && !(f & SCAF_SITE_LIB_CHECKED)) {
+        f = atomic_fetch_or_explicit(&site->flags, SCAF_SITE_LIB_CHECKED | (kind ? SCAF_SITE_LIBRARY : 0u),
+                                     memory_order_relaxed);
+        if (kind && !(f & SCAF_SITE_LIB_CHECKED) && scaf_layer_verbose) {
+            char what[96];
+
+            scaf_reason_describe((void *)fn, what, sizeof what);
+            scaf_layer_log("region %s is %s's: it keeps the team it asks for, and %s follows the share between "
+                           "calls",
+                           what, scaf_blasobj_kind_name(kind), scaf_blasobj_kind_name(kind));
+        }
+    }
+    return kind != SCAF_BLASOBJ_NONE;
+}
+
 /* Connected: the verdict says how the team is chosen, the estimator what it needs, team.c the number. */
 unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, void (*fn)(void *),
                                 void *data, unsigned num_threads, unsigned flags)
@@ -42,6 +75,7 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
     struct scaf_team_in in = {.live = 1, .num_threads = num_threads};
     struct scaf_site *site;
     struct scaf_team t;
+    const int *cpu_number;
     int fresh = 0;
     uint32_t idle;
 
@@ -63,7 +97,18 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
         scaf_conn_wake(idle);
     scaf_page_count_region(p);
     r->live = 1;
+    r->stall = -1;
     site = scaf_site_lookup(fn, &fresh);
+    if (__builtin_expect(library_site(site, fn, &cpu_number), 0)) {
+        /* A BLAS library's region keeps the team it asks for; the library follows the share through the count
+         * it read before it split its work (core/blascount.h). No verdict, no estimator, no rigid team. */
+        scaf_malleable_region_library(&r->mall, site, fn);
+        in.mode = SCAF_TEAM_LIBRARY;
+        in.bound = scaf_malleable_bound();
+        in.lib_team = scaf_blascount_asked(cpu_number);
+        t = scaf_team_decide(&in);
+        goto decided;
+    }
     /* Only for the thread that inserted it: the memory may start it settled. No cost per region. */
     if (__builtin_expect(fresh, 0))
         scaf_malleable_site_new(site, fn, p);
@@ -79,7 +124,10 @@ unsigned scaf_region_begin_live(struct scaf_page *p, struct scaf_region_rec *r, 
         r->est_on = 1;
         if (in.est != SCAF_TEAM_EST_PLAIN)
             t = scaf_team_decide(&in);
+        /* Fewer threads than the runtime would have given: the stall net watches it while it runs. */
+        r->stall = (signed char)scaf_stall_begin(fn, site, t.team, num_threads ? num_threads : in.bound);
     }
+decided:
     r->team = t.team;
     r->permit = r->team > 1 && atomic_load_explicit(&scaf_permit_any, memory_order_relaxed);
     if (r->permit)
@@ -120,6 +168,7 @@ unsigned scaf_region_begin_slow(struct scaf_region_rec *r, void (*fn)(void *), v
 
 void scaf_region_end_live(struct scaf_region_rec *r)
 {
+    scaf_stall_end(r->stall);
     if (r->permit)
         scaf_permit_note_region(1 - (int)r->team);
     scaf_malleable_region_end(&r->mall, r->team);

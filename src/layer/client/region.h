@@ -40,6 +40,8 @@ struct scaf_region_rec {
     unsigned char live;         /* connected and outermost: scaf_region_end has work to do */
     unsigned char est_on;       /* the estimator timed it */
     unsigned char permit;       /* counted among the OpenMP threads that oneTBB's permits give way to */
+    signed char stall;          /* the stall net's slot (client/stall.h) while it runs with fewer threads than
+                                   it asked for, else -1 */
 };
 
 /* The two ways into a region that scaf_region_begin takes: connected, and not connected yet (or a forked child). */

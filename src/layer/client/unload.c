@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/blasobj.h"
 #include "../core/say.h"
 #include "../core/site.h"
 #include "../malleable/tlsobj.h"
@@ -89,6 +90,7 @@ SCAF_EXPORT int dlclose(void *handle)
             for (unsigned i = 0; i < o.n; i++) {
                 forgotten += scaf_site_forget_range(o.lo[i], o.hi[i]);
                 scaf_tlsobj_forget_range(o.lo[i], o.hi[i]);
+                scaf_blasobj_forget_range(o.lo[i], o.hi[i]);
             }
             if (forgotten)
                 scaf_layer_log("%s unloaded: %u region sites of its code forgotten", name, forgotten);

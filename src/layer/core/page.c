@@ -107,6 +107,16 @@ uint32_t scaf_page_known(const struct scaf_page *p, uint64_t object, uint32_t of
     return 0;
 }
 
+int scaf_page_known_any(const struct scaf_page *p, uint32_t bits)
+{
+    unsigned n = p->known_sites > SCAF_MEMORY_SITES ? SCAF_MEMORY_SITES : p->known_sites;
+
+    for (unsigned i = 0; i < n; i++)
+        if (p->known[i].bits & bits & SCAF_MEMO_ALL)
+            return 1;
+    return 0;
+}
+
 /* ---- the client's half ---- */
 
 void scaf_page_set_started(struct scaf_page *p, unsigned team)

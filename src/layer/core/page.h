@@ -94,6 +94,9 @@ void scaf_page_read_memory(const struct scaf_page *p, struct scaf_page_memory *m
 /* The memo bits known[] holds for the site (object, offset), 0 when it is not there. */
 uint32_t scaf_page_known(const struct scaf_page *p, uint64_t object, uint32_t offset);
 
+/* Whether any site the page's memory knows has one of `bits` (enum scaf_memo_bits). */
+int scaf_page_known_any(const struct scaf_page *p, uint32_t bits);
+
 /* ---- the client's half: every write goes through here ---- */
 
 /* One more outermost region (relaxed: the daemon only samples it). */

@@ -35,6 +35,7 @@ struct scaf_settings {
     double tau_s;          /* SCAF_RC_TAU_S */
     uint64_t interval_ns;  /* SCAF_EXPERIMENT_INTERVAL_S */
     uint64_t long_ns;      /* SCAF_LONG_REGION_S, at least 1 ns */
+    uint64_t stall_ns;     /* SCAF_STALL_S: the stall net's shortest limit (client/stall.h); 0 = no net */
     uint64_t inplace_ns;   /* SCAF_INPLACE_MAX_MS */
     uint64_t exp_max_ns;   /* SCAF_EXPERIMENT_MAX_S, at least 1 ms */
     uint64_t window_ns;    /* SCAF_WINDOW_MS */

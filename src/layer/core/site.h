@@ -10,6 +10,8 @@
 #define SCAF_SITE_SLOTS 1024u
 
 #define SCAF_SITE_NOFORK 0x1u /* an experiment here hit a blocked call or its bound twice: no more forks */
+#define SCAF_SITE_LIB_CHECKED 0x2u /* whether its code is a BLAS library's was looked up (core/blasobj.h) */
+#define SCAF_SITE_LIBRARY 0x4u     /* it is: the region keeps the team the library asks for */
 #define SCAF_SITE_MEMO_SAID 0x80000000u /* in `memo`: an entry was written (its bits may be 0) */
 
 /*

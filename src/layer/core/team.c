@@ -34,6 +34,19 @@ struct scaf_team scaf_team_decide(const struct scaf_team_in *in)
     case SCAF_TEAM_CHECK:
         out.team = out.request = in->check_team;
         return out;
+    case SCAF_TEAM_LIBRARY:
+        /* Its work items may wait for each other, one item a thread: never fewer threads than it asked for. */
+        if (in->num_threads) {
+            out.team = in->num_threads;
+            return out;
+        }
+        if (in->lib_team && in->lib_team < in->bound) {
+            out.team = out.request = in->lib_team;
+            return out;
+        }
+        out.team = in->bound;
+        out.request = 0;
+        return out;
     default:
         break;
     }

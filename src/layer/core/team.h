@@ -8,6 +8,8 @@ enum scaf_team_mode {
     SCAF_TEAM_WATCH = 1, /* first instance of a site under suspicion: the runtime's count, evidence recorded */
     SCAF_TEAM_STEER = 2, /* the page's threads, within the bound */
     SCAF_TEAM_CHECK = 3, /* scaf check: a seeded pseudo-random team within the bound */
+    SCAF_TEAM_LIBRARY = 4, /* a BLAS library's region (core/blasobj.h): the team the library asks for, never
+                              fewer; the library follows the share through the count it reads between calls */
 };
 
 /* What the efficiency estimator asks of a steered region; it never picks the number itself. */
@@ -30,6 +32,7 @@ struct scaf_team_in {
     unsigned watch_team;   /* the team of a first look: the bound, or less if a region read a smaller team
                               (or the team of the latest region in code with thread-local data) */
     unsigned check_team;   /* SCAF_TEAM_CHECK: the seeded team */
+    unsigned lib_team;     /* SCAF_TEAM_LIBRARY: the team the library asked for on this thread, 0 = not known */
     int pinned;            /* the layer started the program with its fixed team (core/start.h): passed as a count
                               always, since only the thread that first touched OpenMP had its nthreads-var set */
     int est;               /* enum scaf_team_est (only for SCAF_TEAM_STEER) */
@@ -48,7 +51,9 @@ struct scaf_team {
  * through; KEEP -> the clause, else the fixed team (passed as a count only
  * when it is smaller than the bound, the runtime's own count, or when pinned
  * at the start); WATCH -> the
- * first-look team likewise; CHECK -> the seeded team; STEER -> min(page, bound),
+ * first-look team likewise; CHECK -> the seeded team; LIBRARY -> the clause, else
+ * the library's own team (passed as a count when smaller than the bound, the
+ * runtime's own count otherwise and when unknown); STEER -> min(page, bound),
  * at least 1, then 1 for an in-place baseline or one fewer (at least 1) for an
  * experiment.
  */

@@ -11,6 +11,8 @@
 
 #include "../client/helper.h"
 #include "../client/region.h"
+#include "../core/blascount.h"
+#include "../core/blasobj.h"
 #include "../core/resolve.h"
 #include "../core/say.h"
 #include "../malleable/malleable.h"
@@ -197,11 +199,17 @@ static void note_query(void *caller)
     errno = saved;
 }
 
-/* The program's own count, set before the runtime's: a start team no longer applies (client/start.h). */
+/*
+ * The program's own count, set before the runtime's: a start team no longer applies (client/start.h).
+ * OpenBLAS passing on the count the layer just answered it is not the program's: kept from the runtime
+ * (core/blascount.h), so that the program's nthreads-var stays what it is without scaf.
+ */
 SCAF_EXPORT void omp_set_num_threads(int n)
 {
     int program = ensure_init();
 
+    if (program && scaf_blascount_echo(n, __builtin_return_address(0)))
+        return;
     if (program)
         scaf_start_touch(SCAF_TOUCH_SET);
     REAL(set_num_threads, "omp_set_num_threads")(n);
@@ -232,22 +240,29 @@ SCAF_EXPORT void omp_set_num_threads_8_(const int64_t *n)
 }
 
 /*
- * Returns exactly what plain libgomp returns. The layer changes nthreads-var
+ * Returns exactly what plain libgomp returns to the program. The layer changes nthreads-var
  * at one moment only, the program's first touch of the API (this call, if it
  * comes first), and only to start a program that keeps its team with its
  * share, as OMP_NUM_THREADS would have (client/start.h). Outside a region
  * the call is evidence (a count the program may divide work by), not a
- * verdict; inside one it is the task's own ICV.
+ * verdict; inside one it is the task's own ICV. A BLAS library that asks is
+ * answered the program's share (core/blascount.h).
  */
 SCAF_EXPORT int omp_get_max_threads(void)
 {
     int program = ensure_init(), n;
+    void *caller = __builtin_return_address(0);
 
     if (program)
         scaf_start_touch(SCAF_TOUCH_QUERY);
     n = REAL(get_max_threads, "omp_get_max_threads")();
-    if (program && outside_parallel())
-        note_query(__builtin_return_address(0));
+    if (program && outside_parallel()) {
+        /* A BLAS library sizing its next call (OpenBLAS does at every call): the share, and not the program's
+         * evidence, since its regions keep the team it asks for (core/blascount.h). */
+        if (scaf_blasobj_of(caller, NULL) != SCAF_BLASOBJ_NONE)
+            return scaf_blascount_answer(n);
+        note_query(caller);
+    }
     return n;
 }
 

@@ -248,6 +248,17 @@ void scaf_malleable_recall(const struct scaf_page *page)
 
     if (!page || !M.memory)
         return;
+    if (scaf_page_known_any(page, SCAF_MEMO_STALLS)) {
+        /* The stall net fixed this program in an earlier run: whatever else is said of its results, one of its
+         * regions did not finish with fewer threads than it asked for. */
+        pthread_mutex_lock(&M.lock);
+        set_verdict_locked(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE,
+                           "remembered: a region of this program stalled with fewer threads than it asked for "
+                           "(scaf forget judges it afresh)",
+                           0);
+        pthread_mutex_unlock(&M.lock);
+        return;
+    }
     scaf_page_read_memory(page, &m);
     if (!scaf_start_recalled_malleable(m.runs, m.verdict, m.source))
         return;
@@ -331,10 +342,17 @@ void scaf_malleable_site_new(struct scaf_site *s, void (*fn)(void *), const stru
                    tls ? "clean, its thread-local data per-region scratch" : "clean");
 }
 
+/* Whether a site's code is known to have thread-local storage (its verdict bits say so once it was judged). */
+static int m_tls(struct scaf_site *s)
+{
+    return (atomic_load_explicit(&s->verdict, memory_order_relaxed) & SCAF_SITE_TLS) != 0;
+}
+
 /* Tells the memory what one site taught (learned[]), once per change; caller holds nothing. */
 static void learn(struct scaf_site *s, void (*fn)(void *), uint32_t memo)
 {
     uint32_t was = atomic_load(&s->memo), now = memo | SCAF_SITE_MEMO_SAID;
+    unsigned i;
     uint64_t object;
     uint32_t offset;
     struct scaf_page *page;
@@ -346,11 +364,19 @@ static void learn(struct scaf_site *s, void (*fn)(void *), uint32_t memo)
     if (scaf_tlsobj_identify(fn, &object, &offset) < 0 || object == 0)
         return;
     pthread_mutex_lock(&M.lock);
-    if (M.nlearned < SCAF_MEMORY_SITES) {
-        M.learned[M.nlearned++] = (struct scaf_site_memo){.object = object, .offset = offset, .bits = memo};
+    /* A site that teaches something new later (clean first, then fixing the program, or stalling) changes its
+     * entry: the daemon keeps the first entry of a site, so a second one would be lost. It reads them when the
+     * program has gone. */
+    for (i = 0; i < M.nlearned; i++)
+        if (M.learned[i].object == object && M.learned[i].offset == offset)
+            break;
+    if (i < M.nlearned || M.nlearned < SCAF_MEMORY_SITES) {
+        if (i == M.nlearned)
+            M.nlearned++;
+        M.learned[i] = (struct scaf_site_memo){.object = object, .offset = offset, .bits = memo};
         page = scaf_page_get();
         if (page)
-            scaf_page_publish_learned(page, M.learned, M.nlearned - 1, M.nlearned);
+            scaf_page_publish_learned(page, M.learned, i, M.nlearned);
         scaf_reason_describe((void *)fn, what, sizeof what);
         scaf_layer_log("learned region %s: bits %#x (object %016llx offset %#x)", what, memo,
                        (unsigned long long)object, offset);
@@ -485,6 +511,18 @@ int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *si
     return m->mode;
 }
 
+void scaf_malleable_region_library(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *))
+{
+    m->fn = fn;
+    m->site = site;
+    m->check_due = 0;
+    m->tls = 0;
+    m->mode = SCAF_TEAM_LIBRARY;
+    /* A new epoch: the library's own omp_get_thread_num() calls (OpenBLAS picks a buffer by it) are nobody's. */
+    m->epoch = atomic_load_explicit(&scaf_mall_epoch, memory_order_relaxed) + 1;
+    atomic_store_explicit(&scaf_mall_epoch, m->epoch, memory_order_relaxed);
+}
+
 /*
  * The program has read a team of `team` inside a region: a region it has not
  * shown to be team-relative (a first look, or a fixed team) gets no more than
@@ -514,7 +552,7 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
                                      memory_order_relaxed);
         atomic_fetch_add_explicit(&M.regions, 1, memory_order_relaxed);
     }
-    if (m->mode == SCAF_TEAM_KEEP || m->mode == SCAF_TEAM_CHECK)
+    if (m->mode == SCAF_TEAM_KEEP || m->mode == SCAF_TEAM_CHECK || m->mode == SCAF_TEAM_LIBRARY)
         return;
     if (m->tls)
         atomic_store_explicit(&M.tls_team, team, memory_order_relaxed);
@@ -577,6 +615,24 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
                         ? atomic_load_explicit(&M.tls_team, memory_order_relaxed)
                         : 0);
     }
+}
+
+void scaf_malleable_stalled(void (*fn)(void *), struct scaf_site *site, unsigned team, unsigned asked, double secs)
+{
+    char what[96], reason[SCAF_REASON_MAX];
+
+    scaf_reason_describe((void *)fn, what, sizeof what);
+    scaf_say_into(reason, sizeof reason,
+                  "region %s ran %.0f s with %u of the %u threads it asked for, its thread only yielding or "
+                  "waiting: its work may wait for threads it was not given",
+                  what, secs, team, asked);
+    if (M.memory && site)
+        learn(site, fn, SCAF_MEMO_FIXES | SCAF_MEMO_STALLS | (m_tls(site) ? SCAF_MEMO_TLS : 0u));
+    pthread_mutex_lock(&M.lock);
+    /* Forced or not: a word about results (the user's malleable) does not make a stalled region finish. */
+    atomic_fetch_or(&M.ev, EV_FORCED);
+    set_verdict_locked(SCAF_VERDICT_FIXED, SCAF_SOURCE_EVIDENCE, reason, 0);
+    pthread_mutex_unlock(&M.lock);
 }
 
 unsigned scaf_malleable_bound(void)

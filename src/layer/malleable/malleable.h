@@ -111,8 +111,26 @@ struct scaf_mall_region {
 int scaf_malleable_region_begin(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *),
                                 unsigned num_threads, int strict, struct scaf_team_in *in);
 
+/*
+ * A BLAS library's region (core/blasobj.h): no verdict decides its team and
+ * nothing its threads call is the program's evidence; it only closes the
+ * window of the region before it. Sets m->mode to SCAF_TEAM_LIBRARY.
+ */
+void scaf_malleable_region_library(struct scaf_mall_region *m, struct scaf_site *site, void (*fn)(void *));
+
 /* Closes the window: judges what the region's threads called. `team`: the team it ran with. */
 void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team);
+
+/*
+ * The stall net's word (client/stall.h): the region at `fn` ran `secs` with
+ * `team` of the `asked` threads while its thread only yielded or waited. The
+ * program's team is fixed from now on (its first-look team), with a reason
+ * naming the region, and the memory learns that the site fixes the program
+ * (so the next run starts with its share and keeps it). Over any verdict but
+ * a fixed one; the user's forced word included, since a stall is not a
+ * judgement of results but of progress.
+ */
+void scaf_malleable_stalled(void (*fn)(void *), struct scaf_site *site, unsigned team, unsigned asked, double secs);
 
 /* Nonzero once the team is fixed for good (the fast path's only question). */
 extern _Atomic int scaf_mall_fixed;

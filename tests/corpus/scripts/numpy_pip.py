@@ -1,9 +1,11 @@
-"""Corpus program numpy-pip: pip's numpy on the OpenBLAS its wheel bundles (a pthread pool).
+"""Corpus programs numpy-pip and numpy-openblas: pip's numpy on the OpenBLAS its wheel bundles (a pthread pool),
+and Debian's numpy on OpenBLAS built with OpenMP.
 
     numpy_pip.py [--dump FILE.npz]
 
-Seeded 1500 x 1500 matmuls and a solve, run by OpenBLAS's own thread pool (no OpenMP), whose
-size scaf changes between calls. OpenBLAS's float results depend on that size (docs/corpus.md
+Seeded 1500 x 1500 matmuls and a solve, run by OpenBLAS's own thread pool (no OpenMP), or by its
+OpenMP regions, whose size scaf changes between calls (the pool's size, or the count the OpenMP
+build reads at each call). OpenBLAS's float results depend on that size (docs/corpus.md
 has the measured differences), so the data are chosen to make the printed results independent
 of it:
 
@@ -13,8 +15,8 @@ of it:
   1e-13 (the matrix's diagonal is raised to keep it well conditioned); rounded to 6 decimal
   places it is that solution, and only an error of 5e-7 or more could change that.
 
-Prints on stderr the BLAS and OpenMP objects mapped (OpenBLAS from numpy.libs, no OpenMP
-runtime), and on stdout a SHA-256 of each result. --dump also saves the unrounded arrays, to
+Prints on stderr the BLAS and OpenMP objects mapped (OpenBLAS from numpy.libs and no OpenMP
+runtime, or Debian's OpenMP build and libgomp), and on stdout a SHA-256 of each result. --dump also saves the unrounded arrays, to
 compare runs with different pool sizes.
 """
 

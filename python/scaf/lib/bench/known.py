@@ -1,4 +1,4 @@
-"""Programs `scaf bench pairs --program NAME` knows by name: the corpus's xgboost-hist and datatable, the oneTBB test programs; each where it is installed."""
+"""Programs `scaf bench pairs --program NAME` knows by name: the corpus's xgboost-hist and datatable, a LAPACK program on Debian's OpenMP OpenBLAS, the oneTBB test programs; each where it is installed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from scaf.lib import paths
 
 SCRIPTS = paths.ROOT / "tests" / "corpus" / "scripts"
+PROGS = paths.ROOT / "tests" / "progs"
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,30 @@ def _datatable() -> tuple[list[str] | None, str]:
     return [rscript, str(script)], ""
 
 
+def _lapack() -> tuple[list[str] | None, str]:
+    """tests/progs/lapack_paths.c linked as a Debian program is (-llapack -lblas), built into build/progs on first
+    use: a run of its level-3 and LAPACK paths on the system's libblas.so.3, which must be OpenBLAS built for
+    OpenMP (the shape whose regions must keep their team)."""
+    src = PROGS / "lapack_paths.c"
+    if not src.is_file():
+        return None, f"{src} is not here (it comes with scaf's source tree)"
+    blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    if "openblas-openmp" not in blas:
+        return None, (f"libblas.so.3 is {blas}, not Debian's OpenBLAS built for OpenMP (tools/deps corpus installs "
+                      "libopenblas0-openmp)")
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None, "gcc is not in PATH"
+    out = paths.build_dir() / "progs" / "lapack_paths"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run([gcc, "-O2", "-o", str(out), str(src), "-l:liblapack.so.3", "-l:libblas.so.3", "-lm"],
+                           capture_output=True, text=True, timeout=120, check=False)
+        if r.returncode != 0:
+            return None, f"{src} does not build: {r.stderr.strip()[-300:]}"
+    return [str(out), "1200", "8"], ""
+
+
 def _tbb(binary: str) -> Callable[[], tuple[list[str] | None, str]]:
     def command() -> tuple[list[str] | None, str]:
         path = paths.build_dir() / "tbb" / binary
@@ -76,6 +101,11 @@ KNOWN: dict[str, Known] = {k.name: k for k in (
     # data.table prints the count it chose, which its CPU set (partition) changes; the results do not.
     Known("datatable", "the corpus's R data.table script: group-by, order and join of a seeded 1,000,000-row "
           "table with setDTthreads(0) (every CPU, whatever OMP_NUM_THREADS says)", r"^threads ", _datatable),
+    # Sums to 10 digits (OpenBLAS's last bits follow the count it reads, as OPENBLAS_NUM_THREADS makes them, ~1e-15
+    # of a sum apart) and each routine's residual check: compared in full.
+    Known("lapack", "dgemv, dgemm, dsyrk, dtrsm, dpotrf, dgetrf and dsyevd of 1200x1200 matrices, 8 rounds, through "
+          "Debian's OpenBLAS built for OpenMP (tests/progs/lapack_paths.c, -llapack -lblas): work items that wait "
+          "for each other", None, _lapack),
     Known("tbb-for", "oneTBB parallel_for (tests/progs/tbb_for.cpp), through TCM under scaf",
           r"^round=|max_concurrency=", _tbb("tbb_for")),
     Known("tbb-reduce", "oneTBB parallel_reduce (tests/progs/tbb_reduce.cpp), through TCM under scaf",

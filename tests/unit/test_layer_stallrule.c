@@ -1,0 +1,55 @@
+/* test_layer_stallrule.c — when a region given fewer threads than it asked for counts as stalled, row by row. */
+#include "../../src/layer/core/stallrule.h"
+
+#include <stdio.h>
+
+#include "check.h"
+
+#define S 1000000000ull
+
+int main(void)
+{
+    static const struct {
+        const char *what;
+        uint64_t hist_ns;
+        unsigned hist_team, team;
+        uint64_t floor_ns, want;
+    } limits[] = {
+        {"no history: the floor", 0, 0, 1, 10 * S, 10 * S},
+        {"short history: the floor", S / 10, 2, 1, 10 * S, 10 * S},
+        {"history at the same team: ten times it", 3 * S, 2, 2, 10 * S, 30 * S},
+        {"history at a larger team: scaled down perfectly", 2 * S, 4, 2, 1 * S, 40 * S},
+        {"history at a smaller team: not scaled up", 2 * S, 1, 2, 1 * S, 20 * S},
+        {"team 0 taken as the history's", 2 * S, 4, 0, 1 * S, 20 * S},
+        {"no floor", S / 10, 1, 1, 0, S},
+        {"huge history saturates", UINT64_MAX / 2, 1, 1, 0, UINT64_MAX},
+    };
+    static const struct {
+        const char *what;
+        uint64_t user_ticks, wall_ns;
+        long hz;
+        int want;
+    } idles[] = {
+        {"no user time: waits", 0, S, 100, 1},
+        {"a yield loop: a tick a second", 1, S, 100, 1},
+        {"just under a tenth of a CPU", 9, S, 100, 1},
+        {"a tenth of a CPU", 10, S, 100, 0},
+        {"computing", 100, S, 100, 0},
+        {"computing, starved to a fifth", 20, S, 100, 0},
+        {"no window", 0, 0, 100, 0},
+        {"no clock rate", 0, S, 0, 0},
+        {"another clock rate", 99, S, 1000, 1},
+    };
+
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        uint64_t got = scaf_stallrule_limit_ns(limits[i].hist_ns, limits[i].hist_team, limits[i].team,
+                                               limits[i].floor_ns);
+        CHECK(got == limits[i].want, "%s: limit %llu, want %llu", limits[i].what, (unsigned long long)got,
+              (unsigned long long)limits[i].want);
+    }
+    for (size_t i = 0; i < sizeof idles / sizeof idles[0]; i++) {
+        int got = scaf_stallrule_idle(idles[i].user_ticks, idles[i].wall_ns, idles[i].hz);
+        CHECK(got == idles[i].want, "%s: %d, want %d", idles[i].what, got, idles[i].want);
+    }
+    return check_exit("test_layer_stallrule");
+}
