@@ -166,9 +166,10 @@ int scaf_wire_decode_memory(const void *msg, struct scaf_wire_memory *out, struc
     }
     switch (m.op) {
     case SCAF_MEMORY_RECALL:
-        if (m.key == 0 || m.max_threads == 0 || m.max_threads > SCAF_MAX_CPUS || m.verdict != 0 ||
-            !all_zero(m.name, sizeof m.name)) {
-            refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY recall needs a key and max_threads 1..%u, nothing else",
+        /* Key 0 names no program: the answer is the share alone (scaf run --no-memory, a program that cannot be
+         * named), which every runtime of a program about to start gets. */
+        if (m.max_threads == 0 || m.max_threads > SCAF_MAX_CPUS || m.verdict != 0 || !all_zero(m.name, sizeof m.name)) {
+            refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY recall needs max_threads 1..%u and nothing else",
                     SCAF_MAX_CPUS);
             return -1;
         }

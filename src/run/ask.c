@@ -33,7 +33,8 @@ static int recall(int fd, uint64_t key, unsigned count, struct scaf_wire_memory_
     return 0;
 }
 
-int scaf_run_ask(const char *daemon, const char *sock, uint64_t key, unsigned count, struct scaf_run_answer *out)
+int scaf_run_ask(const char *daemon, const char *sock, int ask, uint64_t key, unsigned count,
+                 struct scaf_run_answer *out)
 {
     int must = strcmp(daemon, "none") != 0, fd = -1, rc = must ? -1 : 0;
     struct stat st;
@@ -59,7 +60,7 @@ int scaf_run_ask(const char *daemon, const char *sock, uint64_t key, unsigned co
     if (scaf_peer_trusted(fd, sock, getenv("SCAF_DAEMON_USER"), &peer) != 1)
         goto out;
     rc = 0;
-    if (key != 0)
+    if (ask)
         out->recalled = recall(fd, key, count > SCAF_MAX_CPUS ? SCAF_MAX_CPUS : count, &out->reply) == 0;
 out:
     if (fd >= 0)

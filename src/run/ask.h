@@ -15,10 +15,11 @@ struct scaf_run_answer {
 /*
  * Reaches the daemon on SOCK the way the record's DAEMON ("own", "shared", "none") says `scaf run` did: for
  * "own", the socket's directory must be this user's alone, and for "own" and "shared" a daemon of a trusted
- * user must answer there. When KEY is not 0, asks it (RECALL, with COUNT as the program's bound) and fills
- * *out. Returns 0 to go on (without a recall when none came), or -1 when the Python `scaf run` must handle it:
+ * user must answer there. When ASK, asks what it remembers of KEY (RECALL, with COUNT as the program's bound;
+ * key 0 names no program: only the share) and fills *out. Returns 0 to go on (without a recall when none came), or -1 when the Python `scaf run` must handle it:
  * a daemon to start, a directory or a daemon to refuse, a path to explain.
  */
-int scaf_run_ask(const char *daemon, const char *sock, uint64_t key, unsigned count, struct scaf_run_answer *out);
+int scaf_run_ask(const char *daemon, const char *sock, int ask, uint64_t key, unsigned count,
+                 struct scaf_run_answer *out);
 
 #endif

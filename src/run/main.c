@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../layer/core/start.h"
+#include "scaf/startenv.h"
+#include "scaf/startrule.h"
 #include "ask.h"
 #include "record.h"
 #include "scaf/progkey.h"
@@ -116,10 +117,22 @@ static char **environment(const char **add, int nadd, size_t *kept)
     return env;
 }
 
+/* The share the daemon gives the program now, which its runtimes start with (0: none known). */
+static unsigned share_of(const struct scaf_run_answer *a)
+{
+    if (!a->recalled)
+        return 0;
+    if (a->reply.status != SCAF_MEMORY_OK && a->reply.status != SCAF_MEMORY_UNKNOWN &&
+        a->reply.status != SCAF_MEMORY_OFF)
+        return 0;
+    return a->reply.start_team;
+}
+
 /* The start team the daemon's memory gives the program now (0: its own count), decided by the layer's rule. */
 static unsigned start_team(const struct scaf_run_plan *plan, const struct scaf_run_answer *a, unsigned count)
 {
-    struct scaf_start_in in = {.user_fixed = plan->fixed, .nthreads = count};
+    struct scaf_start_in in = {.user_fixed = plan->fixed, .user_malleable = plan->malleable,
+                               .user_count = plan->user_count, .nthreads = count};
     struct scaf_start out;
 
     if (!a->recalled || (a->reply.status != SCAF_MEMORY_OK && a->reply.status != SCAF_MEMORY_UNKNOWN))
@@ -141,6 +154,8 @@ int main(int argc, char **argv)
     struct scaf_run_plan plan;
     struct scaf_run_answer answer;
     struct scaf_progkey key = {0};
+    struct scaf_startenv_var share[SCAF_STARTENV_MAX];
+    unsigned nshare;
     const char *replay = getenv("SCAF_RUN_REPLAY"), **add;
     unsigned count = cpus_of_affinity(), team = 0;
     char **env;
@@ -157,18 +172,27 @@ int main(int argc, char **argv)
         scaf_run_record_path(argc - 4, argv + 4, cwd, file, sizeof file) != 0 ||
         scaf_run_record_load(file, home, argc - 4, argv + 4, cwd, environ, count, &plan) != SCAF_RUN_RECORD_OK)
         python_scaf(argv, argc);
-    if (plan.ask && scaf_progkey_of(plan.key_exe, plan.key_words, plan.nkey, &key) != 0)
+    /* An empty command names no program (SCAF_MEMORY=0): the daemon is asked for the share alone, under key 0. */
+    if (plan.ask && plan.key_exe[0] && scaf_progkey_of(plan.key_exe, plan.key_words, plan.nkey, &key) != 0)
         python_scaf(argv, argc);
-    if (scaf_run_ask(plan.daemon, plan.sock, plan.ask ? key.key : 0, count, &answer) != 0)
+    if (scaf_run_ask(plan.daemon, plan.sock, plan.ask, plan.ask ? key.key : 0, count, &answer) != 0)
         python_scaf(argv, argc);
     if (plan.ask && key.key)
         team = start_team(&plan, &answer, count);
-    add = calloc(2 * ((size_t)plan.nsets + 3 + (size_t)plan.nsteered), sizeof *add);
+    /* Every runtime of the program starts with its share (runenv.start_team): the one table's variables. */
+    nshare = plan.ask ? scaf_startenv_build(share_of(&answer), count, (const char *const *)environ, share,
+                                            SCAF_STARTENV_MAX)
+                      : 0;
+    add = calloc(2 * ((size_t)plan.nsets + 3 + (size_t)plan.nsteered + nshare), sizeof *add);
     if (!add)
         python_scaf(argv, argc);
     for (int i = 0; i < 2 * plan.nsets; i++)
         add[i] = plan.sets[i];
     nadd = plan.nsets;
+    for (unsigned i = 0; i < nshare; i++) {
+        add[2 * nadd] = share[i].name;
+        add[2 * nadd++ + 1] = share[i].value;
+    }
     if (team) {
         /* runenv.start_team: the count, scaf's sign that it is scaf's, and whose it is (this process's child). */
         snprintf(team_s, sizeof team_s, "%u", team);

@@ -277,6 +277,14 @@ enum scaf_run_record_status scaf_run_record_load(const char *file, const char *h
     plan->fixed = word_is(s, "1");
     if (!plan->fixed && !word_is(s, "0"))
         goto fail;
+    s = next(&w);
+    plan->malleable = word_is(s, "1");
+    if (!plan->malleable && !word_is(s, "0"))
+        goto fail;
+    s = next(&w);
+    plan->user_count = word_is(s, "1");
+    if (!plan->user_count && !word_is(s, "0"))
+        goto fail;
     if (!(plan->key_exe = next(&w)) || (n = count_of(&w)) < 0 || !(plan->key_words = list_of(&w, n)))
         goto fail;
     plan->nkey = (int)n;

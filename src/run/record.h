@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 /* The record's layout version; the Python writer's replay.VERSION. */
-#define SCAF_RUN_RECORD_MAGIC "scaf-run-replay-v2"
-#define SCAF_RUN_RECORD_FOLDER "run-v2"
+#define SCAF_RUN_RECORD_MAGIC "scaf-run-replay-v3"
+#define SCAF_RUN_RECORD_FOLDER "run-v3"
 
 /* What a record says to do. Every string points into `buf`; the arrays are allocated. */
 struct scaf_run_plan {
@@ -20,6 +20,8 @@ struct scaf_run_plan {
     const char *sock;
     int ask;                  /* ask the daemon for a start team */
     int fixed;                /* the user's word: the program keeps its team */
+    int malleable;            /* the user's word: the program is malleable (its OpenMP starts as its own) */
+    int user_count;           /* the user set OMP_NUM_THREADS: their count stands */
     const char *key_exe;      /* the command as the kernel runs it, to name the program */
     int nkey;
     const char **key_words;   /* nkey words, NULL-terminated */
@@ -45,7 +47,7 @@ uint64_t scaf_run_record_env_hash(char *const *envp);
 
 /*
  * Writes the record's path for `scaf run ARGS[0..nargs-1]` in CWD into buf: $XDG_CACHE_HOME/scaf (an absolute
- * one), else $HOME/.cache/scaf, then run-v2/ and the hash of ARGS and CWD. Returns 0, or -1 when there is no
+ * one), else $HOME/.cache/scaf, then run-v3/ and the hash of ARGS and CWD. Returns 0, or -1 when there is no
  * cache folder or the path does not fit.
  */
 int scaf_run_record_path(int nargs, char *const *args, const char *cwd, char *buf, size_t len);

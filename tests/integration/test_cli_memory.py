@@ -121,9 +121,11 @@ def test_run_verbose_says_what_it_decided(memd: Memoryd) -> None:
     ("--malleable", ["--malleable"], {}, {"OMP": "unset", "START": "unset", "MEM": "unset"}),
     ("a malleable rule", [], {"SCAF_RULES": "RULES"}, {"OMP": "unset", "START": "unset", "MEM": "unset"}),
 ])
-def test_run_asks_nothing_when_the_count_is_not_its_to_choose(
+def test_run_starts_no_openmp_team_when_the_count_is_not_its_to_choose(
         case: str, flags: list[str], extra: dict[str, str], want: dict[str, str], memd: Memoryd,
         tmp_path: os.PathLike[str]) -> None:
+    """The daemon is asked all the same, for the share the program's other runtimes start with (docs/runtimes.md);
+    without the memory, under key 0, which names no program."""
     memd.answers[proto.MEMORY_RECALL] = FIXED_REMEMBERED
     if extra.get("SCAF_RULES") == "RULES":
         rules = os.path.join(tmp_path, "rules")
@@ -133,7 +135,8 @@ def test_run_asks_nothing_when_the_count_is_not_its_to_choose(
     r = scaf("run", "--socket", memd.path, "--no-start", *flags, "--", SH, "-c", SHOW, environ=env(**extra))
     assert r.returncode == 0, r.stderr
     assert shown(r.stdout) == want, (case, r.stdout)
-    assert memd.asked == [], case
+    assert len(memd.asked) == 1 and memd.asked[0].op == proto.MEMORY_RECALL, (case, memd.asked)
+    assert (memd.asked[0].key == 0) == (want["MEM"] == "0"), (case, memd.asked)
 
 
 @needs_two

@@ -202,7 +202,7 @@ def test_hello_carries_the_key_libscaf_key_computes(probe: Path, peer: Peer, run
 
 
 def test_a_script_is_keyed_with_its_interpreter(peer: Peer, tmp_path: Path) -> None:
-    """python running a script: the key names both, as libscaf_key does for the same command line, and a
+    """python running a script: the key names both, as libscaf_launch does for the same command line, and a
     script named relative to the directory the program started in keeps its key after a chdir."""
     script = tmp_path / "omp_first.py"
     # The region goes through the layer's GOMP_parallel (the first preloaded definition), on one thread.

@@ -94,7 +94,7 @@ def replayed(r: subprocess.CompletedProcess[str]) -> bool:
     ("--no-memory", ["--no-memory"], {}),
     ("--layer omp", ["--layer", "omp"], {}),
     ("the user's counts", [], {"OMP_NUM_THREADS": "1", "GOMP_SPINCOUNT": "300"}),
-    ("an LD_PRELOAD of the user's", [], {"LD_PRELOAD": str(paths.key_lib())}),
+    ("an LD_PRELOAD of the user's", [], {"LD_PRELOAD": str(paths.launch_lib())}),
     # A Python program: the process pools' counts are scaf's too (docs/cli.md, "Process pools").
     ("a Python program", [], {"PYTHON": sys.executable}),
 ])

@@ -1,4 +1,4 @@
-"""The program key through python/scaf/lib/progkey.py: the ctypes binding and libscaf_key.so agree with an independent reading of the same files (pyelftools, os.stat, FNV-1a in Python)."""
+"""The program key through python/scaf/lib/progkey.py: the ctypes binding and libscaf_launch.so agree with an independent reading of the same files (pyelftools, os.stat, FNV-1a in Python)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from scaf.lib import paths, progkey
 
-pytestmark = pytest.mark.skipif(not paths.key_lib().exists(), reason="libscaf_key.so not built (make)")
+pytestmark = pytest.mark.skipif(not paths.launch_lib().exists(), reason="libscaf_launch.so not built (make)")
 
 
 def fnv1a(data: bytes) -> int:

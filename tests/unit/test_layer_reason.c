@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "../../src/layer/core/start.h"
+#include "scaf/startrule.h"
 #include "../../src/layer/core/verdict.h"
 #include "check.h"
 #include "scaf/proto.h"

@@ -1,5 +1,5 @@
-/* test_layer_start.c — whether a program starts with its share, row by row, from core/start.c's explicit inputs. */
-#include "../../src/layer/core/start.h"
+/* test_layer_start.c — whether a program starts with its share, row by row, from common/startrule.c's explicit inputs. */
+#include "scaf/startrule.h"
 
 #include <stdio.h>
 

@@ -34,7 +34,7 @@ static const struct {
      {.live = 1, .mode = KEEP, .page_threads = 1, .bound = 4, .fixed_team = 2, .watch_team = 2}, 2, 2},
     {"fixed, estimator ignored",
      {.live = 1, .mode = KEEP, .page_threads = 4, .bound = 4, .fixed_team = 4, .est = EXPERIMENT}, 0, 4},
-    /* Started with its share (core/start.c): the count is passed, so that a region opened by another thread
+    /* Started with its share (common/startrule.c): the count is passed, so that a region opened by another thread
      * of the program, whose nthreads-var the start did not set, runs that team too. */
     {"started, pinned", {.live = 1, .mode = KEEP, .page_threads = 1, .bound = 2, .fixed_team = 2, .pinned = 1}, 2, 2},
     {"started, pinned, clause stands",

@@ -64,7 +64,9 @@ static size_t record(enum edit e, char *buf, size_t len)
     words[n++] = e == BAD_DAEMON ? "theirs" : "own";
     words[n++] = "/tmp/s.sock";
     words[n++] = e == BAD_ASK ? "yes" : "1";
-    words[n++] = "1";
+    words[n++] = "1"; /* fixed */
+    words[n++] = "0"; /* malleable */
+    words[n++] = "0"; /* the user's OMP_NUM_THREADS */
     words[n++] = prog; /* the key's command */
     words[n++] = "1";
     words[n++] = "prog";
@@ -194,11 +196,11 @@ static void path_of(void)
     char buf[512];
 
     setenv("XDG_CACHE_HOME", "/c", 1);
-    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/c/scaf/run-v2/", 15) == 0 &&
+    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/c/scaf/run-v3/", 15) == 0 &&
           strlen(buf) == 15 + 16, "under XDG_CACHE_HOME: %s", buf);
     setenv("XDG_CACHE_HOME", "relative", 1);
     setenv("HOME", "/h", 1);
-    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/h/.cache/scaf/run-v2/", 22) == 0,
+    CHECK(scaf_run_record_path(4, args, "/w", buf, sizeof buf) == 0 && strncmp(buf, "/h/.cache/scaf/run-v3/", 22) == 0,
           "a relative XDG_CACHE_HOME is ignored: %s", buf);
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "", 1);

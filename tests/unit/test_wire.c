@@ -109,7 +109,8 @@ static void memories(void)
         const char *want_text;
     } cases[] = {
         {"recall", SCAF_MEMORY_RECALL, 8, 0, 0, 42, NULL, 0, ""},
-        {"recall without a key", SCAF_MEMORY_RECALL, 8, 0, 0, 0, NULL, -1, "recall needs a key"},
+        /* Key 0 names no program: the share alone. */
+        {"recall without a key", SCAF_MEMORY_RECALL, 8, 0, 0, 0, NULL, 0, ""},
         {"recall, max_threads 0", SCAF_MEMORY_RECALL, 0, 0, 0, 42, NULL, -1, "max_threads 1..1024"},
         {"recall, max_threads 1025", SCAF_MEMORY_RECALL, 1025, 0, 0, 42, NULL, -1, "max_threads 1..1024"},
         {"recall with a verdict", SCAF_MEMORY_RECALL, 8, SCAF_VERDICT_FIXED, 0, 42, NULL, -1, "nothing else"},

@@ -53,7 +53,7 @@ exit status:
   4    no daemon answers on the socket (and none could be started there)
   122  your socket's directory cannot be used safely, or another user's
        daemon answers on your socket
-  125  scaf itself failed (libscaf_key.so or scafd not built, the daemon
+  125  scaf itself failed (libscaf_launch.so or scafd not built, the daemon
        could not write its memory, a daemon would not start)
 
 examples:

@@ -52,9 +52,10 @@ def policy_lib() -> Path:
     return lib_dir() / "libscaf_policy.so"
 
 
-def key_lib() -> Path:
-    """libscaf_key.so: the program key the layer sends in its HELLO (include/scaf/progkey.h)."""
-    return lib_dir() / "libscaf_key.so"
+def launch_lib() -> Path:
+    """libscaf_launch.so: the program key the layer sends in its HELLO (include/scaf/progkey.h), the start rule
+    (include/scaf/startrule.h) and the runtimes' start environment (include/scaf/startenv.h)."""
+    return lib_dir() / "libscaf_launch.so"
 
 
 # A workload's build: "spin" is gcc's (libgomp); "spin@clang", "spin@iomp5-clang" and

@@ -1,4 +1,4 @@
-"""ctypes binding to libscaf_key.so: the key a program is remembered under, computed by the layer's own C code (include/scaf/progkey.h).
+"""ctypes binding to libscaf_launch.so: the key a program is remembered under, computed by the layer's own C code (include/scaf/progkey.h).
 
 Stable API (scaf run, scaf forget and scaf check use it)::
 
@@ -12,7 +12,7 @@ Stable API (scaf run, scaf forget and scaf check use it)::
 ``of_command`` names a command as the kernel will run it: a ``#!`` script is its interpreter
 running it (``#!/usr/bin/env NAME`` looked up in PATH), so the key is the one the layer sends in
 its HELLO from /proc/self/exe and /proc/self/cmdline. ``key_of`` is the C function as it is.
-Errors: ``KeyLibraryMissing`` (a RuntimeError) when libscaf_key.so has not been built ("run
+Errors: ``KeyLibraryMissing`` (a RuntimeError) when libscaf_launch.so has not been built ("run
 make"); ``OSError`` when the executable cannot be read.
 """
 
@@ -30,7 +30,7 @@ NAME = 48  # SCAF_PROGKEY_NAME
 
 
 class KeyLibraryMissing(RuntimeError):
-    """libscaf_key.so is not built (or cannot be loaded)."""
+    """libscaf_launch.so is not built (or cannot be loaded)."""
 
 
 class _CKey(ctypes.Structure):
@@ -52,9 +52,9 @@ def _load() -> ctypes.CDLL:
     global _lib
     if _lib is not None:
         return _lib
-    path = paths.key_lib()
+    path = paths.launch_lib()
     if not path.exists():
-        raise KeyLibraryMissing(f"{path} not found: run make (it builds the program-key library)")
+        raise KeyLibraryMissing(f"{path} not found: run make (it builds the launch library)")
     try:
         lib = ctypes.CDLL(str(path), use_errno=True)
     except OSError as e:
@@ -69,6 +69,12 @@ def _load() -> ctypes.CDLL:
                                     ctypes.POINTER(_CKey)]
     _lib = lib
     return lib
+
+
+def library() -> ctypes.CDLL:
+    """libscaf_launch.so, loaded once (startteam binds its start rule and start environment on it too).
+    Raises KeyLibraryMissing."""
+    return _load()
 
 
 def key_of(exe: str, argv: Sequence[str]) -> ProgKey:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from scaf.lib import choicecache, paths
 
 # The record's layout, as src/run/record.c reads it; a record of another version is never replayed.
-VERSION = 2
+VERSION = 3
 MAGIC = f"scaf-run-replay-v{VERSION}"
 FOLDER = f"run-v{VERSION}"
 # Commands kept; the least recently started go first. A record is a few hundred bytes to a few kilobytes.
@@ -66,6 +66,8 @@ class Record:
         self.sets: dict[str, str] = {}  # what scaf adds to the environment, the start team aside
         self.ask = False  # whether the daemon is asked for a start team
         self.fixed = False  # the user's word says the program keeps its team (--fixed, SCAF_MALLEABLE, a rule)
+        self.malleable = False  # the user's word says it is malleable
+        self.user_count = False  # the user set OMP_NUM_THREADS
         self.key_exe = ""  # the command as the kernel will run it, to name the program (progkey.command)
         self.key_words: list[str] = []
         self.steered: list[str] = []  # the pool counts set to the start team when there is one
@@ -94,7 +96,8 @@ class Record:
         words += [path, str(len(argv)), *argv, str(len(self.sets))]
         for k, v in sorted(self.sets.items()):
             words += [k, v]
-        words += [daemon, sock, "1" if self.ask else "0", "1" if self.fixed else "0", self.key_exe,
+        words += [daemon, sock, "1" if self.ask else "0", "1" if self.fixed else "0",
+                  "1" if self.malleable else "0", "1" if self.user_count else "0", self.key_exe,
                   str(len(self.key_words)), *self.key_words, str(len(self.steered)), *self.steered, "end"]
         if any("\0" in w for w in words):
             return

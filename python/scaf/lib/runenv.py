@@ -29,23 +29,42 @@ class Recall(NamedTuple):
         return {"team": self.team, "why": self.why, "asked": self.asked}
 
 
+def _share_env(start: startteam.Start, count: int, env: dict[str, str], user_env: Mapping[str, str], name: str,
+               say: Callable[[str], None]) -> None:
+    """Every runtime's own variable at the program's share (startteam.start_env) into ENV, and one line on it."""
+    share_env = startteam.start_env(start.share, count, user_env)
+    for var, value in share_env:
+        env[var] = value
+    said = ", ".join(f"{n}={v}" for n, v in share_env if n != "SCAF_START_SHARE")
+    if said:
+        say(f"{name}'s runtimes start with its share, {start.share} of {count}: {said}")
+
+
 def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_env: Mapping[str, str],
                flag: str | None = None, count: int | None = None,
                say: Callable[[str], None] | None = None, record: replay.Record | None = None) -> Recall:
-    """Exports OMP_NUM_THREADS=T and SCAF_START_TEAM=T into ENV when the program keeps its team (remembered
-    fixed, or the user's word) and the daemon on SOCK offers it a share T below COUNT (default: the CPUs we may
-    run on, which the program inherits). USER_ENV is the user's environment: an OMP_NUM_THREADS there stands
-    (ENV may hold scaf's own pool counts, which are no one's word). FLAG is --fixed/--malleable ("no"/"yes").
-    SAY gets one line on what was decided and why (`scaf run --verbose`). RECORD gets what a replay of this
-    decision needs (the question to the daemon, and every file read for it). Never raises for the daemon's
-    sake."""
+    """Asks the daemon on SOCK for the program's share now, and exports what the start rules make of it into
+    ENV (docs/memory.md, "The start team"; docs/runtimes.md):
+
+    - OMP_NUM_THREADS=T and SCAF_START_TEAM=T when the program keeps its team (remembered fixed, or the user's
+      word) and its share T is below COUNT (default: the CPUs we may run on, which the program inherits);
+    - the start environment of every other runtime (polars, onnxruntime, the JVM, ...): each one's own variable
+      at the share, and SCAF_START_SHARE, whatever the program is.
+
+    USER_ENV is the user's environment: a count there stands (ENV may hold scaf's own pool counts, which are no
+    one's word). FLAG is --fixed/--malleable ("no"/"yes"). SAY gets one line on what was decided and why
+    (`scaf run --verbose`). RECORD gets what a replay of this decision needs (the question to the daemon, and
+    every file read for it). Never raises for the daemon's sake."""
     say = say or (lambda _msg: None)
+    count = startteam.program_count() if count is None else count
     if env.get("SCAF_MEMORY", "").strip() == "0":
+        # The share is no memory's: asked under key 0, which names no program.
+        if record is not None:
+            record.ask = True
+        start = startteam.decide(sock, progkey.ProgKey(0, "", os.path.basename(path)), count, None)
+        _share_env(start, count, env, user_env, os.path.basename(path), say)
         say("SCAF_MEMORY=0: nothing recalled")
         return Recall(0, "SCAF_MEMORY=0: nothing recalled", False)
-    if "OMP_NUM_THREADS" in user_env:
-        say(f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is yours: no start team asked")
-        return Recall(0, f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is the user's", False)
     seen = record.seen if record is not None else None
     try:
         exe, words = progkey.command(path, argv, seen)
@@ -56,14 +75,20 @@ def start_team(sock: str, path: str, argv: list[str], env: dict[str, str], user_
             record.replayable = False
         return Recall(0, f"the program cannot be named ({e})", False)
     word, where = startteam.user_word(flag, env, os.path.realpath(exe), seen)
-    if word == "malleable":
-        say(f"{key.name} starts with its own count: malleable by {where}")
-        return Recall(0, f"malleable by {where}", False)
-    count = startteam.program_count() if count is None else count
+    user_count = "OMP_NUM_THREADS" in user_env
     if record is not None:
         record.ask, record.fixed, record.key_exe, record.key_words = True, word == "fixed", exe, list(words)
+        record.malleable, record.user_count = word == "malleable", user_count
         record.steered = [var for var in frameworks.STEERED_VARS if var in env and var not in user_env]
-    start = startteam.decide(sock, key, count, f"fixed by {where}" if word == "fixed" else None)
+    start = startteam.decide(sock, key, count, f"fixed by {where}" if word == "fixed" else None,
+                             user_malleable=word == "malleable", user_count=user_count)
+    _share_env(start, count, env, user_env, key.name, say)
+    if user_count:
+        say(f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is yours: no start team for its OpenMP")
+        return Recall(0, f"OMP_NUM_THREADS={user_env['OMP_NUM_THREADS']} is the user's", True)
+    if word == "malleable":
+        say(f"{key.name} starts with its own count: malleable by {where}")
+        return Recall(0, f"malleable by {where}", True)
     if not start.team:
         say(f"{key.name} starts with its own count ({count}): {start.why}")
         return Recall(0, start.why, True)
@@ -114,6 +139,8 @@ def environment(path: str, argv: list[str], user_env: Mapping[str, str], sock: s
             if lib is not None:
                 record.seen.saw(str(lib))
         record.sets = {k: v for k, v in env.items() if user_env.get(k) != v}
-    if layer is not None and not no_memory:
+    if layer is not None:
         recall = start_team(sock, path, argv, env, user_env, malleable, count, say, record)
+        if no_memory:
+            recall = None  # only the share was asked, under key 0
     return env, recall

@@ -256,8 +256,15 @@ void scaf_memory_answer(struct scafd *d, uid_t uid, const struct scaf_wire_memor
     uint64_t evicted;
 
     *r = (struct scaf_wire_memory_reply){.op = req->op, .status = SCAF_MEMORY_OFF};
-    if (!d->memory.on)
+    if (!d->memory.on) {
+        /* No memory, but the share is no memory's: every runtime of a program about to start gets it. */
+        if (req->op == SCAF_MEMORY_RECALL) {
+            uint32_t available = scafd_available(d);
+
+            r->start_team = scaf_start_team(available, busy(d, NULL, available, run_s(NULL), NULL), 0, req->max_threads);
+        }
         return;
+    }
     s = scaf_memory_store(&d->memory, uid);
     if (!s) {
         r->status = SCAF_MEMORY_FAILED;

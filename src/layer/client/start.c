@@ -1,4 +1,4 @@
-/* start.c — a program's first touch of the OpenMP API: connects when a start team could apply, then starts the program with its share (core/start.c decides) or says why not. */
+/* start.c — a program's first touch of the OpenMP API: connects when a start team could apply, then starts the program with its share (common/startrule.c decides) or says why not. */
 #include "start.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "../core/page.h"
 #include "../core/say.h"
 #include "../core/settings.h"
-#include "../core/start.h"
+#include "scaf/startrule.h"
 #include "../malleable/malleable.h"
 #include "../malleable/reason.h"
 #include "../sandbox/sandbox.h"

@@ -33,7 +33,7 @@ struct scaf_team_in {
                               (or the team of the latest region in code with thread-local data) */
     unsigned check_team;   /* SCAF_TEAM_CHECK: the seeded team */
     unsigned lib_team;     /* SCAF_TEAM_LIBRARY: the team the library asked for on this thread, 0 = not known */
-    int pinned;            /* the layer started the program with its fixed team (core/start.h): passed as a count
+    int pinned;            /* the layer started the program with its fixed team (common/startrule.c): passed as a count
                               always, since only the thread that first touched OpenMP had its nthreads-var set */
     int est;               /* enum scaf_team_est (only for SCAF_TEAM_STEER) */
 };

@@ -11,7 +11,7 @@
 #include "../core/say.h"
 #include "../core/settings.h"
 #include "../core/site.h"
-#include "../core/start.h"
+#include "scaf/startrule.h"
 #include "../core/verdict.h"
 #include "../sandbox/sandbox.h"
 #include "checkteam.h"
@@ -278,7 +278,7 @@ uint32_t scaf_malleable_user_word(uint32_t *verdict, char *reason, size_t len)
     uint32_t source = 0;
 
     pthread_mutex_lock(&M.lock);
-    /* The memory's word is not the user's: the start reads it from the page (core/start.c). */
+    /* The memory's word is not the user's: the start reads it from the page (common/startrule.c). */
     if (ev_has(EV_FORCED) && !atomic_load(&M.recalled)) {
         source = atomic_load(&M.source);
         *verdict = atomic_load(&M.verdict);

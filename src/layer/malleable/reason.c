@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../core/say.h"
-#include "../core/start.h"
+#include "scaf/startrule.h"
 #include "../core/verdict.h"
 
 void scaf_reason_describe(void *addr, char *out, size_t len)

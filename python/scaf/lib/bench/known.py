@@ -104,7 +104,7 @@ KNOWN: dict[str, Known] = {k.name: k for k in (
     # Sums to 10 digits (OpenBLAS's last bits follow the count it reads, as OPENBLAS_NUM_THREADS makes them, ~1e-15
     # of a sum apart) and each routine's residual check: compared in full.
     Known("lapack", "dgemv, dgemm, dsyrk, dtrsm, dpotrf, dgetrf and dsyevd of 1200x1200 matrices, 8 rounds, through "
-          "Debian's OpenBLAS built for OpenMP (a C program linked with -llapack -lblas): work items that wait "
+          "Debian's OpenBLAS built for OpenMP (a C program linked with -llapack -lblas): pieces of work that wait "
           "for each other", None, _lapack),
     Known("tbb-for", "oneTBB parallel_for (tests/progs/tbb_for.cpp), through TCM under scaf",
           r"^round=|max_concurrency=", _tbb("tbb_for")),

@@ -1,7 +1,8 @@
-/* start.h — whether a program starts with its share of the machine: the start team decided in one place from explicit inputs. */
-#ifndef SCAF_LAYER_START_H
-#define SCAF_LAYER_START_H
+/* startrule.h — whether a program starts with its share of the machine: the start team decided in one place from explicit inputs, for the layer, scaf-run and (through libscaf_launch.so) the scaf command. */
+#ifndef SCAF_STARTRULE_H
+#define SCAF_STARTRULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "scaf/proto.h"
@@ -12,8 +13,11 @@
  * omp_set_num_threads() outside a region, or its first region) the count it
  * is about to read is still the one OMP_NUM_THREADS would set: choosing it
  * then can change no result that the user's own OMP_NUM_THREADS would not.
- * client/start.c gathers the inputs and applies the answer; the decision is
- * made here, pure, and tested row by row (tests/unit/test_layer_start.c).
+ * The layer's client/start.c gathers the inputs at that touch and applies the
+ * answer; scaf run (Python, through libscaf_launch.so) and its replay in C
+ * (scaf-run) ask the same function before exec, from the daemon's RECALL. The
+ * decision is made here, pure, and tested row by row
+ * (tests/unit/test_layer_start.c).
  */
 
 /* Why the program keeps its team, for the reason text. */
@@ -88,5 +92,17 @@ struct scaf_start scaf_start_decide(const struct scaf_start_in *in);
 
 /* A few words for the log on why nothing was started ("the program set its own count first"). */
 const char *scaf_start_why_text(int why);
+
+/*
+ * What scaf run says of a decision made before exec (`in` as asked, `out`
+ * from scaf_start_decide): "remembered fixed from 3 runs", "remembered
+ * malleable by scaf check: steered from its first region", "nothing is
+ * remembered of it", "... but the daemon offers no start team", "... but its
+ * share (2) is not below its count (2)". `user`: the user's word that the
+ * program keeps its team, in words ("fixed by --fixed"), NULL when there is
+ * none. Into buf (len bytes, NUL-terminated, cut if need be).
+ */
+void scaf_start_words(const struct scaf_start_in *in, const struct scaf_start *out, const char *user, char *buf,
+                      size_t len);
 
 #endif

@@ -1,5 +1,7 @@
-/* start.c — whether a program starts with its share of the machine, pure: the start team from the page's memory, the user's word and what the program already did. */
-#include "start.h"
+/* startrule.c — whether a program starts with its share of the machine, pure: the start team from the page's memory, the user's word and what the program already did. */
+#include "scaf/startrule.h"
+
+#include <stdio.h>
 
 #include "scaf/proto.h"
 
@@ -133,4 +135,47 @@ const char *scaf_start_why_text(int why)
     default:
         return "?";
     }
+}
+
+static const char *runs_word(uint32_t n)
+{
+    return n == 1 ? "run" : "runs";
+}
+
+void scaf_start_words(const struct scaf_start_in *in, const struct scaf_start *out, const char *user, char *buf,
+                      size_t len)
+{
+    char why[160];
+    int known = in->asked && in->memory_runs > 0;
+
+    if (!len)
+        return;
+    if (user && *user)
+        snprintf(why, sizeof why, "%s", user);
+    else if (known && in->memory_verdict == SCAF_VERDICT_FIXED && in->memory_source == SCAF_SOURCE_EVIDENCE)
+        snprintf(why, sizeof why, "remembered fixed from %u %s", in->memory_runs, runs_word(in->memory_runs));
+    else if (known && in->memory_verdict == SCAF_VERDICT_FIXED && in->memory_source == SCAF_SOURCE_CHECK)
+        snprintf(why, sizeof why, "remembered fixed by scaf check");
+    else if (out->why == SCAF_START_CHECKED_MALLEABLE) {
+        snprintf(buf, len, "remembered malleable by scaf check: steered from its first region");
+        return;
+    } else if (known) {
+        snprintf(buf, len, "remembered %s from %u %s",
+                 in->memory_verdict == SCAF_VERDICT_MALLEABLE ? "malleable"
+                 : in->memory_verdict == SCAF_VERDICT_FIXED   ? "fixed by the user"
+                                                               : "undecided",
+                 in->memory_runs, runs_word(in->memory_runs));
+        return;
+    } else {
+        snprintf(buf, len, "nothing is remembered of it");
+        return;
+    }
+    if (out->why == SCAF_START_NO_TEAM)
+        snprintf(buf, len, "%s, but the daemon offers no start team", why);
+    else if (out->why == SCAF_START_NOT_SMALLER)
+        snprintf(buf, len, "%s, but its share (%u) is not below its count (%u)", why, in->start_team, in->nthreads);
+    else if (out->why == SCAF_START_APPLY)
+        snprintf(buf, len, "%s", why);
+    else
+        snprintf(buf, len, "%s, but %s", why, scaf_start_why_text(out->why));
 }
