@@ -269,7 +269,13 @@ struct scaf_page {
      * for a while, and what they ask as soon as one is active again. The daemon never allocates it
      * more, so the other clients get those contexts meanwhile. */
     _Atomic uint32_t wanted;
-    uint8_t client_reserved[52];
+    /* The parallel runtimes of the process other than OpenMP and BLAS (1 << enum scaf_startenv_id,
+     * include/scaf/startenv.h), and the team those that read their count once run: a pool that cannot
+     * shrink, placed like a fixed team of that size (0: none, or they follow the share). Written by layers
+     * since December 2026 in what was reserved; an older layer leaves both 0. */
+    _Atomic uint32_t runtimes;
+    _Atomic uint32_t runtime_team;
+    uint8_t client_reserved[44];
 
     /* ---- protocol 6: what the daemon remembers of the program (docs/memory.md) ---- */
 

@@ -50,6 +50,9 @@ struct scaf_startenv_runtime {
     const char *objects; /* loaded objects that are this runtime: basename globs, ':' between them; NULL: none */
     const char *marker;  /* a string the program's executable holds when it has this runtime built in; NULL */
     int follow;          /* enum scaf_startenv_follow */
+    const char *programs; /* executables that load it later (java dlopens libjvm.so): basename globs; NULL */
+    int when_found;      /* set only for a program known to have it: the variable has another effect (the JVM
+                          * says on stderr that it picked up JAVA_TOOL_OPTIONS) */
 };
 
 /* The table, SCAF_RT_COUNT rows in the order of enum scaf_startenv_id. */
@@ -69,16 +72,26 @@ struct scaf_startenv_var {
  * (NAME=VALUE strings, NULL-terminated): each runtime's variable at the
  * share, unless the user set it (or the variable the runtime also reads),
  * and SCAF_START_SHARE, which the layer reads for the runtimes without one.
+ * `found`: the runtimes the program is known to have (1 << id); a variable
+ * marked when_found is set only for them, every other one for any program
+ * (its pool may come with a library loaded later, and the variable is inert
+ * where there is none).
  * Nothing when the share is 0 or not below `count` (the program would see
  * as many anyway). A user's value too long to append to is left as it is.
  * Returns how many were written to out (at most `max`). Pure
  * (tests/unit/test_startenv.c).
  */
-unsigned scaf_startenv_build(unsigned share, unsigned count, const char *const *envp,
+unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, const char *const *envp,
                              struct scaf_startenv_var *out, unsigned max);
+
+/* The bits of the runtimes named in `names` ("polars,jvm": SCAF_RUNTIMES), unknown names ignored. Pure. */
+uint32_t scaf_startenv_bits(const char *names);
 
 /* The bits (1 << enum scaf_startenv_id) of the runtimes whose objects match the basename `name`. Pure. */
 uint32_t scaf_startenv_objects(const char *name);
+
+/* The bits of the runtimes that the executable of basename `name` loads after its start (java: the JVM). Pure. */
+uint32_t scaf_startenv_programs(const char *name);
 
 /* The bits of the runtimes whose marker string lies in [p, p + len): the executable's read-only data. Pure. */
 uint32_t scaf_startenv_markers(const void *p, size_t len);

@@ -26,16 +26,15 @@ static const struct scaf_startenv_runtime table[SCAF_RT_COUNT] = {
                          "interpreter.cpython-*.so", NULL, SCAF_FOLLOW_START},
     /* No variable: the layer answers std::thread::hardware_concurrency(), which DuckDB reads for its threads. */
     [SCAF_RT_DUCKDB] = {"duckdb", NULL, NULL, 0, NULL, NULL, "_duckdb*.so:libduckdb.so*", NULL, SCAF_FOLLOW_START},
-    /* No variable of its own (it reads OpenMP's, which the user may set for Arrow): the layer sets its CPU pool's
-     * capacity, and follows the share. */
-    [SCAF_RT_ARROW] = {"arrow", NULL, NULL, 0, NULL, "OMP_NUM_THREADS", "libarrow.so*", NULL, SCAF_FOLLOW_LAYER},
+    /* No variable of its own (it reads OpenMP's): the layer sets its CPU pool's capacity, and follows the share. */
+    [SCAF_RT_ARROW] = {"arrow", NULL, NULL, 0, NULL, NULL, "libarrow.so*", NULL, SCAF_FOLLOW_LAYER},
     [SCAF_RT_GO] = {"go", "GOMAXPROCS", "%u", 0, NULL, NULL, NULL, "GOMAXPROCS", SCAF_FOLLOW_START},
     [SCAF_RT_JVM] = {"jvm", "JAVA_TOOL_OPTIONS", "-XX:ActiveProcessorCount=%u", 1, "ActiveProcessorCount", NULL,
-                     "libjvm.so", NULL, SCAF_FOLLOW_START},
+                     "libjvm.so", NULL, SCAF_FOLLOW_START, "java", 1},
     [SCAF_RT_DOTNET] = {"dotnet", "DOTNET_PROCESSOR_COUNT", "%u", 0, NULL, NULL, "libcoreclr.so", NULL,
-                        SCAF_FOLLOW_START},
+                        SCAF_FOLLOW_START, "dotnet"},
     [SCAF_RT_JULIA] = {"julia", "JULIA_NUM_THREADS", "%u", 0, NULL, NULL, "libjulia.so*:libjulia-internal.so*",
-                       NULL, SCAF_FOLLOW_START},
+                       NULL, SCAF_FOLLOW_START, "julia"},
 };
 
 const struct scaf_startenv_runtime *scaf_startenv_table(void)
@@ -64,7 +63,7 @@ static int add(struct scaf_startenv_var *out, unsigned *n, unsigned max, const c
     return 0;
 }
 
-unsigned scaf_startenv_build(unsigned share, unsigned count, const char *const *envp,
+unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, const char *const *envp,
                              struct scaf_startenv_var *out, unsigned max)
 {
     unsigned n = 0;
@@ -76,7 +75,7 @@ unsigned scaf_startenv_build(unsigned share, unsigned count, const char *const *
         const struct scaf_startenv_runtime *r = &table[i];
         const char *user;
 
-        if (!r->var || (r->also && lookup(envp, r->also)))
+        if (!r->var || (r->also && lookup(envp, r->also)) || (r->when_found && !(found & (1u << i))))
             continue;
         user = lookup(envp, r->var);
         if (user && (!r->append || !r->count_in || strstr(user, r->count_in)))
@@ -95,30 +94,49 @@ unsigned scaf_startenv_build(unsigned share, unsigned count, const char *const *
     return n;
 }
 
+/* Whether `name` matches one of the ':'-separated globs of `list`. */
+static int matches(const char *list, const char *name)
+{
+    const char *p = list;
+    char glob[64];
+
+    while (p && *p) {
+        size_t len = strcspn(p, ":");
+
+        if (len < sizeof glob) {
+            memcpy(glob, p, len);
+            glob[len] = '\0';
+            if (fnmatch(glob, name, 0) == 0)
+                return 1;
+        }
+        p += len;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
 uint32_t scaf_startenv_objects(const char *name)
 {
     uint32_t bits = 0;
 
     if (!name || !*name)
         return 0;
-    for (int i = 0; i < SCAF_RT_COUNT; i++) {
-        const char *p = table[i].objects;
-        char glob[64];
+    for (int i = 0; i < SCAF_RT_COUNT; i++)
+        if (matches(table[i].objects, name))
+            bits |= 1u << i;
+    return bits;
+}
 
-        while (p && *p) {
-            size_t len = strcspn(p, ":");
+uint32_t scaf_startenv_programs(const char *name)
+{
+    uint32_t bits = 0;
 
-            if (len < sizeof glob) {
-                memcpy(glob, p, len);
-                glob[len] = '\0';
-                if (fnmatch(glob, name, 0) == 0)
-                    bits |= 1u << i;
-            }
-            p += len;
-            if (*p == ':')
-                p++;
-        }
-    }
+    if (!name || !*name)
+        return 0;
+    for (int i = 0; i < SCAF_RT_COUNT; i++)
+        if (matches(table[i].programs, name))
+            bits |= 1u << i;
     return bits;
 }
 
@@ -129,6 +147,23 @@ uint32_t scaf_startenv_markers(const void *p, size_t len)
     for (int i = 0; i < SCAF_RT_COUNT; i++)
         if (table[i].marker && p && memmem(p, len, table[i].marker, strlen(table[i].marker)))
             bits |= 1u << i;
+    return bits;
+}
+
+uint32_t scaf_startenv_bits(const char *names)
+{
+    uint32_t bits = 0;
+
+    while (names && *names) {
+        size_t len = strcspn(names, ",");
+
+        for (int i = 0; i < SCAF_RT_COUNT; i++)
+            if (strlen(table[i].name) == len && strncmp(table[i].name, names, len) == 0)
+                bits |= 1u << i;
+        names += len;
+        if (*names == ',')
+            names++;
+    }
     return bits;
 }
 

@@ -117,6 +117,15 @@ static char **environment(const char **add, int nadd, size_t *kept)
     return env;
 }
 
+/* The value the record adds for NAME (NULL: none). */
+static const char *set_of(const struct scaf_run_plan *plan, const char *name)
+{
+    for (int i = 0; i < plan->nsets; i++)
+        if (strcmp(plan->sets[2 * i], name) == 0)
+            return plan->sets[2 * i + 1];
+    return NULL;
+}
+
 /* The share the daemon gives the program now, which its runtimes start with (0: none known). */
 static unsigned share_of(const struct scaf_run_answer *a)
 {
@@ -180,8 +189,8 @@ int main(int argc, char **argv)
     if (plan.ask && key.key)
         team = start_team(&plan, &answer, count);
     /* Every runtime of the program starts with its share (runenv.start_team): the one table's variables. */
-    nshare = plan.ask ? scaf_startenv_build(share_of(&answer), count, (const char *const *)environ, share,
-                                            SCAF_STARTENV_MAX)
+    nshare = plan.ask ? scaf_startenv_build(share_of(&answer), count, scaf_startenv_bits(set_of(&plan, "SCAF_RUNTIMES")),
+                                            (const char *const *)environ, share, SCAF_STARTENV_MAX)
                       : 0;
     add = calloc(2 * ((size_t)plan.nsets + 3 + (size_t)plan.nsteered + nshare), sizeof *add);
     if (!add)

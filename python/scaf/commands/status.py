@@ -266,7 +266,39 @@ def render(st: dict, sock: str, verbose: bool = False) -> None:
             console.print(f"  {c.get('pid', '?')} {escape(str(c.get('name', '?')))}: {word} "
                           f"(by {src}): {escape(reason)}{escape(memory_words(c, st.get('cpus')))}",
                           highlight=False, soft_wrap=True)
+    render_runtimes(console, ordered, st.get("cpus"))
     render_foreign(console, st)
+
+
+def runtime_words(c: dict, cpus: object) -> list[str]:
+    """How each of a client's other runtimes follows its share, in words (docs/runtimes.md)."""
+    team, out = c.get("runtime_team"), []
+    for rt in c.get("runtimes") or []:
+        if not isinstance(rt, dict) or not isinstance(rt.get("name"), str):
+            continue
+        name = rt["name"]
+        if rt.get("follows"):
+            out.append(f"{name}: follows its share (the layer resizes its pool)")
+            continue
+        via = rt.get("variable") or "the layer's count of CPUs"
+        of = f" of {cpus}" if isinstance(cpus, int) else ""
+        started = f"started with {team}{of}" if isinstance(team, int) and team > 0 else "started with its own count"
+        out.append(f"{name} pool: {started} ({via}), fixed for the run")
+    return out
+
+
+def render_runtimes(console: Console, clients: list[dict], cpus: object) -> None:
+    """The clients' runtimes other than OpenMP and BLAS, and how each is steered (nothing when none has one)."""
+    from rich.markup import escape
+
+    lines = [(c, runtime_words(c, cpus)) for c in clients]
+    lines = [(c, w) for c, w in lines if w]
+    if not lines:
+        return
+    console.print("runtimes:", highlight=False)
+    for c, words in lines:
+        console.print(f"  {c.get('pid', '?')} {escape(str(c.get('name', '?')))}: {escape('; '.join(words))}",
+                      highlight=False, soft_wrap=True)
 
 
 def render_foreign(console: Console, st: dict) -> None:

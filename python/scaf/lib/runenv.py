@@ -32,7 +32,7 @@ class Recall(NamedTuple):
 def _share_env(start: startteam.Start, count: int, env: dict[str, str], user_env: Mapping[str, str], name: str,
                say: Callable[[str], None]) -> None:
     """Every runtime's own variable at the program's share (startteam.start_env) into ENV, and one line on it."""
-    share_env = startteam.start_env(start.share, count, user_env)
+    share_env = startteam.start_env(start.share, count, user_env, env.get("SCAF_RUNTIMES", ""))
     for var, value in share_env:
         env[var] = value
     said = ", ".join(f"{n}={v}" for n, v in share_env if n != "SCAF_START_SHARE")
@@ -128,6 +128,9 @@ def environment(path: str, argv: list[str], user_env: Mapping[str, str], sock: s
         # Process pools (joblib's loky, Dask's nannies) leave their workers' counts to scaf (docs/cli.md).
         env.update(frameworks.pool_env(env, path, runtimes.runs_python(path), count,
                                        record.seen if record is not None else None))
+    if layer is not None and choice.runtimes:
+        # The layer makes the process a client from its start (core/runtimes.h), as for a BLAS pool it finds.
+        env["SCAF_RUNTIMES"] = choice.runtimes
     env["SCAF_SOCKET"] = sock
     if malleable:
         env["SCAF_MALLEABLE"] = malleable

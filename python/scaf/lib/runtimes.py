@@ -58,6 +58,7 @@ class Choice(NamedTuple):
     reason: str
     warning: str | None = None  # said on stderr at once: a runtime scaf cannot steer, or two runtimes
     tcm: bool = False  # also preload the TCM provider: oneTBB's workers follow the share
+    runtimes: str = ""  # the other parallel runtimes it has (startteam.runtimes_of: "polars,jvm"), for SCAF_RUNTIMES
 
 
 class Tbb(NamedTuple):
@@ -266,13 +267,50 @@ def _choice_of(value: dict | None) -> Choice | None:
         return None
     if (value["layer"] not in (None, *LAYERS) or not isinstance(value["runtime"], str)
             or not isinstance(value["reason"], str) or not isinstance(value["warning"], (str, type(None)))
-            or not isinstance(value["tcm"], bool)):
+            or not isinstance(value["tcm"], bool) or not isinstance(value["runtimes"], str)):
         return None
     return Choice(**value)
 
 
 def _choose(program: str, env: dict[str, str] | None, seen: choicecache.Witness) -> Choice:
     deps = dependencies(program, env, seen)
+    choice = _layer_choice(program, deps)
+    exe = _interpreter(program) or program
+    found = _runtimes(exe, deps)
+    if found and not deps.not_elf and _statically_linked(exe):
+        # Nothing can be preloaded into it: its runtime still starts with the share (its own variable), but the
+        # process cannot be a client, and the daemon sees its load as foreign (docs/runtimes.md).
+        note = (f"{os.path.basename(program)} is statically linked: scaf cannot preload its layer into it, so its "
+                f"{found} runtime starts with the share scaf run gives it but is not a client (its load is "
+                "foreign to the daemon)")
+        choice = choice._replace(warning=f"{choice.warning}; {note}" if choice.warning else note)
+    return choice._replace(runtimes=found)
+
+
+def _statically_linked(path: str) -> bool:
+    """Whether the ELF file PATH has no program interpreter (PT_INTERP): the kernel runs it without ld.so."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(path, "rb") as f:
+            return not any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
+    except (OSError, ELFError):
+        return False
+
+
+def _runtimes(exe: str, deps: Deps) -> str:
+    """The runtimes of the start environment's table that EXE has (startteam.runtimes_of), "" when the launch
+    library is not built."""
+    from scaf.lib import startteam
+
+    try:
+        return startteam.runtimes_of(exe, list(deps.found.values()))
+    except progkey.KeyLibraryMissing:
+        return ""
+
+
+def _layer_choice(program: str, deps: Deps) -> Choice:
     kinds: dict[str, str] = {}
     for soname, where in deps.found.items():
         fam = _family(soname)

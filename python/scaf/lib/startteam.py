@@ -91,9 +91,17 @@ def _lib() -> ctypes.CDLL:
         lib.scaf_start_words.restype = None
         lib.scaf_start_words.argtypes = [ctypes.POINTER(_StartIn), ctypes.POINTER(_StartOut), ctypes.c_char_p,
                                          ctypes.c_char_p, ctypes.c_size_t]
+        for fn in (lib.scaf_startenv_objects, lib.scaf_startenv_programs):
+            fn.restype, fn.argtypes = ctypes.c_uint32, [ctypes.c_char_p]
+        lib.scaf_startenv_markers.restype = ctypes.c_uint32
+        lib.scaf_startenv_markers.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.scaf_startenv_names.restype = None
+        lib.scaf_startenv_names.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
         lib.scaf_startenv_build.restype = ctypes.c_uint
-        lib.scaf_startenv_build.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p),
-                                            ctypes.POINTER(_EnvVar), ctypes.c_uint]
+        lib.scaf_startenv_build.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32,
+                                            ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_EnvVar), ctypes.c_uint]
+        lib.scaf_startenv_bits.restype = ctypes.c_uint32
+        lib.scaf_startenv_bits.argtypes = [ctypes.c_char_p]
         _bound = lib
     return _bound
 
@@ -118,13 +126,16 @@ def rule(count: int, fixed_by: str | None, reply: "proto.MemoryReply | None", us
                  reply.start_team if reply is not None else 0)
 
 
-def start_env(share: int, count: int, user_env: Mapping[str, str]) -> list[tuple[str, str]]:
+def start_env(share: int, count: int, user_env: Mapping[str, str], runtimes: str = "") -> list[tuple[str, str]]:
     """The variables that start each runtime of the program with SHARE of its COUNT CPUs (scaf_startenv_build):
-    a runtime's variable the user set in USER_ENV stands; nothing when SHARE is not below COUNT."""
+    a runtime's variable the user set in USER_ENV stands; nothing when SHARE is not below COUNT. RUNTIMES: those
+    the program is known to have ("jvm"), for the variables set only then."""
     envp: Sequence[bytes] = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in user_env.items()]
     arr = (ctypes.c_char_p * (len(envp) + 1))(*envp, None)
     out = (_EnvVar * 16)()
-    n = _lib().scaf_startenv_build(max(share, 0), max(count, 0), arr, out, len(out))
+    lib = _lib()
+    n = lib.scaf_startenv_build(max(share, 0), max(count, 0), lib.scaf_startenv_bits(runtimes.encode()), arr, out,
+                                len(out))
     return [(out[i].name.decode(), os.fsdecode(out[i].value)) for i in range(n)]
 
 
@@ -149,3 +160,27 @@ def decide(sock: str, key: ProgKey, count: int, fixed_by: str | None, timeout: f
     if r.status not in (proto.MEMORY_OK, proto.MEMORY_UNKNOWN):
         return Start(0, f"the daemon on {sock} could not recall it (status {r.status})")
     return rule(count, fixed_by, r, user_malleable, user_count)
+
+
+def runtimes_of(program: str, objects: Sequence[str]) -> str:
+    """The parallel runtimes of the start environment's table (include/scaf/startenv.h) that PROGRAM has, as
+    their names ("polars,jvm"; "" for none): by the basenames of the shared OBJECTS it loads at start, by its own
+    name (java loads the JVM later), and by the strings its executable holds (a Rust or Go program). The file is
+    read, never run; one that cannot be read has none of its own."""
+    import mmap
+
+    lib = _lib()
+    bits = lib.scaf_startenv_programs(os.path.basename(program).encode())
+    for o in objects:
+        bits |= lib.scaf_startenv_objects(os.path.basename(o).encode())
+    try:
+        # A private mapping: ctypes needs a writable buffer, and nothing is copied unless written (it never is).
+        with open(program, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) as m:
+            view = (ctypes.c_char * len(m)).from_buffer(m)
+            bits |= lib.scaf_startenv_markers(ctypes.addressof(view), len(m))
+            del view
+    except (OSError, ValueError):
+        pass
+    out = ctypes.create_string_buffer(256)
+    lib.scaf_startenv_names(bits, out, len(out))
+    return out.value.decode()

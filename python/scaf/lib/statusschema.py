@@ -29,6 +29,7 @@ CLIENT: dict[str, tuple[type, ...]] = {
     "coef": NUMBER, "estimate": (str,), "verdict": (str,), "verdict_source": (str,), "reason": (str,),
     "efficiency": NUMBER, "control": (str,), "rigid_team": (int,), "wanted": (int,),
     "memory": (dict,), "start_team": (int,), "started_with": (int,), "idle": (bool,),
+    "runtimes": (list,), "runtime_team": (int,),
 }
 # A client's "memory" object (docs/memory.md): what the daemon remembered of its program at its arrival.
 MEMORY: dict[str, tuple[type, ...]] = {"runs": (int,), "verdict": (str,), "source": (str,), "run_s": (int, float)}

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "scaf/startenv.h"
+
 /* A seqlock read that keeps finding the writer busy gives up: the daemon never waits for a client. */
 #define PAGE_READ_TRIES 3
 
@@ -97,6 +99,10 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
     r->started_with = atomic_load_explicit(&pg->started_with, memory_order_relaxed);
     if (r->started_with > max_threads)
         r->started_with = max_threads; /* the page is untrusted: never more than the program could have seen */
+    r->runtimes = atomic_load_explicit(&pg->runtimes, memory_order_relaxed) & ((1u << SCAF_RT_COUNT) - 1u);
+    r->runtime_team = atomic_load_explicit(&pg->runtime_team, memory_order_relaxed);
+    if (r->runtime_team > max_threads)
+        r->runtime_team = max_threads; /* untrusted: no pool larger than the count the program could see */
     read_reason(pg, r->reason);
     return whole ? SCAF_PAGE_WHOLE : SCAF_PAGE_TORN;
 }

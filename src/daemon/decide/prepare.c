@@ -70,6 +70,10 @@ void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *ri
     out->uid = in->uid;
     out->rigid_team = scaf_rigid_step(rigid, turn->now_ns, r->rigid_regions, r->rigid_team, r->long_region,
                                       r->last_team);
+    /* A pool that read its count at start (polars, onnxruntime, the JVM ...) runs that team whatever its share:
+     * placed like a fixed team of it (docs/runtimes.md). One thread is no team. */
+    if (r->runtime_team >= 2 && r->runtime_team > out->rigid_team)
+        out->rigid_team = r->runtime_team;
     uint64_t interval = turn->probe_interval_ns;
 
     if (in->prior && state->probe.probe_end_ns == 0 && interval > PROBE_REMEMBERED_NS)

@@ -2,6 +2,7 @@
 #include "status.h"
 #include "../client.h"
 #include "../collect/foreign.h"
+#include "scaf/startenv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -56,7 +57,21 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
                         c->memo.run_s);
     else
         scaf_buf_printf(b, ",\"memory\":null");
-    scaf_buf_printf(b, ",\"start_team\":%u,\"started_with\":%u}", c->memo.start_team, r->started_with);
+    scaf_buf_printf(b, ",\"start_team\":%u,\"started_with\":%u,\"runtimes\":[", c->memo.start_team, r->started_with);
+    first = true;
+    for (int i = 0; i < SCAF_RT_COUNT; i++)
+        if (r->runtimes & (1u << i)) {
+            const struct scaf_startenv_runtime *rt = &scaf_startenv_table()[i];
+
+            scaf_buf_printf(b, "%s{\"name\":\"%s\",\"variable\":", first ? "" : ",", rt->name);
+            if (rt->var)
+                scaf_buf_printf(b, "\"%s\"", rt->var);
+            else
+                scaf_buf_printf(b, "null");
+            scaf_buf_printf(b, ",\"follows\":%s}", rt->follow == SCAF_FOLLOW_LAYER ? "true" : "false");
+            first = false;
+        }
+    scaf_buf_printf(b, "],\"runtime_team\":%u}", r->runtime_team);
 }
 
 /* Where `cpus` comes from: which bound applies, and the cgroup quota if any. Printed before "clients",

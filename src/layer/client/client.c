@@ -13,6 +13,7 @@
 #include "../core/identity.h"
 #include "../core/page.h"
 #include "../core/pool.h"
+#include "../core/runtimes.h"
 #include "../core/say.h"
 #include "../core/settings.h"
 #include "../malleable/malleable.h"
@@ -116,12 +117,13 @@ static void start_pool_watch(void)
 
     if (!scaf_settings.blas)
         scaf_pool_set_scanner(NULL); /* SCAF_BLAS=0: pools are never looked for, so never touched */
-    if (!scaf_pool_watching() || atomic_load(&scaf_conn_state) == SCAF_CONN_INERT)
+    if ((!scaf_pool_watching() && !scaf_runtimes_bits()) || atomic_load(&scaf_conn_state) == SCAF_CONN_INERT)
         return;
     if (scaf_sockpath_default(path, sizeof path) != 0 || stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
         return;
     /* A pool linked in from the start is found now; a later one only in an interpreter (see loads_pools_later). */
-    if (scaf_pool_poll(NULL) == 0 && !loads_pools_later())
+    /* And a runtime scaf run found in the program (SCAF_RUNTIMES): its process is a client from the start. */
+    if (scaf_pool_poll(NULL) == 0 && !loads_pools_later() && !scaf_runtimes_bits())
         return;
     if (scaf_helper_start() != 0)
         scaf_layer_log("no helper thread (%s): thread pools not watched", strerror(errno));
@@ -140,6 +142,7 @@ void scaf_client_init(int max_threads, const char *unusable)
         atomic_store(&scaf_conn_state, SCAF_CONN_INERT);
     }
     scaf_bound_init(max_threads);
+    scaf_runtimes_init();
     scaf_identity_init();
     scaf_malleable_init();
     scaf_conn_init(scaf_settings.disable);

@@ -17,6 +17,7 @@
 #include "../core/identity.h"
 #include "../core/page.h"
 #include "../core/pool.h"
+#include "../core/runtimes.h"
 #include "../core/say.h"
 #include "../core/settings.h"
 #include "../estimate/estimate.h"
@@ -280,6 +281,7 @@ static void publish(struct scaf_page *page)
     scaf_malleable_recall(page);
     /* After the pointer: a verdict change racing with us then writes to this page itself. */
     scaf_malleable_publish(page);
+    scaf_runtimes_publish(page);
     scaf_estimate_attach(page);
 }
 

@@ -18,6 +18,7 @@
 #include "../core/page.h"
 #include "../core/permit.h"
 #include "../core/pool.h"
+#include "../core/runtimes.h"
 #include "../core/say.h"
 #include "../estimate/estimate.h"
 #include "conn.h"
@@ -233,7 +234,7 @@ static void *helper_main(void *arg)
                 join();
             else if (state == SCAF_CONN_INERT)
                 return NULL; /* disabled, or a daemon of another protocol: nothing left to do */
-            else if (scaf_pool_poll(NULL) > 0 && state == SCAF_CONN_UNTRIED)
+            else if ((scaf_pool_poll(NULL) > 0 || scaf_runtimes_bits()) && state == SCAF_CONN_UNTRIED)
                 scaf_conn_first();
             else
                 sleep_ms(TICK_MS);

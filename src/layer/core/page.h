@@ -125,6 +125,13 @@ static inline void scaf_page_set_wanted(struct scaf_page *p, unsigned n)
     atomic_store_explicit(&p->wanted, n, memory_order_relaxed);
 }
 
+/* The process's other parallel runtimes and the team those that read their count once run (core/runtimes.h). */
+static inline void scaf_page_set_runtimes(struct scaf_page *p, uint32_t bits, unsigned team)
+{
+    atomic_store_explicit(&p->runtime_team, team, memory_order_relaxed);
+    atomic_store_explicit(&p->runtimes, bits, memory_order_relaxed);
+}
+
 static inline unsigned scaf_page_wanted(const struct scaf_page *p)
 {
     return atomic_load_explicit(&((struct scaf_page *)p)->wanted, memory_order_relaxed);

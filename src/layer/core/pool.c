@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "page.h"
+#include "runtimes.h"
 #include "say.h"
 
 #define POOL_MAX 8
@@ -16,7 +17,9 @@
 /* Written by the helper thread only; `npools` is published after the entry it counts. */
 static struct scaf_pool pools[POOL_MAX];
 static _Atomic unsigned npools;
-static void (*_Atomic scanner)(void);
+/* The adapters' scanners (BLAS, Arrow), in the order they registered. */
+#define SCANNERS 4
+static void (*_Atomic scanners[SCANNERS])(void);
 
 /*
  * Held across fork, so that a child is never forked while the helper is
@@ -76,15 +79,28 @@ void scaf_pool_set_scanner(void (*scan)(void))
 {
     static _Atomic int registered;
 
+    if (!scan) {
+        for (int i = 0; i < SCANNERS; i++)
+            atomic_store(&scanners[i], NULL);
+        return;
+    }
     /* From a constructor: no lock of ours is held (fork holds glibc's atfork lock while it runs them). */
-    if (scan && !atomic_exchange(&registered, 1))
+    if (!atomic_exchange(&registered, 1))
         pthread_atfork(scan_prepare, scan_release, scan_release);
-    atomic_store(&scanner, scan);
+    for (int i = 0; i < SCANNERS; i++) {
+        void (*none)(void) = NULL;
+
+        if (atomic_load(&scanners[i]) == scan || atomic_compare_exchange_strong(&scanners[i], &none, scan))
+            return;
+    }
 }
 
 int scaf_pool_watching(void)
 {
-    return atomic_load(&scanner) != NULL;
+    for (int i = 0; i < SCANNERS; i++)
+        if (atomic_load(&scanners[i]) != NULL)
+            return 1;
+    return 0;
 }
 
 int scaf_pool_add(const struct scaf_pool *p)
@@ -153,20 +169,24 @@ static void apply_one(struct scaf_pool *p, unsigned threads)
 
 unsigned scaf_pool_poll(struct scaf_page *page)
 {
-    void (*scan)(void) = atomic_load(&scanner);
     struct objcount c = {0, 0};
     unsigned n;
 
-    if (scan) {
-        pthread_mutex_lock(&scan_lock);
-        dl_iterate_phdr(read_counts, &c);
-        if (!seen_valid || c.adds != seen.adds || c.subs != seen.subs) {
-            seen = c;
-            seen_valid = 1;
-            scan();
+    pthread_mutex_lock(&scan_lock);
+    dl_iterate_phdr(read_counts, &c);
+    if (!seen_valid || c.adds != seen.adds || c.subs != seen.subs) {
+        seen = c;
+        seen_valid = 1;
+        for (int i = 0; i < SCANNERS; i++) {
+            void (*scan)(void) = atomic_load(&scanners[i]);
+
+            if (scan)
+                scan();
         }
-        pthread_mutex_unlock(&scan_lock);
+        /* The other runtimes by their objects' names (core/runtimes.h): SCAF_BLAS=0 does not hide them. */
+        scaf_runtimes_scan();
     }
+    pthread_mutex_unlock(&scan_lock);
     n = scaf_pool_count();
     /* With no lock held: fork holds glibc's atfork lock while it runs the prepare handlers. */
     if (n > 0 && !apply_registered) {

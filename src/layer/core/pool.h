@@ -1,4 +1,4 @@
-/* pool.h — thread pools the layer steers between regions (BLAS libraries): registration by an adapter, polling by the helper. */
+/* pool.h — thread pools the layer steers between regions (BLAS libraries, Arrow's CPU pool): registration by an adapter, polling by the helper. */
 #ifndef SCAF_LAYER_POOL_H
 #define SCAF_LAYER_POOL_H
 
@@ -25,10 +25,12 @@ struct scaf_pool {
 };
 
 /*
- * The adapter's discovery, run by the helper thread each time the set of
+ * An adapter's discovery, run by the helper thread each time the set of
  * loaded objects changed (and once at start). It calls scaf_pool_add for
  * every pool it finds; it must tolerate being run again over the same
  * objects (scaf_pool_add ignores a pool whose set_fn is already known).
+ * Up to 4 adapters register one each (the same one twice is once); NULL
+ * takes every scanner away (SCAF_BLAS=0).
  */
 void scaf_pool_set_scanner(void (*scan)(void));
 

@@ -73,6 +73,8 @@ static const struct entry table[] = {
     {"SCAF_DAEMON_USER", PATH, AT(daemon_user), 0, 0, 0, 0, NULL},
     {"SCAF_MEMORY", BOOL, AT(memory), 0, 0, 0, 0, "0 or 1"},
     {"SCAF_START_TEAM", COUNT, AT(start_team), 0, 1.0, (double)SCAF_MAX_CPUS, 1.0, "a team of 1 to 1024 threads"},
+    {"SCAF_START_SHARE", COUNT, AT(start_share), 0, 1.0, (double)SCAF_MAX_CPUS, 1.0, "a share of 1 to 1024 CPUs"},
+    {"SCAF_RUNTIMES", PATH, AT(runtimes), 0, 0, 0, 0, NULL},
     {"SCAF_START_PARENT", COUNT, AT(start_parent), 0, 1.0, 4194304.0, 1.0, "a process ID (1 to 4194304)"},
     {"SCAF_ESTIMATE", BOOL, AT(estimate), 0, 0, 0, 0, "0 or 1"},
     {"SCAF_LAZY", BOOL, AT(lazy), 0, 0, 0, 0, "0 or 1"},

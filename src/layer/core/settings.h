@@ -23,6 +23,8 @@ struct scaf_settings {
     int memory;            /* SCAF_MEMORY: the daemon's memory of this program (key, start team, sites; default 1) */
     unsigned start_team;   /* SCAF_START_TEAM: the team scaf run started the program with, 0 = none */
     unsigned start_parent; /* SCAF_START_PARENT: the pid of the scaf run that set it, 0 = not named */
+    unsigned start_share;  /* SCAF_START_SHARE: the share scaf run started the program's runtimes with, 0 = none */
+    const char *runtimes;  /* SCAF_RUNTIMES: the runtimes scaf run found in the program ("polars,jvm"), NULL */
     /* efficiency estimation */
     int estimate;          /* SCAF_ESTIMATE */
     int lazy;              /* SCAF_LAZY */

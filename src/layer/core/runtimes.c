@@ -1,0 +1,111 @@
+/* runtimes.c — the process's parallel runtimes other than OpenMP and BLAS: named by scaf run or found by the names of the loaded objects, the team their pools run, and the page's word on them. */
+#include "runtimes.h"
+
+#include <link.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound.h"
+#include "page.h"
+#include "say.h"
+#include "settings.h"
+#include "scaf/startenv.h"
+
+static _Atomic uint32_t found;
+/* Each runtime's count as its variable said at start, 0 = not set (read once: the pool reads it when built). */
+static unsigned user_count[SCAF_RT_COUNT];
+
+/* The count a variable's value sets: "4"; for the JVM's options, the number after ActiveProcessorCount=. */
+static unsigned count_in(const struct scaf_startenv_runtime *r, const char *v)
+{
+    const char *p = v;
+    char *end;
+    unsigned long n;
+
+    if (r->count_in) {
+        p = strstr(v, r->count_in);
+        if (!p)
+            return 0;
+        p += strlen(r->count_in);
+        if (*p == '=')
+            p++;
+    }
+    n = strtoul(p, &end, 10);
+    return end != p && n > 0 && n <= SCAF_MAX_CPUS ? (unsigned)n : 0;
+}
+
+void scaf_runtimes_init(void)
+{
+    const struct scaf_startenv_runtime *t = scaf_startenv_table();
+    const char *names = scaf_settings.runtimes;
+    uint32_t bits;
+
+    for (int i = 0; i < SCAF_RT_COUNT; i++) {
+        const char *v = t[i].var ? getenv(t[i].var) : NULL;
+
+        user_count[i] = v ? count_in(&t[i], v) : 0;
+    }
+    bits = scaf_startenv_bits(names);
+    atomic_store(&found, bits);
+}
+
+uint32_t scaf_runtimes_bits(void)
+{
+    return atomic_load_explicit(&found, memory_order_relaxed);
+}
+
+static int by_name(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    const char *name = info->dlpi_name, *base;
+
+    (void)size;
+    if (!name || !*name)
+        return 0;
+    base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    *(uint32_t *)arg |= scaf_startenv_objects(base);
+    return 0;
+}
+
+uint32_t scaf_runtimes_scan(void)
+{
+    uint32_t bits = 0, before, added;
+    char names[160];
+
+    dl_iterate_phdr(by_name, &bits);
+    before = atomic_fetch_or(&found, bits);
+    added = bits & ~before;
+    if (added) {
+        scaf_startenv_names(added, names, sizeof names);
+        scaf_layer_log("parallel runtime found: %s", names);
+        if (scaf_page_get())
+            scaf_runtimes_publish(scaf_page_get());
+    }
+    return added;
+}
+
+unsigned scaf_runtimes_team(void)
+{
+    const struct scaf_startenv_runtime *t = scaf_startenv_table();
+    uint32_t bits = scaf_runtimes_bits();
+    unsigned team = 0, own = scaf_settings.start_share ? scaf_settings.start_share
+                                                        : (unsigned)CPU_COUNT(scaf_bound_affinity());
+
+    for (int i = 0; i < SCAF_RT_COUNT; i++) {
+        unsigned n;
+
+        if (!(bits & (1u << i)) || t[i].follow != SCAF_FOLLOW_START)
+            continue;
+        n = user_count[i] ? user_count[i] : own;
+        if (n > team)
+            team = n;
+    }
+    return team;
+}
+
+void scaf_runtimes_publish(struct scaf_page *page)
+{
+    if (page)
+        scaf_page_set_runtimes(page, scaf_runtimes_bits(), scaf_runtimes_team());
+}
