@@ -2,7 +2,7 @@
 //
 //     java JavaWork ROUNDS [UNTIL]
 //
-// Each round prints `round=R pool=P result=X`: P the CPUs the JVM counts, which size its GC threads and its
+// Each round prints `round=R result=X` and `pool=P round=R`: P the CPUs the JVM counts, which size its GC threads and its
 // common pool (-XX:ActiveProcessorCount sets it), X the same for any P. Then `done`.
 import java.io.File;
 import java.util.concurrent.ForkJoinPool;
@@ -41,9 +41,10 @@ public class JavaWork {
         int rounds = Integer.parseInt(args[0]);
         File until = args.length > 1 ? new File(args[1]) : null;
         for (int r = 0; r < rounds || (until != null && !until.exists()); r++) {
-            long a = LongStream.range(0, 40_000_000L).parallel().map(x -> (x * 40503L) % 997).sum();
-            long b = ForkJoinPool.commonPool().invoke(new Sum(0, 40_000_000L));
-            System.out.println("round=" + r + " pool=" + Runtime.getRuntime().availableProcessors() + " result=" + a + ":" + b);
+            long a = LongStream.range(0, 200_000_000L).parallel().map(x -> (x * 40503L) % 997).sum();
+            long b = ForkJoinPool.commonPool().invoke(new Sum(0, 200_000_000L));
+            System.out.println("round=" + r + " result=" + a + ":" + b);
+            System.out.println("pool=" + Runtime.getRuntime().availableProcessors() + " round=" + r);
         }
         System.out.println("done");
     }

@@ -3,9 +3,9 @@
     python runtime_work.py RUNTIME ROUNDS [UNTIL]
 
 RUNTIME: polars (rayon), duckdb, onnxruntime, arrow, numba, numexpr. Each round runs the runtime's own
-parallel work on seeded data and prints `round=R pool=P result=X`: P the pool size the runtime reports it runs
-(its own answer, never ours), X the round's result, the same for every pool size (integers, or floats
-rounded where the runtime's sums regroup with its threads). Then `done`. UNTIL: a path; after ROUNDS, rounds go
+parallel work on seeded data and prints `round=R result=X` and `pool=P round=R`: X the round's result, the same
+for every pool size (integers, or floats rounded where the runtime's sums regroup with its threads), P the pool
+size the runtime reports it runs (its own answer, never ours; a line of its own, which the bench ignores). Then `done`. UNTIL: a path; after ROUNDS, rounds go
 on until it exists.
 
 WORK_THREADS, when set, is the count this script gives the runtimes without a variable of their own, as a
@@ -26,13 +26,14 @@ def own_count() -> int | None:
 def polars_work():
     import polars as pl
 
-    n = 400_000
-    df = pl.DataFrame({"k": [(i * 7919) % 1009 for i in range(n)], "v": [(i * 31) % 1000 for i in range(n)]})
+    n = 3_000_000
+    df = pl.select(i=pl.int_range(0, n, dtype=pl.Int64)).select(
+        k=(pl.col("i") * 7919) % 1009, v=(pl.col("i") * 31) % 1000, w=(pl.col("i") * 104729) % 1000003)
 
     def one() -> tuple[int, str]:
-        g = df.group_by("k").agg(pl.col("v").sum().alias("s")).sort("k")
-        s = df.sort(["v", "k"]).head(1000)
-        return pl.thread_pool_size(), f"{int(g['s'].sum())}:{int(s['k'].sum())}:{len(g)}"
+        g = df.group_by("k").agg(pl.col("v").sum().alias("s"), pl.col("w").max().alias("m")).sort("k")
+        s = df.sort(["w", "k"]).head(1000)
+        return pl.thread_pool_size(), f"{int(g['s'].sum())}:{int(g['m'].sum())}:{int(s['k'].sum())}:{len(g)}"
 
     return one
 
@@ -43,7 +44,7 @@ def duckdb_work():
     c = duckdb.connect()
     if own_count():
         c.execute(f"SET threads = {own_count()}")
-    c.execute("CREATE TABLE t AS SELECT (i * 7919) % 1009 AS k, (i * 31) % 1000 AS v FROM range(2000000) r(i)")
+    c.execute("CREATE TABLE t AS SELECT (i * 7919) % 1009 AS k, (i * 31) % 1000 AS v FROM range(4000000) r(i)")
 
     def one() -> tuple[int, str]:
         pool = c.execute("SELECT current_setting('threads')").fetchone()[0]
@@ -92,14 +93,18 @@ def arrow_work():
 
     if own_count():
         pa.set_cpu_count(own_count())
-    a = pa.array([(i * 7919) % 1000003 for i in range(2_000_000)], type=pa.int64())
-    t = pa.table({"k": pc.bit_wise_and(a, 1023), "v": a})
+    import numpy as np
+
+    # Many batches: Arrow's exec plans (group_by) spread batches over its CPU pool.
+    chunks = [pa.array((np.arange(c * 125_000, (c + 1) * 125_000, dtype=np.int64) * 7919) % 1000003)
+              for c in range(64)]
+    a = pa.chunked_array(chunks)
+    t = pa.Table.from_batches([pa.record_batch([pc.bit_wise_and(x, 1023), x], names=["k", "v"]) for x in chunks])
 
     def one() -> tuple[int, str]:
-        s = pc.sum(a).as_py()
-        srt = pc.sort_indices(a)
-        g = t.group_by("k").aggregate([("v", "sum")])
-        return pa.cpu_count(), f"{s}:{pc.sum(srt.slice(0, 1000)).as_py()}:{pc.sum(g['v_sum']).as_py()}"
+        g = t.group_by("k", use_threads=True).aggregate([("v", "sum"), ("v", "max")])
+        f = pc.sum(pc.multiply(pc.bit_wise_and(a, 255), 3)).as_py()
+        return pa.cpu_count(), f"{pc.sum(g['v_sum']).as_py()}:{pc.sum(g['v_max']).as_py()}:{f}"
 
     return one
 
@@ -152,7 +157,7 @@ def main() -> int:
     r = 0
     while r < rounds or (until and not os.path.exists(until)):
         pool, result = one()
-        print(f"round={r} pool={pool} result={result}", flush=True)
+        print(f"round={r} result={result}\npool={pool} round={r}", flush=True)
         r += 1
         if until and r >= rounds:
             time.sleep(0.01)

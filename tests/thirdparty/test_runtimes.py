@@ -68,7 +68,13 @@ def argv_of(kind: str, native: dict[str, list[str]], rounds: str, until: str | N
 
 
 def rounds_of(out: str) -> list[dict[str, str]]:
-    return [dict(w.split("=", 1) for w in ln.split()) for ln in out.splitlines() if ln.startswith("round=")]
+    """Each round's result and pool (`round=R result=X`, then `pool=P round=R`)."""
+    got: dict[str, dict[str, str]] = {}
+    for ln in out.splitlines():
+        if ln.startswith(("round=", "pool=")):
+            kv = dict(w.split("=", 1) for w in ln.split())
+            got.setdefault(kv["round"], {}).update(kv)
+    return [got[r] for r in sorted(got, key=int)]
 
 
 class Run:

@@ -4,7 +4,7 @@
 //	gowork ROUNDS [UNTIL]
 //
 // Each round hashes 2,000 blocks on as many workers as the runtime's GOMAXPROCS and prints
-// `round=R pool=P result=X` (X the same for any P), then `done`.
+// `round=R result=X` and `pool=P round=R` (X the same for any P), then `done`.
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 
 func block(b uint64) uint64 {
 	x := b
-	for k := uint64(0); k < 20000; k++ {
+	for k := uint64(0); k < 200000; k++ {
 		x ^= x >> 33
 		x *= 0xff51afd7ed558ccd
 		x ^= x >> 33
@@ -75,7 +75,7 @@ func main() {
 				break
 			}
 		}
-		fmt.Printf("round=%d pool=%d result=%d\n", r, runtime.GOMAXPROCS(0), round())
+		fmt.Printf("round=%d result=%d\npool=%d round=%d\n", r, round(), runtime.GOMAXPROCS(0), r)
 	}
 	fmt.Println("done")
 }

@@ -189,12 +189,16 @@ def bench_program(name: str, size: str, env: dict[str, str], cpus: list[int] | N
 
 def solo_unit(name: str, threads: int, repeat: int, size: str, cpus: list[int], tag: str,
               timeout: float, programs: dict[str, UserProgram] | None = None) -> Unit:
-    """One program alone with OMP_NUM_THREADS=threads on the bench's CPUs."""
+    """One program alone with `threads` threads in every runtime (configs.count_env) on the bench's CPUs."""
 
     def run() -> dict:
+        from scaf.lib.bench import configs
+
+        user = (programs or {}).get(name)
+        counts = configs.count_env(threads, user.count_var if user else None)
         env = runner.base_env(tag)
-        env["OMP_NUM_THREADS"] = str(threads)
-        prog = bench_program(name, size, env, cpus, {"OMP_NUM_THREADS": str(threads)}, programs)
+        env.update(counts)
+        prog = bench_program(name, size, env, cpus, counts, programs)
         progs = runner.run_together([prog], [0.0], timeout)
         return {"kind": "solo", "workload": name, "threads": threads, "repeat": repeat,
                 "size": size, "programs": progs, "error": None}

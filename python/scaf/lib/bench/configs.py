@@ -22,8 +22,8 @@ WARM = "-warm"  # a scaf configuration's name + WARM: the same, with the daemon'
 _COLD: tuple[Config, ...] = (
     Config("unmodified", "plain libgomp, default thread count (one per CPU of the bench's set)"),
     Config("omp-dynamic", "OMP_DYNAMIC=true: libgomp lowers team sizes by the load average"),
-    Config("static", "equal shares by thread count: OMP_NUM_THREADS = the program's share of the CPUs, "
-           "no pinning"),
+    Config("static", "equal shares by thread count: OMP_NUM_THREADS and every other runtime's own count = the "
+           "program's share of the CPUs, no pinning"),
     Config("partition", "static halves: each program pinned to its half of the CPUs"),
     Config("share2", "oversubscribed: OMP_NUM_THREADS = 2 x CPUs for each program"),
     Config("equipartition", "scaf, equipartition policy (private scafd)", policy="equipartition"),
@@ -112,19 +112,34 @@ def partition(cpus: list[int], slot: int, nslots: int) -> list[int]:
     return cpus[start:start + base + (1 if slot < extra else 0)]
 
 
-def program_settings(config: str, slot: int, nslots: int, cpus: list[int]) -> tuple[dict[str, str], list[int]]:
+def count_env(n: int, count_var: str | None = None) -> dict[str, str]:
+    """The variables that give a program N threads in every runtime, as a careful user sets them:
+    OMP_NUM_THREADS, every other runtime's own variable (the start environment's one table,
+    include/scaf/startenv.h, through startteam.counts), and COUNT_VAR, the program's own count for the
+    runtimes that have none (a program the bench knows)."""
+    from scaf.lib import startteam
+
+    env = {"OMP_NUM_THREADS": str(n), **startteam.counts(n)}
+    if count_var:
+        env[count_var] = str(n)
+    return env
+
+
+def program_settings(config: str, slot: int, nslots: int, cpus: list[int],
+                     count_var: str | None = None) -> tuple[dict[str, str], list[int]]:
     """(environment additions, CPU set) for one program of a pair under `config`. Under scaf's
     configurations the additions are the configuration's own (SCAF_MALLEABLE=no for fixed-*): the
     rest, what `scaf run` adds, is made when the program starts (runenv.environment, with
-    scaf_choice's layer), because it asks the daemon what it remembers of the program then."""
+    scaf_choice's layer), because it asks the daemon what it remembers of the program then.
+    COUNT_VAR: the program's own count variable (count_env)."""
     env: dict[str, str] = {}
     mine = list(cpus)
     if config == "omp-dynamic":
         env["OMP_DYNAMIC"] = "true"
     elif config == "static":
-        # partition's split as a thread count, which any user can set; nothing pins the threads,
-        # so the kernel may still move them anywhere in the set.
-        env["OMP_NUM_THREADS"] = str(max(1, len(partition(cpus, slot, nslots))))
+        # partition's split as a thread count in every runtime, which any user can set; nothing pins the
+        # threads, so the kernel may still move them anywhere in the set.
+        env.update(count_env(max(1, len(partition(cpus, slot, nslots))), count_var))
     elif config == "partition":
         mine = partition(cpus, slot, nslots)
     elif config == "share2":

@@ -53,7 +53,7 @@ def _run_pair(a: str, b: str, config: str, size: str, stagger: float, cpus: list
         progs = []
         for slot, name in enumerate((a, b)):
             user = (programs or {}).get(name)
-            extra, mine = configs.program_settings(config, slot, 2, cpus)
+            extra, mine = configs.program_settings(config, slot, 2, cpus, user.count_var if user else None)
             env = runner.base_env(tag)
             env.update(extra)
             prog = common.bench_program(name, size, env, mine, extra, programs)

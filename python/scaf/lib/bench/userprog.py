@@ -29,6 +29,9 @@ class UserProgram:
     text: str  # the command as given, for results.json and messages
     outputs: tuple[str, ...] = ()
     ignore: re.Pattern[str] | None = field(default=None, compare=False)
+    # A count the program itself reads for a runtime that has no variable (a program the bench knows: its
+    # script's WORK_THREADS, which it gives DuckDB's SET threads): the static split and the serial run set it.
+    count_var: str | None = None
 
 
 def parse(specs: list[str], outputs: list[str], ignore: str | None,
@@ -45,6 +48,7 @@ def parse(specs: list[str], outputs: list[str], ignore: str | None,
         raise BenchError(f"--ignore {ignore!r} is not a regular expression: {e}") from None
     cmds: dict[str, tuple[tuple[str, ...], str]] = {}
     own: dict[str, str] = {}  # the stdout lines a program known by name ignores of itself
+    counts: dict[str, str] = {}  # the count variable of a program known by name
     for spec in specs:
         name, sep, cmd = spec.partition("=")
         name = name.strip()
@@ -57,6 +61,8 @@ def parse(specs: list[str], outputs: list[str], ignore: str | None,
             cmds[name] = (tuple(argv), shlex.join(argv))
             if known.KNOWN[name].ignore:
                 own[name] = str(known.KNOWN[name].ignore)
+            if known.KNOWN[name].count_var:
+                counts[name] = str(known.KNOWN[name].count_var)
             continue
         if not sep or not _NAME.fullmatch(name):
             raise BenchError(f"--program {spec!r}: expected NAME='COMMAND ARGS...' with NAME made of "
@@ -80,7 +86,7 @@ def parse(specs: list[str], outputs: list[str], ignore: str | None,
         if name not in cmds:
             raise BenchError(f"--output {spec!r}: no --program named {name!r}")
         files[name].append(path)
-    return {n: UserProgram(n, argv, text, tuple(files[n]), _either(own.get(n), ignore))
+    return {n: UserProgram(n, argv, text, tuple(files[n]), _either(own.get(n), ignore), counts.get(n))
             for n, (argv, text) in cmds.items()}
 
 
