@@ -53,6 +53,11 @@ struct scaf_startenv_runtime {
     const char *programs; /* executables that load it later (java dlopens libjvm.so): basename globs; NULL */
     int when_found;      /* set only for a program known to have it: the variable has another effect (the JVM
                           * says on stderr that it picked up JAVA_TOOL_OPTIONS) */
+    int spins;           /* its pool's threads spin while they wait for work: beside another program, a pool
+                          * larger than its share burns the other's CPUs, so it starts with the share. A pool whose
+                          * threads sleep loses more by a count fixed below the machine (every moment it runs
+                          * alone) than by time-slicing: it starts with its own count (docs/runtimes.md has the
+                          * measurements) */
 };
 
 /* The table, SCAF_RT_COUNT rows in the order of enum scaf_startenv_id. */
@@ -69,7 +74,8 @@ struct scaf_startenv_var {
 /*
  * The variables to add to the environment of a program started with `share`
  * of the `count` CPUs it may run on, given the user's environment `envp`
- * (NAME=VALUE strings, NULL-terminated): each runtime's variable at the
+ * (NAME=VALUE strings, NULL-terminated): the variable of each runtime whose
+ * pool spins (or of every runtime, with `all`: a static split's) at the
  * share, unless the user set it (or the variable the runtime also reads),
  * and SCAF_START_SHARE, which the layer reads for the runtimes without one.
  * `found`: the runtimes the program is known to have (1 << id); a variable
@@ -81,7 +87,7 @@ struct scaf_startenv_var {
  * Returns how many were written to out (at most `max`). Pure
  * (tests/unit/test_startenv.c).
  */
-unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, const char *const *envp,
+unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, int all, const char *const *envp,
                              struct scaf_startenv_var *out, unsigned max);
 
 /* The bits of the runtimes named in `names` ("polars,jvm": SCAF_RUNTIMES), unknown names ignored. Pure. */

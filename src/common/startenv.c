@@ -18,14 +18,15 @@ static const struct scaf_startenv_runtime table[SCAF_RT_COUNT] = {
     [SCAF_RT_POLARS] = {"polars", "POLARS_MAX_THREADS", "%u", 0, NULL, NULL, "_polars_runtime*.so:polars.abi3.so",
                         NULL, SCAF_FOLLOW_START},
     [SCAF_RT_ONNXRUNTIME] = {"onnxruntime", "ORT_INTRA_OP_NUM_THREADS", "%u", 0, NULL, NULL,
-                             "onnxruntime_pybind11_state*.so:libonnxruntime.so*", NULL, SCAF_FOLLOW_START},
+                             "onnxruntime_pybind11_state*.so:libonnxruntime.so*", NULL, SCAF_FOLLOW_START, NULL, 0, 1},
     [SCAF_RT_NUMBA] = {"numba", "NUMBA_NUM_THREADS", "%u", 0, NULL, NULL,
                        "workqueue.cpython-*.so:omppool.cpython-*.so:tbbpool.cpython-*.so", NULL, SCAF_FOLLOW_START},
     /* numexpr takes OMP_NUM_THREADS when its own variable is not set. */
     [SCAF_RT_NUMEXPR] = {"numexpr", "NUMEXPR_NUM_THREADS", "%u", 0, NULL, "OMP_NUM_THREADS",
                          "interpreter.cpython-*.so", NULL, SCAF_FOLLOW_START},
     /* No variable: the layer answers std::thread::hardware_concurrency(), which DuckDB reads for its threads. */
-    [SCAF_RT_DUCKDB] = {"duckdb", NULL, NULL, 0, NULL, NULL, "_duckdb*.so:libduckdb.so*", NULL, SCAF_FOLLOW_START},
+    [SCAF_RT_DUCKDB] = {"duckdb", NULL, NULL, 0, NULL, NULL, "_duckdb*.so:libduckdb.so*", NULL, SCAF_FOLLOW_START,
+                        NULL, 0, 1},
     /* No variable of its own (it reads OpenMP's): the layer sets its CPU pool's capacity, and follows the share. */
     [SCAF_RT_ARROW] = {"arrow", NULL, NULL, 0, NULL, NULL, "libarrow.so*", NULL, SCAF_FOLLOW_LAYER},
     [SCAF_RT_GO] = {"go", "GOMAXPROCS", "%u", 0, NULL, NULL, NULL, "GOMAXPROCS", SCAF_FOLLOW_START},
@@ -63,7 +64,7 @@ static int add(struct scaf_startenv_var *out, unsigned *n, unsigned max, const c
     return 0;
 }
 
-unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, const char *const *envp,
+unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, int all, const char *const *envp,
                              struct scaf_startenv_var *out, unsigned max)
 {
     unsigned n = 0;
@@ -75,7 +76,8 @@ unsigned scaf_startenv_build(unsigned share, unsigned count, uint32_t found, con
         const struct scaf_startenv_runtime *r = &table[i];
         const char *user;
 
-        if (!r->var || (r->also && lookup(envp, r->also)) || (r->when_found && !(found & (1u << i))))
+        if (!r->var || (!all && !r->spins) || (r->also && lookup(envp, r->also)) ||
+            (r->when_found && !(found & (1u << i))))
             continue;
         user = lookup(envp, r->var);
         if (user && (!r->append || !r->count_in || strstr(user, r->count_in)))

@@ -190,7 +190,7 @@ int main(int argc, char **argv)
         team = start_team(&plan, &answer, count);
     /* Every runtime of the program starts with its share (runenv.start_team): the one table's variables. */
     nshare = plan.ask ? scaf_startenv_build(share_of(&answer), count, scaf_startenv_bits(set_of(&plan, "SCAF_RUNTIMES")),
-                                            (const char *const *)environ, share, SCAF_STARTENV_MAX)
+                                            0, (const char *const *)environ, share, SCAF_STARTENV_MAX)
                       : 0;
     add = calloc(2 * ((size_t)plan.nsets + 3 + (size_t)plan.nsteered + nshare), sizeof *add);
     if (!add)

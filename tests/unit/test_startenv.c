@@ -27,8 +27,14 @@ static void builds(void)
     const char *too_long[] = {longv, NULL};
     unsigned n;
 
-    /* A share below the count: every runtime's variable at it, and SCAF_START_SHARE for the layer. */
-    n = scaf_startenv_build(1, 2, 1u << SCAF_RT_JVM, none, out, SCAF_STARTENV_MAX);
+    /* scaf run's start: only the runtimes whose pools spin get the share (onnxruntime by its variable, DuckDB by
+     * the layer's count: SCAF_START_SHARE); those whose threads sleep keep their own count. */
+    n = scaf_startenv_build(1, 2, ~0u, 0, none, out, SCAF_STARTENV_MAX);
+    CHECK(n == 2 && got(out, n, "ORT_INTRA_OP_NUM_THREADS") && got(out, n, "SCAF_START_SHARE"),
+          "the spinning runtimes: %u", n);
+    CHECK(!got(out, n, "POLARS_MAX_THREADS") && !got(out, n, "GOMAXPROCS"), "not the sleeping ones");
+    /* A static split (all): every runtime's variable at the share, and SCAF_START_SHARE for the layer. */
+    n = scaf_startenv_build(1, 2, 1u << SCAF_RT_JVM, 1, none, out, SCAF_STARTENV_MAX);
     CHECK(n == 10, "nine variables and the share: %u", n);
     CHECK(got(out, n, "RAYON_NUM_THREADS") && strcmp(got(out, n, "RAYON_NUM_THREADS"), "1") == 0, "rayon");
     CHECK(got(out, n, "POLARS_MAX_THREADS") && strcmp(got(out, n, "POLARS_MAX_THREADS"), "1") == 0, "polars");
@@ -42,33 +48,33 @@ static void builds(void)
     CHECK(!got(out, n, "OMP_NUM_THREADS"), "OpenMP's count is the start rule's, not this table's");
 
     /* Nothing when the share is not below the count, or unknown. */
-    CHECK(scaf_startenv_build(2, 2, ~0u, none, out, SCAF_STARTENV_MAX) == 0, "share = count");
-    CHECK(scaf_startenv_build(3, 2, ~0u, none, out, SCAF_STARTENV_MAX) == 0, "share > count");
-    CHECK(scaf_startenv_build(0, 2, ~0u, none, out, SCAF_STARTENV_MAX) == 0, "no share");
+    CHECK(scaf_startenv_build(2, 2, ~0u, 1, none, out, SCAF_STARTENV_MAX) == 0, "share = count");
+    CHECK(scaf_startenv_build(3, 2, ~0u, 1, none, out, SCAF_STARTENV_MAX) == 0, "share > count");
+    CHECK(scaf_startenv_build(0, 2, ~0u, 1, none, out, SCAF_STARTENV_MAX) == 0, "no share");
 
     /* The user's count stands; the JVM's option is added to the user's others. */
-    n = scaf_startenv_build(2, 8, ~0u, user, out, SCAF_STARTENV_MAX);
+    n = scaf_startenv_build(2, 8, ~0u, 1, user, out, SCAF_STARTENV_MAX);
     CHECK(!got(out, n, "POLARS_MAX_THREADS"), "the user's POLARS_MAX_THREADS stands");
     CHECK(got(out, n, "JAVA_TOOL_OPTIONS") &&
               strcmp(got(out, n, "JAVA_TOOL_OPTIONS"), "-Xmx1g -XX:ActiveProcessorCount=2") == 0,
           "added to the user's JAVA_TOOL_OPTIONS: %s", got(out, n, "JAVA_TOOL_OPTIONS"));
-    n = scaf_startenv_build(2, 8, ~0u, java_count, out, SCAF_STARTENV_MAX);
+    n = scaf_startenv_build(2, 8, ~0u, 1, java_count, out, SCAF_STARTENV_MAX);
     CHECK(!got(out, n, "JAVA_TOOL_OPTIONS"), "the user's ActiveProcessorCount stands");
     /* numexpr reads OpenMP's count when its own is unset: a user's OMP_NUM_THREADS speaks for it. */
-    n = scaf_startenv_build(2, 8, ~0u, omp, out, SCAF_STARTENV_MAX);
+    n = scaf_startenv_build(2, 8, ~0u, 1, omp, out, SCAF_STARTENV_MAX);
     CHECK(!got(out, n, "NUMEXPR_NUM_THREADS") && got(out, n, "POLARS_MAX_THREADS"), "numexpr under OMP_NUM_THREADS");
     /* A user's value too long to add to stands as it is. */
     memset(longv + strlen(longv), 'x', 520);
     longv[sizeof longv - 1] = '\0';
-    n = scaf_startenv_build(2, 8, ~0u, too_long, out, SCAF_STARTENV_MAX);
+    n = scaf_startenv_build(2, 8, ~0u, 1, too_long, out, SCAF_STARTENV_MAX);
     CHECK(!got(out, n, "JAVA_TOOL_OPTIONS"), "a long JAVA_TOOL_OPTIONS left as it is");
     /* The JVM's option only for a program known to have a JVM: the JVM says on stderr it picked it up. */
-    n = scaf_startenv_build(1, 2, 1u << SCAF_RT_POLARS, none, out, SCAF_STARTENV_MAX);
+    n = scaf_startenv_build(1, 2, 1u << SCAF_RT_POLARS, 1, none, out, SCAF_STARTENV_MAX);
     CHECK(n == 9 && !got(out, n, "JAVA_TOOL_OPTIONS"), "no JAVA_TOOL_OPTIONS without a JVM: %u", n);
     CHECK(scaf_startenv_bits("polars,jvm,nosuch") == ((1u << SCAF_RT_POLARS) | (1u << SCAF_RT_JVM)), "names to bits");
     CHECK(scaf_startenv_bits("") == 0 && scaf_startenv_bits(NULL) == 0, "no names");
     /* A short out[]: no more than it holds. */
-    CHECK(scaf_startenv_build(1, 2, ~0u, none, out, 3) == 3, "max respected");
+    CHECK(scaf_startenv_build(1, 2, ~0u, 1, none, out, 3) == 3, "max respected");
 }
 
 static void recognises(void)

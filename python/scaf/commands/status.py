@@ -280,8 +280,12 @@ def runtime_words(c: dict, cpus: object) -> list[str]:
         if rt.get("follows"):
             out.append(f"{name}: follows its share (the layer resizes its pool)")
             continue
-        via = rt.get("variable") or "the layer's count of CPUs"
         of = f" of {cpus}" if isinstance(cpus, int) else ""
+        size = f" ({team}{of})" if isinstance(team, int) and team > 0 else ""
+        if not rt.get("spins"):
+            out.append(f"{name} pool: its own count{size}: its threads sleep when idle, fixed for the run")
+            continue
+        via = rt.get("variable") or "the layer's count of CPUs"
         started = f"started with {team}{of}" if isinstance(team, int) and team > 0 else "started with its own count"
         out.append(f"{name} pool: {started} ({via}), fixed for the run")
     return out

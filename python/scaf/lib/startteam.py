@@ -98,7 +98,7 @@ def _lib() -> ctypes.CDLL:
         lib.scaf_startenv_names.restype = None
         lib.scaf_startenv_names.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
         lib.scaf_startenv_build.restype = ctypes.c_uint
-        lib.scaf_startenv_build.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32,
+        lib.scaf_startenv_build.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32, ctypes.c_int,
                                             ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_EnvVar), ctypes.c_uint]
         lib.scaf_startenv_bits.restype = ctypes.c_uint32
         lib.scaf_startenv_bits.argtypes = [ctypes.c_char_p]
@@ -126,16 +126,18 @@ def rule(count: int, fixed_by: str | None, reply: "proto.MemoryReply | None", us
                  reply.start_team if reply is not None else 0)
 
 
-def start_env(share: int, count: int, user_env: Mapping[str, str], runtimes: str | int = "") -> list[tuple[str, str]]:
+def start_env(share: int, count: int, user_env: Mapping[str, str], runtimes: str | int = "",
+              every: bool = False) -> list[tuple[str, str]]:
     """The variables that start each runtime of the program with SHARE of its COUNT CPUs (scaf_startenv_build):
     a runtime's variable the user set in USER_ENV stands; nothing when SHARE is not below COUNT. RUNTIMES: those
-    the program is known to have ("jvm", or their bits), for the variables set only then."""
+    the program is known to have ("jvm", or their bits), for the variables set only then. Only the runtimes whose
+    pools spin get the share, unless EVERY (a static split's: every runtime's variable)."""
     envp: Sequence[bytes] = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in user_env.items()]
     arr = (ctypes.c_char_p * (len(envp) + 1))(*envp, None)
     out = (_EnvVar * 16)()
     lib = _lib()
     bits = runtimes if isinstance(runtimes, int) else lib.scaf_startenv_bits(runtimes.encode())
-    n = lib.scaf_startenv_build(max(share, 0), max(count, 0), bits, arr, out, len(out))
+    n = lib.scaf_startenv_build(max(share, 0), max(count, 0), bits, int(every), arr, out, len(out))
     return [(out[i].name.decode(), os.fsdecode(out[i].value)) for i in range(n)]
 
 
@@ -189,4 +191,4 @@ def runtimes_of(program: str, objects: Sequence[str]) -> str:
 def counts(n: int) -> dict[str, str]:
     """Every runtime's own variable of the start environment's table at N threads, the JVM's included, as a user
     who splits the machine by hand sets them (the bench's static split): scaf_startenv_build for a share of N."""
-    return {k: v for k, v in start_env(n, n + 1, {}, 0xFFFFFFFF) if k != "SCAF_START_SHARE"}
+    return {k: v for k, v in start_env(n, n + 1, {}, 0xFFFFFFFF, every=True) if k != "SCAF_START_SHARE"}

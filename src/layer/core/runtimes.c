@@ -89,15 +89,16 @@ unsigned scaf_runtimes_team(void)
 {
     const struct scaf_startenv_runtime *t = scaf_startenv_table();
     uint32_t bits = scaf_runtimes_bits();
-    unsigned team = 0, own = scaf_settings.start_share ? scaf_settings.start_share
-                                                        : (unsigned)CPU_COUNT(scaf_bound_affinity());
+    unsigned team = 0, cpus = (unsigned)CPU_COUNT(scaf_bound_affinity());
+    unsigned share = scaf_settings.start_share ? scaf_settings.start_share : cpus;
 
     for (int i = 0; i < SCAF_RT_COUNT; i++) {
         unsigned n;
 
         if (!(bits & (1u << i)) || t[i].follow != SCAF_FOLLOW_START)
             continue;
-        n = user_count[i] ? user_count[i] : own;
+        /* Only a spinning pool was given the share (startenv.h); one that sleeps counted the CPUs. */
+        n = user_count[i] ? user_count[i] : t[i].spins ? share : cpus;
         if (n > team)
             team = n;
     }

@@ -27,8 +27,8 @@ uint32_t scaf_runtimes_scan(void);
 
 /*
  * The team the pools that read their count once run: for each such runtime found, its variable's count where
- * the user (or scaf run) set one, else SCAF_START_SHARE, else the CPUs the process could use at start; the
- * largest of them. 0 when none is found.
+ * the user (or scaf run) set one, else for one whose pool spins SCAF_START_SHARE, else the CPUs the process
+ * could use at start; the largest of them. 0 when none is found.
  */
 unsigned scaf_runtimes_team(void);
 
