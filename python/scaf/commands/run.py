@@ -91,19 +91,18 @@ memory and the start team:
 every runtime, not only OpenMP:
   Runtimes that size a pool once, when it is built, cannot follow a share
   later: polars and every rayon pool, onnxruntime, numba, numexpr, DuckDB,
-  Go, the JVM, .NET and Julia. So when the daemon's share for CMD is below
-  the CPUs it may run on (another program runs), scaf run starts each of
-  them with that share, through what each honours: POLARS_MAX_THREADS,
-  RAYON_NUM_THREADS, ORT_INTRA_OP_NUM_THREADS, NUMBA_NUM_THREADS,
-  NUMEXPR_NUM_THREADS, GOMAXPROCS, DOTNET_PROCESSOR_COUNT,
-  JULIA_NUM_THREADS, -XX:ActiveProcessorCount in JAVA_TOOL_OPTIONS (for
-  java only: the JVM says on stderr that it picked it up), and for DuckDB
-  the layer's answer to std::thread::hardware_concurrency(). A variable you
-  set stands. Arrow's CPU pool follows the share all along (the layer
-  resizes it). A process with such a runtime is a client from its start,
-  and `scaf status` says how each of its runtimes is steered. A statically
-  linked program (Go without cgo) gets its variable but cannot be a client:
-  scaf run says so. docs/runtimes.md in scaf's source tree has the table.
+  Go, the JVM, .NET and Julia. When the daemon's share for CMD is below the
+  CPUs it may run on (another program runs), scaf run starts those whose
+  threads spin while they wait with that share, through what each honours:
+  onnxruntime by ORT_INTRA_OP_NUM_THREADS, DuckDB by the layer's answer to
+  std::thread::hardware_concurrency(). Those whose threads sleep when idle
+  keep their own count: they lose more by a count fixed below the machine
+  than by sharing it. A variable you set stands. Arrow's CPU pool follows
+  the share all along (the layer resizes it). A process with such a runtime
+  is a client from its start, and `scaf status` says how each of its
+  runtimes is steered. A statically linked program (Go without cgo) cannot
+  be a client: scaf run says so. docs/runtimes.md in scaf's source tree has
+  the table and the measurements.
 
 malleable or fixed:
   A program is malleable when its results do not depend on how many threads
@@ -160,7 +159,7 @@ environment:
                     otherwise set to the start team when the daemon's memory says so, with
                     SCAF_START_TEAM (the layer's sign that the count is scaf's) and
                     SCAF_START_PARENT (scaf's pid: the count is for its child only)
-  SCAF_START_SHARE  set to the share CMD's other runtimes start with, beside their own
+  SCAF_START_SHARE  set to the share CMD's spinning runtimes start with, beside their own
                     variables (above), when it is below CMD's CPUs
   SCAF_RUNTIMES     set to the runtimes scaf run found in CMD (polars,jvm): the layer
                     makes the process a client from its start

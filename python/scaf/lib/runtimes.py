@@ -278,11 +278,10 @@ def _choose(program: str, env: dict[str, str] | None, seen: choicecache.Witness)
     exe = _interpreter(program) or program
     found = _runtimes(exe, deps)
     if found and not deps.not_elf and _statically_linked(exe):
-        # Nothing can be preloaded into it: its runtime still starts with the share (its own variable), but the
-        # process cannot be a client, and the daemon sees its load as foreign (docs/runtimes.md).
+        # Nothing can be preloaded into it: the process cannot be a client, and the daemon sees its load as foreign
+        # (docs/runtimes.md); what scaf run sets in its environment still reaches its runtime.
         note = (f"{os.path.basename(program)} is statically linked: scaf cannot preload its layer into it, so its "
-                f"{found} runtime starts with the share scaf run gives it but is not a client (its load is "
-                "foreign to the daemon)")
+                f"{found} runtime is not a client (its load is foreign to the daemon)")
         choice = choice._replace(warning=f"{choice.warning}; {note}" if choice.warning else note)
     return choice._replace(runtimes=found)
 

@@ -112,7 +112,9 @@ static void try_openblas(void *h)
             p.bound = get_int(&p);
             if (p.bound < 1)
                 continue;
-            scaf_pool_add(&p);
+            /* OpenBLAS shuts its server down in a destructor at exit; the setter would start it again. */
+            if (scaf_pool_add(&p) == 1)
+                scaf_pool_stop_at_exit();
         }
 }
 
@@ -126,8 +128,8 @@ static void try_mkl(void *h)
         return;
     where(p.set_fn, p.path, sizeof p.path);
     p.bound = get_int(&p);
-    if (p.bound >= 1)
-        scaf_pool_add(&p);
+    if (p.bound >= 1 && scaf_pool_add(&p) == 1)
+        scaf_pool_stop_at_exit();
 }
 
 static void try_blis(void *h)

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "page.h"
@@ -34,6 +35,8 @@ static void (*_Atomic scanners[SCANNERS])(void);
  */
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set at exit, under apply_lock: a pool the process is tearing down is never called again (scaf_pool_stop_at_exit). */
+static int stopped;
 static int apply_registered; /* helper thread only */
 
 static void scan_prepare(void)
@@ -101,6 +104,22 @@ int scaf_pool_watching(void)
         if (atomic_load(&scanners[i]) != NULL)
             return 1;
     return 0;
+}
+
+/* exit() runs this before the library's own destructor of its pool (registered later: see pool.h). */
+static void stop(void)
+{
+    pthread_mutex_lock(&apply_lock);
+    stopped = 1;
+    pthread_mutex_unlock(&apply_lock);
+}
+
+void scaf_pool_stop_at_exit(void)
+{
+    static _Atomic int registered;
+
+    if (!atomic_exchange(&registered, 1))
+        atexit(stop);
 }
 
 int scaf_pool_add(const struct scaf_pool *p)
@@ -198,7 +217,7 @@ unsigned scaf_pool_poll(struct scaf_page *page)
         unsigned last = 0;
 
         pthread_mutex_lock(&apply_lock);
-        for (unsigned i = 0; i < n; i++) {
+        for (unsigned i = 0; i < n && !stopped; i++) {
             apply_one(&pools[i], threads);
             last = pools[i].fixed ? pools[i].get(&pools[i]) : pools[i].applied;
         }

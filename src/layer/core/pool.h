@@ -43,6 +43,14 @@ int scaf_pool_watching(void);
  */
 int scaf_pool_add(const struct scaf_pool *p);
 
+/*
+ * For an adapter whose library tears its pool down at exit (a C++ static: Arrow's CPU pool): called after the
+ * adapter's first call into the pool, which built it and so registered its destructor, it registers with atexit
+ * a handler that exit() runs before that destructor (handlers run in the reverse order of registration), after
+ * which the helper never calls a pool again. Once per process.
+ */
+void scaf_pool_stop_at_exit(void);
+
 /* Pools registered so far. */
 unsigned scaf_pool_count(void);
 

@@ -87,8 +87,11 @@ static void scan(void)
         p.set_fn = dlsym(h, SET_CAPACITY);
         p.get_fn = dlsym(h, GET_CAPACITY);
         snprintf(p.path, sizeof p.path, "%s", f.names[i]);
-        if (p.set_fn && p.get_fn && (p.bound = get_capacity(&p)) >= 1 && scaf_pool_add(&p) == 1)
+        if (p.set_fn && p.get_fn && (p.bound = get_capacity(&p)) >= 1 && scaf_pool_add(&p) == 1) {
+            /* The pool is a static that exit() destroys: the first call built it, so the stop comes first. */
+            scaf_pool_stop_at_exit();
             continue; /* kept open: the pool table calls into it */
+        }
         dlclose(h);
     }
 }
