@@ -1,5 +1,6 @@
-"""tools/experiments/results_table.py: the tables of docs/results.md from a bench's results.json (a real run's,
-trimmed, in tests/fixtures/bench-lapack), and a clear refusal of what it cannot read."""
+"""tools/experiments/results_table.py: the tables of docs/results.md from a bench's results.json (real runs',
+trimmed: a pairs run in tests/fixtures/bench-lapack, the first 3 of 8 rounds of a pools run in
+tests/fixtures/bench-pools-loky), and a clear refusal of what it cannot read."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from conftest import ROOT
 
 SCRIPT = ROOT / "tools" / "experiments" / "results_table.py"
 FIXTURE = ROOT / "tests" / "fixtures" / "bench-lapack"
+POOLS = ROOT / "tests" / "fixtures" / "bench-pools-loky"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,6 +51,16 @@ def test_pairs_tables_from_a_real_run() -> None:
 
 def test_results_json_itself_gives_the_same_tables() -> None:
     assert run(str(FIXTURE / "results.json")).stdout == run(str(FIXTURE)).stdout
+
+
+def test_pools_makespans_as_the_pools_bench_prints_them() -> None:
+    r = run(str(POOLS))
+    assert r.returncode == 0, r.stderr
+    assert "- commit: not recorded" in r.stdout
+    assert rows(r.stdout, "loky") == [
+        ["loky", "default", "2.249", "0.971", "0.971", "0.979", "1.087", "yes", "3 (0)"],
+        ["loky", "scaf", "2.185", "1.000", "1.000", "1.063", "1.000", "yes", "3 (0)"],
+        ["loky", "scaf-warm", "2.229", "0.980", "0.976", "1.045", "1.017", "yes", "3 (0)"]]
 
 
 def test_a_missing_file_is_refused_with_exit_status_2(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""results_table.py — Markdown tables of a `scaf bench pairs` (or `scaf bench overhead`) run from its results.json, for docs/results.md.
+"""results_table.py — Markdown tables of a `scaf bench pairs` run (or an overhead or pools run) from its results.json, for docs/results.md.
 
     tools/experiments/results_table.py RESULTS_DIR_OR_JSON [...] [--candidate NAME]
 
@@ -13,7 +13,9 @@ For each folder (or its results.json) it prints, from the raw runs and with the 
 - the candidate (speedup, scaf or equipartition, as the bench picks it, or --candidate) and its warm twin
   against the best baseline of each pair (the highest Σspeedup of unmodified, omp-dynamic, static and
   partition that ran there), with the factor taken within each repeat where a pair ran twice or more;
-- for an overhead run, each variant's median ratio to plain libgomp in the same round.
+- for an overhead run, each variant's median ratio to plain libgomp in the same round;
+- for a `scaf bench pools` run, its makespans as `scaf bench pools` printed them (python/scaf/lib/bench/pools.py;
+  a pools run records no commit).
 
 Exit status 0; 2 when an argument cannot be read as a bench's results (the reason on stderr).
 """
@@ -21,6 +23,7 @@ Exit status 0; 2 when an argument cannot be read as a bench's results (the reaso
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import statistics
 import sys
@@ -29,7 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
-from scaf.lib.bench import configs, report, store
+from scaf.lib.bench import configs, pools, report, store
+
+POOLS_FORMAT = "scaf-bench-pools"
 
 
 def fmt(x: float | None, digits: int = 3) -> str:
@@ -50,7 +55,16 @@ def load(arg: str) -> tuple[Path, dict]:
         path = path.parent
     elif not path.exists():
         raise store.ResultsError(f"{path}: no such file or folder")
-    return path, store.load(path)
+    try:
+        return path, store.load(path)
+    except store.ResultsError:
+        try:
+            data = json.loads((path / store.RESULTS).read_text())
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and data.get("format") == POOLS_FORMAT and isinstance(data.get("runs"), list):
+            return path, data
+        raise
 
 
 def provenance(data: dict) -> list[str]:
@@ -144,7 +158,19 @@ def overhead_table(runs: list[dict]) -> list[str]:
     return [*out, ""]
 
 
+def pools_tables(directory: Path, data: dict) -> list[str]:
+    argv = data.get("argv", [])
+    head = [f"### {directory.resolve().name}", "", "- commit: not recorded (a pools run records none)",
+            f"- command: `scaf {shlex.join(argv[1:])}`", f"- machine: {data.get('cpus', '?')} CPUs",
+            (f"- {len(data['runs'])} runs; {data.get('task')} tasks {data.get('sizes')} over {data.get('workers')} "
+             f"workers, {data.get('rounds')} rounds; load average at start {data.get('load')}"), ""]
+    table = [line for line in pools.render(pools.summarize(data["runs"]), data).splitlines() if line.startswith("|")]
+    return [*head, "Makespans, medians (scaf / this: scaf's makespan over this configuration's):", "", *table, ""]
+
+
 def tables(directory: Path, data: dict, wanted: str | None) -> list[str]:
+    if data.get("format") == POOLS_FORMAT:
+        return pools_tables(directory, data)
     runs = data["runs"]
     body = pair_tables(runs, wanted) + overhead_table(runs)
     if not body:
@@ -155,7 +181,7 @@ def tables(directory: Path, data: dict, wanted: str | None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="results_table.py", description=__doc__.split("\n\n")[0].split(" — ", 1)[1])
     ap.add_argument("results", nargs="+", metavar="RESULTS_DIR_OR_JSON",
-                    help="a `scaf bench pairs` or `scaf bench overhead` output folder, or its results.json")
+                    help="a `scaf bench pairs`, `overhead` or `pools` output folder, or its results.json")
     ap.add_argument("--candidate", metavar="NAME",
                     help="the configuration set against the baselines (default: as `scaf bench report` picks it)")
     args = ap.parse_args(argv)
