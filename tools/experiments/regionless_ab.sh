@@ -1,5 +1,6 @@
 #!/bin/bash
-# ab.sh OLD NEW ROUNDS: a fixed team that fills the machine (xgbhist, 2 threads, fixed by the evidence at its
+# regionless_ab.sh — a fixed team that fills the machine beside a newcomer in its serial start, under two builds in turn, a static split and plainly.
+# Usage: regionless_ab.sh OLD NEW ROUNDS: a fixed team that fills the machine (xgbhist, 2 threads, fixed by the evidence at its
 # first regions) joined 0.8 s later by a newcomer whose first 400,000 blocks are serial work (slowregions
 # --serial-blocks: a program's start, as an interpreter's imports are), under the daemon and layer of the OLD and
 # NEW checkouts in turn, and as a static split and plainly. Prints per run: the build, xgbhist's wall seconds,

@@ -1,5 +1,6 @@
 #!/bin/bash
-# xgb-stagger.sh OLD NEW ROUNDS STAGGER: two XGBoost trainings (tests/corpus/scripts/xgboost_hist.py), the second
+# xgb-stagger.sh — two real XGBoost trainings, the second started STAGGER seconds after the first, as a static split and under two builds' scaf run.
+# Usage: xgb-stagger.sh OLD NEW ROUNDS STAGGER: two XGBoost trainings (tests/corpus/scripts/xgboost_hist.py), the second
 # started STAGGER seconds after the first, ROUNDS rounds alternating the static split (OMP_NUM_THREADS = CPUs/2
 # each) and `scaf run` (the launcher, replayed) of the OLD and NEW checkouts, each on its own private scafd whose
 # memory two pairs first warm. Prints per pair: mode, the first's and the second's wall seconds, their sum, and

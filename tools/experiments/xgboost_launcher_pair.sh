@@ -1,11 +1,12 @@
 #!/bin/bash
-# pair.sh ROUNDS: two XGBoost trainings at once (tests/corpus/scripts/xgboost_hist.py), ROUNDS rounds alternating
+# xgboost_launcher_pair.sh — two real XGBoost trainings at once as a static split, under scaf run through Python, and replayed by scaf-run, alternating.
+# Usage: xgboost_launcher_pair.sh ROUNDS: two XGBoost trainings at once (tests/corpus/scripts/xgboost_hist.py), ROUNDS rounds alternating
 # the static split (OMP_NUM_THREADS = CPUs/2 each), `scaf run` through Python every time (SCAF_RUN_REPLAY=0) and
 # `scaf run` as the `scaf` launcher starts it the second time (replayed by scaf-run); a private scafd whose memory
 # two rounds first teach that XGBoost keeps its team. Prints one line per pair: mode, summed wall seconds of the
 # two trainings, the digests of their outputs.
 set -u
-ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 S=$ROOT/tests/corpus/scripts/xgboost_hist.py
 PY=$ROOT/build/venv/bin/python
 HALF=$(($(nproc) / 2))

@@ -1,10 +1,11 @@
 #!/bin/bash
-# rounds.sh N [SIZE]: a HistGradientBoosting fit alone, plain and under `scaf run`, N rounds alternating.
+# rounds.sh — a HistGradientBoosting fit alone (hgbfit.py), plain and under `scaf run`, N rounds alternating.
+# Usage: rounds.sh N [SIZE]
 # `scaf run` starts its own per-user daemon (speedup policy) in a private runtime and state directory,
 # so the first scaf round is cold and the later ones find what the daemon remembered.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../../.." && pwd)
+root=$(cd "$here/../.." && pwd)
 py=$root/build/venv/bin/python
 n=${1:-6}
 size=${2:-2.0}

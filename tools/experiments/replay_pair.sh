@@ -1,10 +1,11 @@
 #!/bin/bash
-# pair.sh ROUNDS: two data.table jobs at once (tests/corpus/scripts/datatable_group.R, each in its own folder),
+# replay_pair.sh — two data.table jobs at once under OMP_DYNAMIC, scaf run through Python, and scaf run replayed by scaf-run, alternating.
+# Usage: replay_pair.sh ROUNDS: two data.table jobs at once (tests/corpus/scripts/datatable_group.R, each in its own folder),
 # ROUNDS rounds alternating OMP_DYNAMIC=true, `scaf run` through Python every time (SCAF_RUN_REPLAY=0) and
 # `scaf run` replayed by scaf-run; a private scafd with its memory kept warm by two rounds first.
 # Prints one line per run: mode, summed wall seconds of the two jobs, digests of their outputs.
 set -u
-ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 S=$ROOT/tests/corpus/scripts/datatable_group.R
 W=$(mktemp -d /tmp/scaf-replay-XXXXXX)
 mkdir -p "$W/a" "$W/b" "$W/state" "$W/cache"
