@@ -49,6 +49,12 @@ def test_pairs_tables_from_a_real_run() -> None:
     assert rows(out, "geometric mean") == [["geometric mean", "", "", "", "1.207", "", "1.097", "2.138"]]
 
 
+def test_the_best_of_the_baselines_named() -> None:
+    r = run("--baselines", "omp-dynamic,unmodified", str(FIXTURE))
+    assert r.returncode == 0, r.stderr
+    assert rows(r.stdout, "lapack+lapack")[1][:5] == ["lapack+lapack", "omp-dynamic", "1.25", "2.36", "1.894"]
+
+
 def test_results_json_itself_gives_the_same_tables() -> None:
     assert run(str(FIXTURE / "results.json")).stdout == run(str(FIXTURE)).stdout
 

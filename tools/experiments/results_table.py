@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """results_table.py — Markdown tables of a `scaf bench pairs` run (or an overhead or pools run) from its results.json, for docs/results.md.
 
-    tools/experiments/results_table.py RESULTS_DIR_OR_JSON [...] [--candidate NAME]
+    tools/experiments/results_table.py RESULTS_DIR_OR_JSON [...] [--candidate NAME] [--baselines LIST]
 
 For each folder (or its results.json) it prints, from the raw runs and with the bench's own arithmetic
 (python/scaf/lib/bench/report.py, the code `scaf bench report` renders with):
@@ -12,7 +12,8 @@ For each folder (or its results.json) it prints, from the raw runs and with the 
   medians over the repeats);
 - the candidate (speedup, scaf or equipartition, as the bench picks it, or --candidate) and its warm twin
   against the best baseline of each pair (the highest Σspeedup of unmodified, omp-dynamic, static and
-  partition that ran there), with the factor taken within each repeat where a pair ran twice or more;
+  partition that ran there, or of --baselines), with the factor taken within each repeat where a pair ran twice
+  or more;
 - for an overhead run, each variant's median ratio to plain libgomp in the same round;
 - for a `scaf bench pools` run, its makespans as `scaf bench pools` printed them (python/scaf/lib/bench/pools.py;
   a pools run records no commit).
@@ -92,7 +93,7 @@ def total_cell(e: report.PairEntry | None) -> str:
     return "FAILED" if e.ok_runs == 0 else "n/a"
 
 
-def pair_tables(runs: list[dict], wanted: str | None) -> list[str]:
+def pair_tables(runs: list[dict], wanted: str | None, baselines: list[str] | None = None) -> list[str]:
     serial = report.serial_times(runs)
     entries = report.pair_entries(runs, serial)
     if not entries:
@@ -106,6 +107,8 @@ def pair_tables(runs: list[dict], wanted: str | None) -> list[str]:
         out += ["", f"{len(failures)} failed program run(s) are left out (`scaf bench report` lists them)."]
     cand = configs.candidate(order, wanted)
     best_names = report.best_of(order, cand) if cand else []
+    if cand and baselines is not None:
+        best_names = [b for b in baselines if b in order and b != cand]
     if cand is None or not best_names:
         return [*out, ""]
     twin = configs.warm_of(cand)
@@ -168,11 +171,11 @@ def pools_tables(directory: Path, data: dict) -> list[str]:
     return [*head, "Makespans, medians (scaf / this: scaf's makespan over this configuration's):", "", *table, ""]
 
 
-def tables(directory: Path, data: dict, wanted: str | None) -> list[str]:
+def tables(directory: Path, data: dict, wanted: str | None, baselines: list[str] | None = None) -> list[str]:
     if data.get("format") == POOLS_FORMAT:
         return pools_tables(directory, data)
     runs = data["runs"]
-    body = pair_tables(runs, wanted) + overhead_table(runs)
+    body = pair_tables(runs, wanted, baselines) + overhead_table(runs)
     if not body:
         raise store.ResultsError(f"{directory}: no pair or overhead runs to tabulate")
     return [f"### {directory.resolve().name}", "", *provenance(data), "", *body]
@@ -184,12 +187,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="a `scaf bench pairs`, `overhead` or `pools` output folder, or its results.json")
     ap.add_argument("--candidate", metavar="NAME",
                     help="the configuration set against the baselines (default: as `scaf bench report` picks it)")
+    ap.add_argument("--baselines", metavar="LIST",
+                    help="comma-separated baselines to take the best of (default: unmodified, omp-dynamic, static "
+                         "and partition, those that ran)")
     args = ap.parse_args(argv)
     out: list[str] = []
     for arg in args.results:
         try:
             directory, data = load(arg)
-            out += tables(directory, data, args.candidate)
+            out += tables(directory, data, args.candidate, args.baselines.split(",") if args.baselines else None)
         except store.ResultsError as e:
             print(f"results_table.py: {e}", file=sys.stderr)
             return 2
