@@ -1,5 +1,5 @@
 #!/bin/bash
-# device_pairs.sh — pairs of programs run at once on a many-core machine under each baseline a user has and under scaf, cold and warm, for docs/results.
+# device_pairs.sh — pairs of programs run at once on a many-core machine under each baseline a user has and under scaf, cold and warm, for docs/results.md.
 #
 # Needs gcc, cmake and bash; with a python3 that has scaf's few needs (rich, psutil) the scaf rows start each
 # program through `scaf run` as the `scaf` launcher does (scaf-run, which replays the last identical run's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# device_pools.sh — process pools under their framework's default, a static split and scaf on a many-core machine, for docs/results/pools.md.
+# device_pools.sh — process pools under their framework's default, a static split and scaf on a many-core machine, for docs/results.md, "Process pools".
 #
 # Runs `scaf bench pools` once per scenario below (each into $D/NAME), with $PY as the Python of scaf and of the
 # pool program (it needs scikit-learn and joblib; dask for the Dask scenario, which is skipped without it), and

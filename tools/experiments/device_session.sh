@@ -5,7 +5,7 @@
 # to $OUT at once and everything else is packed into $OUT/all.tgz after each step, so a command cut short at its
 # limit still brings back what it measured. Wheels in .whl/ (not tracked) are installed first, for the Python
 # packages the machine lacks (on 2026-11-27: pyelftools, which `scaf run` needs, xgboost-cpu, dask,
-# distributed, partd, locket, tblib, zict, tornado; docs/results/device-16core-2.md). BUDGET is the seconds the
+# distributed, partd, locket, tblib, zict, tornado; docs/results.md, "16-CPU device runs"). BUDGET is the seconds the
 # pairs and pools may start within (default 420).
 # SOLO names programs to time alone first (device_solo.sh, SOLO_ROUNDS rounds; default none).
 # Usage: OUT=DIR tools/experiments/device_session.sh
@@ -14,7 +14,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/device-out}
 BUDGET=${BUDGET:-420}
 export B=${B:-/tmp/scafb} PY=${PY:-python3} PYTHONUNBUFFERED=1
-# Each program runs for seconds at 8 threads on a 16-CPU machine (docs/results/device-16core.md's probes).
+# Each program runs for seconds at 8 threads on a 16-CPU machine (docs/results.md, "16-CPU device runs": scaling alone).
 export ARGS_crit=${ARGS_crit:---size W --scale 0.25} ARGS_ep=${ARGS_ep:---size W} ARGS_xgbhist=${ARGS_xgbhist:---size W}
 export ARGS_dtgroup=${ARGS_dtgroup:---size W} CAP=${CAP:-20}
 PAIRS=${PAIRS:-xgboost+xgboost xgbhist+xgbhist crit+crit dtgroup+dtgroup crit+ep crit+xgbhist}

@@ -1,7 +1,7 @@
 #!/bin/sh
-# pools_figures.sh — the runs behind docs/results/pools.md, in one go, on a quiet machine: pools under each configuration, the reclaim, the overhead before and after.
+# pools_figures.sh — the runs behind the pools figures of docs/results.md, in one go, on a quiet machine: pools under each configuration, the reclaim, the overhead before and after.
 # Usage: tools/experiments/pools_figures.sh OUT [BASE_BUILD]
-#   OUT         a folder for every run's output (docs/results/pools/ in the repository)
+#   OUT         a folder for every run's output (outside the tree; the last set stands in docs/results/pools at commit 3a4be15)
 #   BASE_BUILD  a build of the commit before idle clients (scafd, libscaf_gomp.so, workloads/regions) for the overhead's "before"
 set -eu
 OUT=$1

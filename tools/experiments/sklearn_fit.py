@@ -1,4 +1,4 @@
-"""One scikit-learn fit on seeded data, for `scaf bench pairs --program` (docs/results/sklearn-pairs.md).
+"""One scikit-learn fit on seeded data, for `scaf bench pairs --program` (docs/results.md, "scikit-learn").
 
     build/venv/bin/python tools/experiments/sklearn_fit.py hgb|kmeans
 

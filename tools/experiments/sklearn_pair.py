@@ -7,7 +7,7 @@ Each round runs every pair under every configuration, in a rotating order, so th
 machine's state spreads over all of them; prints per pair and configuration the median fit seconds
 of the two programs over the rounds, scaf's ratio to the best of the other configurations, and
 whether every run printed the same result digest as the programs alone. `scaf` is `scaf run` on a
-private daemon (speedup policy, the default) started for the round. docs/results/sklearn-pairs.md
+private daemon (speedup policy, the default) started for the round. docs/results.md, "scikit-learn",
 quotes its output.
 """
 
