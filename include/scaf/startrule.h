@@ -90,6 +90,13 @@ static inline int scaf_start_recalled_malleable(uint32_t runs, uint32_t verdict,
  */
 struct scaf_start scaf_start_decide(const struct scaf_start_in *in);
 
+/*
+ * SCAF_MALLEABLE's words, case-insensitive: 1 for yes, 1, true, on, malleable; 0 for no, 0, false, off, fixed;
+ * -1 for auto or empty; -2 for anything else (not understood: auto, and said). The layer's settings and scaf run
+ * (through libscaf_launch.so) read them with this one function. Pure.
+ */
+int scaf_start_word(const char *v);
+
 /* A few words for the log on why nothing was started ("the program set its own count first"). */
 const char *scaf_start_why_text(int why);
 

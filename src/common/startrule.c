@@ -2,6 +2,7 @@
 #include "scaf/startrule.h"
 
 #include <stdio.h>
+#include <strings.h>
 
 #include "scaf/proto.h"
 
@@ -178,4 +179,20 @@ void scaf_start_words(const struct scaf_start_in *in, const struct scaf_start *o
         snprintf(buf, len, "%s", why);
     else
         snprintf(buf, len, "%s, but %s", why, scaf_start_why_text(out->why));
+}
+
+int scaf_start_word(const char *v)
+{
+    static const char *const yes[] = {"yes", "1", "true", "on", "malleable"};
+    static const char *const no[] = {"no", "0", "false", "off", "fixed"};
+
+    if (!v || !*v || strcasecmp(v, "auto") == 0)
+        return -1;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (strcasecmp(v, yes[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (strcasecmp(v, no[i]) == 0)
+            return 0;
+    return -2;
 }

@@ -158,8 +158,23 @@ static void words(void)
     }
 }
 
+/* SCAF_MALLEABLE's words, for the layer and scaf run alike. */
+static void user_words(void)
+{
+    static const struct {
+        const char *v;
+        int want;
+    } rows[] = {{"yes", 1}, {"TRUE", 1}, {"On", 1}, {"1", 1}, {"malleable", 1}, {"no", 0}, {"False", 0}, {"off", 0},
+                {"0", 0}, {"fixed", 0}, {"auto", -1}, {"", -1}, {NULL, -1}, {"maybe", -2}, {"yes ", -2}};
+
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        CHECK(scaf_start_word(rows[i].v) == rows[i].want, "'%s': %d, want %d", rows[i].v ? rows[i].v : "(null)",
+              scaf_start_word(rows[i].v), rows[i].want);
+}
+
 int main(void)
 {
+    user_words();
     builds();
     recognises();
     words();

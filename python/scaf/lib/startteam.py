@@ -8,11 +8,6 @@ from typing import NamedTuple
 from scaf.lib import choicecache, progkey, proto, rules
 from scaf.lib.progkey import ProgKey
 
-# SCAF_MALLEABLE's words, as the layer's core/settings.c reads them (case-insensitive).
-MALLEABLE_WORDS = ("yes", "1", "true", "on", "malleable")
-FIXED_WORDS = ("no", "0", "false", "off", "fixed")
-
-
 def user_word(flag: str | None, env: Mapping[str, str], exe: str,
               seen: choicecache.Witness | None = None) -> tuple[str | None, str]:
     """The user's word on malleability for EXE, "fixed", "malleable" or None, and where it comes from:
@@ -22,10 +17,11 @@ def user_word(flag: str | None, env: Mapping[str, str], exe: str,
         return "fixed", "--fixed"
     if flag == "yes":
         return "malleable", "--malleable"
-    v = env.get("SCAF_MALLEABLE", "").strip().lower()
-    if v in FIXED_WORDS:
+    # SCAF_MALLEABLE's words as the layer reads them: the one function (scaf_start_word).
+    word = _lib().scaf_start_word(env.get("SCAF_MALLEABLE", "").strip().encode())
+    if word == 0:
         return "fixed", f"SCAF_MALLEABLE={env['SCAF_MALLEABLE']}"
-    if v in MALLEABLE_WORDS:
+    if word == 1:
         return "malleable", f"SCAF_MALLEABLE={env['SCAF_MALLEABLE']}"
     if seen is not None:
         for p in rules.search_path(dict(env)):
@@ -88,6 +84,8 @@ def _lib() -> ctypes.CDLL:
         lib = progkey.library()
         lib.scaf_start_decide.restype = _StartOut
         lib.scaf_start_decide.argtypes = [ctypes.POINTER(_StartIn)]
+        lib.scaf_start_word.restype = ctypes.c_int
+        lib.scaf_start_word.argtypes = [ctypes.c_char_p]
         lib.scaf_start_words.restype = None
         lib.scaf_start_words.argtypes = [ctypes.POINTER(_StartIn), ctypes.POINTER(_StartOut), ctypes.c_char_p,
                                          ctypes.c_char_p, ctypes.c_size_t]

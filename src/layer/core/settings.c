@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "say.h"
+#include "scaf/startrule.h"
 #include "scaf/proto.h"
 
 struct scaf_settings scaf_settings = {
@@ -101,22 +102,6 @@ static char bad_value[NENTRIES][65];
 static int bad[NENTRIES];
 static int read_once, complained;
 
-/* 1 yes, 0 no, -1 auto or unset, -2 not understood. */
-static int parse_words(const char *v)
-{
-    static const char *const yes[] = {"yes", "1", "true", "on", "malleable"};
-    static const char *const no[] = {"no", "0", "false", "off", "fixed"};
-
-    if (!*v || strcasecmp(v, "auto") == 0)
-        return -1;
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        if (strcasecmp(v, yes[i]) == 0)
-            return 1;
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        if (strcasecmp(v, no[i]) == 0)
-            return 0;
-    return -2;
-}
 
 /* A finite number in [lo, hi], the whole string. 0, or -1 when malformed. */
 static int parse_number(const char *v, double lo, double hi, double *out)
@@ -149,7 +134,7 @@ static int parse_entry(const struct entry *e, const char *v)
         *ip = v[0] == '1';
         return 0;
     case WORDS: {
-        int w = parse_words(v);
+        int w = scaf_start_word(v);
         if (w == -2)
             return -1;
         *ip = w;
