@@ -3,7 +3,7 @@
 #define SCAFD_CLIENT_H
 
 #include "collect/lookout.h"
-#include "collect/page.h"
+#include "collect/pageread.h"
 #include "decide/idle.h"
 #include "decide/referee.h"
 #include "decide/rigid.h"
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Stored in its connection's slot (transport/conn.c), filled and emptied by clients.c; the other files get it
+/* Stored in its connection's slot (transport/session.c), filled and emptied by clients.c; the other files get it
  * through struct scafd's clients[]. */
 struct scaf_client {
     uint32_t id;   /* arrival order, from 1 */
@@ -35,7 +35,7 @@ struct scaf_client {
     struct scaf_rigid rigid;        /* teams it ran that the daemon did not choose (scaf_rigid_step) */
     struct scaf_client_memory memo; /* what the memory recalled of its program, and its run's tally (memory/) */
     struct scaf_idle idle;          /* whether it runs nothing now (scaf_idle_step): its share goes to the others */
-    bool woke;                      /* a WAKE came since the last turn (transport/conn.c) */
+    bool woke;                      /* a WAKE came since the last turn (transport/session.c) */
     bool cpu_ok;                    /* cpu_ticks was read in this turn's collect */
     uint64_t cpu_ticks;             /* utime + stime of its process, for the idle rule */
 };

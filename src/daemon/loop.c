@@ -8,7 +8,7 @@
 #include "collect/lookout.h"
 #include "memory/keep.h"
 #include "report/scoreboard.h"
-#include "transport/conn.h"
+#include "transport/session.h"
 #include "scaf/procfs.h"
 
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The loop's own epoll tags; connections' tags carry their top bit (transport/conn.c). */
+/* The loop's own epoll tags; connections' tags carry their top bit (transport/session.c). */
 enum loop_tag {
     TAG_LISTEN = 1,
     TAG_SIGNAL,

@@ -9,7 +9,7 @@
 #include "memory/file.h"
 #include "memory/keep.h"
 #include "report/alloclog.h"
-#include "transport/conn.h"
+#include "transport/session.h"
 #include "transport/activation.h"
 #include "transport/listener.h"
 #include "scaf/sockpath.h"
@@ -19,6 +19,8 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -275,42 +277,121 @@ enum parse_result {
     PARSE_BAD_SOCKET, /* the socket path cannot be a Unix socket address (said on stderr): exit 1, like a failed bind */
 };
 
+/*
+ * The options, one row each: how the value is read and where it goes. A new option is a row here and a
+ * paragraph in help(); the ranges are the ones help() says.
+ */
+enum opt_kind {
+    OPT_STR,     /* a const char * in the options, taken as given */
+    OPT_FLAG,    /* a bool set to `flag` */
+    OPT_U32,     /* a uint32_t in [lo, hi] */
+    OPT_PID,     /* a pid_t in [lo, hi] */
+    OPT_SECS,    /* a double in [lo, hi], or 0 with zero_ok; times `scale` */
+    OPT_COUNT,   /* an int counted up (-v) */
+    OPT_SPECIAL, /* handled in parse_args: --policy, --socket, --placement, --job, --help, --version */
+};
+
+struct opt_row {
+    const char *name;
+    int shortname; /* 0: none */
+    enum opt_kind kind;
+    size_t off;    /* in struct scafd_opts */
+    double lo, hi, scale;
+    bool zero_ok, flag;
+};
+
+#define AT(f) offsetof(struct scafd_opts, f)
+
+static const struct opt_row rows[] = {
+    {"socket", 0, OPT_SPECIAL, 0, 0, 0, 0, false, false},
+    {"policy", 0, OPT_SPECIAL, 0, 0, 0, 0, false, false},
+    {"cpus", 0, OPT_U32, AT(cpus), 1, SCAF_MAX_CPUS, 1, false, false},
+    {"rate", 0, OPT_SECS, AT(rate_hz), SCAFD_RATE_MIN, SCAFD_RATE_MAX, 1, false, false},
+    {"scoreboard", 't', OPT_SECS, AT(scoreboard_s), SCAFD_SCOREBOARD_MIN, 86400, 1, false, false},
+    {"log", 0, OPT_STR, AT(log_path), 0, 0, 0, false, false},
+    {"idle-exit", 0, OPT_SECS, AT(idle_exit_s), 0.001, 1e9, 1, true, false},
+    {"max-clients", 0, OPT_U32, AT(max_clients), 1, SCAFD_MAX_CLIENTS_LIMIT, 1, false, false},
+    {"chunk", 0, OPT_U32, AT(chunk), 1, SCAF_MAX_CPUS, 1, false, false},
+    {"no-lookout", 0, OPT_FLAG, AT(lookout), 0, 0, 0, false, false},
+    {"gang-quantum", 0, OPT_SECS, AT(gang_quantum_s), 1, 60000, 1e-3, true, false}, /* given in ms */
+    {"placement", 0, OPT_SPECIAL, 0, 0, 0, 0, false, false},
+    {"probe-interval", 0, OPT_SECS, AT(probe_interval_s), 0, 86400, 1, false, false},
+    {"min-gain", 0, OPT_SECS, AT(min_gain), 0.001, 1, 1, false, false},
+    {"idle-after", 0, OPT_SECS, AT(idle_after_s), 0.05, 3600, 1, true, false},
+    {"shared", 0, OPT_FLAG, AT(shared), 0, 0, 0, false, true},
+    {"user-clients", 0, OPT_U32, AT(user_clients), 1, SCAFD_MAX_CLIENTS_LIMIT, 1, false, false},
+    {"job", 0, OPT_SPECIAL, 0, 0, 0, 0, false, false},
+    {"exit-with", 0, OPT_PID, AT(exit_with), 1, INT32_MAX, 1, false, false},
+    {"state-dir", 0, OPT_STR, AT(memory.state_dir), 0, 0, 0, false, false},
+    {"no-memory", 0, OPT_FLAG, AT(memory.off), 0, 0, 0, false, true},
+    {"memory-programs", 0, OPT_U32, AT(memory.programs), 1, SCAF_MEMFILE_MAX_RECORDS, 1, false, false},
+    {"verbose", 'v', OPT_COUNT, AT(verbose), 0, 0, 0, false, false},
+    {"help", 'h', OPT_SPECIAL, 0, 0, 0, 0, false, false},
+    {"version", 'V', OPT_SPECIAL, 0, 0, 0, 0, false, false},
+};
+
+#define NROWS (sizeof rows / sizeof rows[0])
+
+/* One value into the options as its row says. Returns 0, or -1 (said on stderr). */
+static int store(struct scafd_opts *o, const struct opt_row *r, const char *arg)
+{
+    char *base = (char *)o, opt[40];
+    uint32_t u = 0;
+    double v = 0;
+
+    /* The scoreboard is -t in the help and in users' hands: its complaints say so, whichever form was given. */
+    if (r->shortname == 't')
+        snprintf(opt, sizeof opt, "-t");
+    else
+        snprintf(opt, sizeof opt, "--%s", r->name);
+    switch (r->kind) {
+    case OPT_STR:
+        *(const char **)(base + r->off) = arg;
+        return 0;
+    case OPT_FLAG:
+        *(bool *)(base + r->off) = r->flag;
+        return 0;
+    case OPT_COUNT:
+        (*(int *)(base + r->off))++;
+        return 0;
+    case OPT_U32:
+        if (parse_u32(opt, arg, (uint32_t)r->lo, (uint32_t)r->hi, &u) < 0)
+            return -1;
+        *(uint32_t *)(base + r->off) = u;
+        return 0;
+    case OPT_PID:
+        if (parse_u32(opt, arg, (uint32_t)r->lo, (uint32_t)r->hi, &u) < 0)
+            return -1;
+        *(pid_t *)(base + r->off) = (pid_t)u;
+        return 0;
+    case OPT_SECS:
+        if (parse_secs(opt, arg, r->lo, r->zero_ok, r->hi, &v) < 0)
+            return -1;
+        *(double *)(base + r->off) = v * r->scale;
+        return 0;
+    case OPT_SPECIAL:
+        break;
+    }
+    return 0;
+}
+
 /* Fills d->opt, d->policy and d->policy_index from argv. */
 static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
 {
-    enum { O_SOCKET = 256, O_POLICY, O_CPUS, O_RATE, O_LOG, O_IDLE, O_MAXC, O_CHUNK, O_NOLOOK, O_SHARED, O_GANG, O_USERC, O_PROBE, O_MINGAIN, O_JOB, O_EXITWITH, O_STATEDIR, O_NOMEMORY, O_MEMPROGS, O_IDLEAFTER, O_PLACEMENT };
-    static const struct option opts[] = {
-        {"socket", required_argument, NULL, O_SOCKET},
-        {"policy", required_argument, NULL, O_POLICY},
-        {"cpus", required_argument, NULL, O_CPUS},
-        {"rate", required_argument, NULL, O_RATE},
-        {"scoreboard", required_argument, NULL, 't'},
-        {"log", required_argument, NULL, O_LOG},
-        {"idle-exit", required_argument, NULL, O_IDLE},
-        {"max-clients", required_argument, NULL, O_MAXC},
-        {"chunk", required_argument, NULL, O_CHUNK},
-        {"no-lookout", no_argument, NULL, O_NOLOOK},
-        {"gang-quantum", required_argument, NULL, O_GANG},
-        {"placement", required_argument, NULL, O_PLACEMENT},
-        {"probe-interval", required_argument, NULL, O_PROBE},
-        {"min-gain", required_argument, NULL, O_MINGAIN},
-        {"idle-after", required_argument, NULL, O_IDLEAFTER},
-        {"shared", no_argument, NULL, O_SHARED},
-        {"user-clients", required_argument, NULL, O_USERC},
-        {"job", required_argument, NULL, O_JOB},
-        {"exit-with", required_argument, NULL, O_EXITWITH},
-        {"state-dir", required_argument, NULL, O_STATEDIR},
-        {"no-memory", no_argument, NULL, O_NOMEMORY},
-        {"memory-programs", required_argument, NULL, O_MEMPROGS},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {0, 0, 0, 0},
-    };
+    struct option opts[NROWS + 1];
     const char *policy = NULL, *socket = NULL;
     struct scafd_opts *o = &d->opt;
     int ch;
 
+    /* getopt's table from ours: a long option's value is its row's index (past any short option's letter). */
+    for (size_t i = 0; i < NROWS; i++)
+        opts[i] = (struct option){rows[i].name,
+                                  rows[i].kind == OPT_FLAG || rows[i].kind == OPT_COUNT ||
+                                          !strcmp(rows[i].name, "help") || !strcmp(rows[i].name, "version")
+                                      ? no_argument
+                                      : required_argument,
+                                  NULL, 256 + (int)i};
+    opts[NROWS] = (struct option){0, 0, 0, 0};
     o->rate_hz = 4;
     /* A CPU set of exactly the team leaves no room for the process's other threads (an interpreter's main
      * thread, BLAS pools): on 16 CPUs two warm XGBoost trainings took 1.24X as long pinned as unpinned. */
@@ -323,98 +404,44 @@ static enum parse_result parse_args(struct scafd *d, int argc, char **argv)
     o->idle_after_s = SCAF_IDLE_WINDOW_NS / 1e9;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":t:vhV", opts, NULL)) != -1) {
-        int r = 0;
-        switch (ch) {
-        case O_SOCKET:
-            socket = optarg;
-            break;
-        case O_POLICY:
-            policy = optarg;
-            break;
-        case O_CPUS:
-            r = parse_u32("--cpus", optarg, 1, SCAF_MAX_CPUS, &o->cpus);
-            break;
-        case O_RATE:
-            r = parse_secs("--rate", optarg, SCAFD_RATE_MIN, false, SCAFD_RATE_MAX, &o->rate_hz);
-            break;
-        case 't':
-            r = parse_secs("-t", optarg, SCAFD_SCOREBOARD_MIN, false, 86400, &o->scoreboard_s);
-            break;
-        case O_LOG:
-            o->log_path = optarg;
-            break;
-        case O_IDLE:
-            r = parse_secs("--idle-exit", optarg, 0.001, true, 1e9, &o->idle_exit_s);
-            break;
-        case O_MAXC:
-            r = parse_u32("--max-clients", optarg, 1, SCAFD_MAX_CLIENTS_LIMIT, &o->max_clients);
-            break;
-        case O_CHUNK:
-            r = parse_u32("--chunk", optarg, 1, SCAF_MAX_CPUS, &o->chunk);
-            break;
-        case O_NOLOOK:
-            o->lookout = false;
-            break;
-        case O_GANG:
-            r = parse_secs("--gang-quantum", optarg, 1, true, 60000, &o->gang_quantum_s);
-            o->gang_quantum_s /= 1000.0;
-            break;
-        case O_PLACEMENT:
-            o->place_kernel = strcmp(optarg, "kernel") == 0;
-            if (!o->place_kernel && strcmp(optarg, "cpuset") != 0)
-                r = bad("--placement", optarg, "expected cpuset or kernel");
-            break;
-        case O_PROBE:
-            r = parse_secs("--probe-interval", optarg, 0, false, 86400, &o->probe_interval_s);
-            break;
-        case O_MINGAIN:
-            r = parse_secs("--min-gain", optarg, 0.001, false, 1, &o->min_gain);
-            break;
-        case O_IDLEAFTER:
-            r = parse_secs("--idle-after", optarg, 0.05, true, 3600, &o->idle_after_s);
-            break;
-        case O_SHARED:
-            o->shared = true;
-            break;
-        case O_USERC:
-            r = parse_u32("--user-clients", optarg, 1, SCAFD_MAX_CLIENTS_LIMIT, &o->user_clients);
-            break;
-        case O_JOB:
-            r = parse_job(optarg, &o->job);
-            break;
-        case O_EXITWITH: {
-            uint32_t pid = 0;
-            r = parse_u32("--exit-with", optarg, 1, INT32_MAX, &pid);
-            o->exit_with = (pid_t)pid;
-            break;
-        }
-        case O_STATEDIR:
-            o->memory.state_dir = optarg;
-            break;
-        case O_NOMEMORY:
-            o->memory.off = true;
-            break;
-        case O_MEMPROGS:
-            r = parse_u32("--memory-programs", optarg, 1, SCAF_MEMFILE_MAX_RECORDS, &o->memory.programs);
-            break;
-        case 'v':
-            o->verbose++;
-            break;
-        case 'h':
-            help();
-            return PARSE_DONE;
-        case 'V':
-            printf("scafd (scaf) 0.1.0, protocol %u\n", SCAF_PROTO_VERSION);
-            return PARSE_DONE;
-        case ':':
+        const struct opt_row *r = NULL;
+
+        if (ch >= 256 && ch < 256 + (int)NROWS)
+            r = &rows[ch - 256];
+        for (size_t i = 0; !r && i < NROWS; i++)
+            if (rows[i].shortname == ch)
+                r = &rows[i];
+        if (ch == ':') {
             fprintf(stderr, "scafd: option %s needs a value\n%s", argv[optind - 1], USAGE);
             return PARSE_USAGE;
-        default:
+        }
+        if (!r) {
             fprintf(stderr, "scafd: unknown option %s\n%s", argv[optind - 1], USAGE);
             return PARSE_USAGE;
         }
-        if (r < 0)
-            return PARSE_USAGE;
+        if (r->kind != OPT_SPECIAL) {
+            if (store(o, r, optarg) < 0)
+                return PARSE_USAGE;
+        } else if (!strcmp(r->name, "socket")) {
+            socket = optarg;
+        } else if (!strcmp(r->name, "policy")) {
+            policy = optarg;
+        } else if (!strcmp(r->name, "placement")) {
+            o->place_kernel = strcmp(optarg, "kernel") == 0;
+            if (!o->place_kernel && strcmp(optarg, "cpuset") != 0) {
+                bad("--placement", optarg, "expected cpuset or kernel");
+                return PARSE_USAGE;
+            }
+        } else if (!strcmp(r->name, "job")) {
+            if (parse_job(optarg, &o->job) < 0)
+                return PARSE_USAGE;
+        } else if (!strcmp(r->name, "help")) {
+            help();
+            return PARSE_DONE;
+        } else {
+            printf("scafd (scaf) 0.1.0, protocol %u\n", SCAF_PROTO_VERSION);
+            return PARSE_DONE;
+        }
     }
     if (optind < argc) {
         fprintf(stderr, "scafd: unexpected argument '%s'\n%s", argv[optind], USAGE);
@@ -529,7 +556,7 @@ int main(int argc, char **argv)
     if (scaf_foreign_init(&d.foreign, d.opt.lookout, d.opt.socket) < 0)
         scaf_say("out of memory for the list of foreign processes: foreign load is counted, not named");
     d.fd_limit = raise_nofile();
-    /* Given up for a moment when descriptors run out, to accept and close a peer (transport/conn.c). */
+    /* Given up for a moment when descriptors run out, to accept and close a peer (transport/session.c). */
     d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
     /* Blocked before anything else exists: they are read through a signalfd in the loop. */

@@ -5,7 +5,7 @@
 #include "scafd.h"
 #include "apply/apply.h"
 #include "collect/lookout.h"
-#include "collect/page.h"
+#include "collect/pageread.h"
 #include "decide/idle.h"
 #include "decide/prepare.h"
 #include "decide/referee.h"

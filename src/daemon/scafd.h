@@ -47,7 +47,7 @@ struct scafd_opts {
     int verbose;
 };
 
-struct scafd_conn;            /* transport/conn.c */
+struct scafd_conn;            /* transport/session.c */
 struct scaf_client;           /* client.h */
 struct scaf_referee_client;   /* decide/referee.h */
 struct scaf_referee_alloc;
@@ -62,7 +62,7 @@ struct scafd {
     int listen_fd; /* the listening socket (transport/listener.c; main owns the rest of it) */
     int epfd, sigfd, referee_tfd, lookout_tfd, score_tfd, idle_tfd, gang_tfd;
 
-    /* connections (transport/conn.c) */
+    /* connections (transport/session.c) */
     struct scafd_conn *conns;
     uint32_t nconns; /* slots in conns[] */
     uint32_t nopen;  /* connections that have not said HELLO */
@@ -75,7 +75,7 @@ struct scafd {
     struct scaf_foreign foreign; /* the non-clients behind the foreign load, named */
     struct scaf_memory memory;   /* what is remembered of each user's programs (memory/) */
 
-    /* turning peers away without being stalled or spun by them (transport/conn.c, loop.c) */
+    /* turning peers away without being stalled or spun by them (transport/session.c, loop.c) */
     struct scaf_refusals refusals;
     int spare_fd;         /* held open so that, out of descriptors, one can be freed to accept and close */
     unsigned long fd_limit; /* RLIMIT_NOFILE: connections stop short of it, keeping room for /proc and pages */

@@ -1,6 +1,6 @@
 /* fuzz_decode.c — libFuzzer target for both directions: what scafd decodes from clients (messages, pages) and what the layer decodes from a daemon (its answer to HELLO, the page's header). */
-#include "../../src/daemon/apply/page.h"
-#include "../../src/daemon/collect/page.h"
+#include "../../src/daemon/apply/pagewrite.h"
+#include "../../src/daemon/collect/pageread.h"
 #include "scaf/wire.h"
 
 #include <stdint.h>

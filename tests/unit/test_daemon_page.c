@@ -1,5 +1,5 @@
 /* test_daemon_page.c — the one decoder of a client's page: clamps, verdicts and the efficiency seqlock, on real pages in memory. */
-#include "../../src/daemon/collect/page.h"
+#include "../../src/daemon/collect/pageread.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* test_wire.c — the codec both ways: what scafd refuses and why, in the documented order; what the layer accepts from a daemon and why not; scafd's replies over a real socketpair. */
-#include "../../src/daemon/apply/page.h"
+#include "../../src/daemon/apply/pagewrite.h"
 #include "../../src/daemon/transport/reply.h"
 #include "scaf/wire.h"
 

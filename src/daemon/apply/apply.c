@@ -1,6 +1,6 @@
 /* apply.c — writes the referee's allocations to the pages that changed, and passes the gangs' turns. */
 #include "apply.h"
-#include "page.h"
+#include "pagewrite.h"
 #include "../client.h"
 
 #include <string.h>

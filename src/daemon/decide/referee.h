@@ -2,7 +2,7 @@
 #ifndef SCAFD_REFEREE_H
 #define SCAFD_REFEREE_H
 
-#include "../collect/page.h"
+#include "../collect/pageread.h"
 #include "scaf/policy.h"
 #include "scaf/proto.h"
 

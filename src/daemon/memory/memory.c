@@ -6,9 +6,9 @@
 #include "../client.h"
 #include "../say.h"
 #include "../scafd.h"
-#include "../apply/page.h"
+#include "../apply/pagewrite.h"
 #include "../collect/foreign.h"
-#include "../collect/page.h"
+#include "../collect/pageread.h"
 #include "scaf/clock.h"
 #include "scaf/policy.h"
 #include "scaf/procfs.h"
@@ -129,7 +129,7 @@ static void seed_points(struct scaf_client *cl)
 void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
 {
     struct scaf_client_memory *mm = &cl->memo;
-    struct scaf_page_memory pm = {0};
+    struct scaf_page_recall pm = {0};
     struct scaf_memo_record *rec = NULL;
     struct scaf_memo_store *s;
     double now = scaf_clock_s(CLOCK_MONOTONIC);
@@ -156,7 +156,7 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
         memcpy(mm->points, rec->points, sizeof mm->points);
         peers = scaf_memo_peers(rec);
         mm->run_s = run_s(rec);
-        pm = (struct scaf_page_memory){
+        pm = (struct scaf_page_recall){
             .runs = rec->runs, .verdict = rec->verdict, .source = rec->source,
             .nsites = rec->nsites, .sites = rec->sites,
         };

@@ -13,7 +13,7 @@ struct scaf_client;
 /*
  * A client arrives (clients.c, before it enters the table and before its
  * WELCOME): counts the time of the clients already here with their current
- * number of peers, then fills its page's memory half (apply/page.c): its
+ * number of peers, then fills its page's memory half (apply/pagewrite.c): its
  * start team (scaf_start_team over the available contexts and the other
  * clients now, with the peers remembered), and, for a nonzero `key` whose
  * user's memory is kept, the runs, verdict and known sites remembered. Its

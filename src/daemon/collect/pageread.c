@@ -1,5 +1,5 @@
-/* page.c — the client half of the shared page, decoded: the only code that reads what a client wrote there. */
-#include "page.h"
+/* pageread.c — the client half of the shared page, decoded: the only code that reads what a client wrote there. */
+#include "pageread.h"
 
 #include <string.h>
 

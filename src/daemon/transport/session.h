@@ -1,6 +1,6 @@
-/* conn.h — scafd's connections: reading, HELLO, refusals, replies, departures (not an installed interface). */
-#ifndef SCAFD_CONN_H
-#define SCAFD_CONN_H
+/* session.h — scafd's connections: reading, HELLO, refusals, replies, departures (not an installed interface). */
+#ifndef SCAFD_SESSION_H
+#define SCAFD_SESSION_H
 
 struct scafd;
 

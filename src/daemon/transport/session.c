@@ -1,5 +1,5 @@
-/* conn.c — connections: reading messages, refusals, the replies that wait for the step; a HELLO or a departure goes to clients.c. */
-#include "conn.h"
+/* session.c — connections: reading messages, refusals, the replies that wait for the step; a HELLO or a departure goes to clients.c. */
+#include "session.h"
 #include "reply.h"
 #include "../client.h"
 #include "../clients.h"

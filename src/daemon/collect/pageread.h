@@ -1,6 +1,6 @@
-/* page.h — the client half of a client's shared page, decoded and checked field by field (not an installed interface). */
-#ifndef SCAFD_COLLECT_PAGE_H
-#define SCAFD_COLLECT_PAGE_H
+/* pageread.h — the client half of a client's shared page, decoded and checked field by field (not an installed interface). */
+#ifndef SCAFD_COLLECT_PAGEREAD_H
+#define SCAFD_COLLECT_PAGEREAD_H
 
 #include "scaf/proto.h"
 

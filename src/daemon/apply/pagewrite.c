@@ -1,5 +1,5 @@
-/* page.c — the daemon half of the shared page: the page made and sealed, the allocation written, the client woken; the only writer. */
-#include "page.h"
+/* pagewrite.c — the daemon half of the shared page: the page made and sealed, the allocation written, the client woken; the only writer. */
+#include "pagewrite.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -67,7 +67,7 @@ void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang)
     syscall(SYS_futex, &pg->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_memory *m)
+void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_recall *m)
 {
     uint32_t n = m->nsites > SCAF_MEMORY_SITES ? SCAF_MEMORY_SITES : m->nsites;
 

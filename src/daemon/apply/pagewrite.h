@@ -1,6 +1,6 @@
-/* page.h — the daemon half of a client's shared page: made and sealed, written, the client woken (not an installed interface). */
-#ifndef SCAFD_APPLY_PAGE_H
-#define SCAFD_APPLY_PAGE_H
+/* pagewrite.h — the daemon half of a client's shared page: made and sealed, written, the client woken (not an installed interface). */
+#ifndef SCAFD_APPLY_PAGEWRITE_H
+#define SCAFD_APPLY_PAGEWRITE_H
 
 #include "scaf/proto.h"
 
@@ -24,7 +24,7 @@ void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
 void scaf_page_write_idle(struct scaf_page *pg, uint32_t idle);
 
 /* The daemon's memory half of a page (protocol 6, docs/memory.md). */
-struct scaf_page_memory {
+struct scaf_page_recall {
     uint32_t start_team; /* the program's share at its arrival; 0 = none */
     uint32_t runs;       /* runs remembered; 0 = nothing known */
     uint32_t verdict;    /* enum scaf_verdict remembered */
@@ -34,6 +34,6 @@ struct scaf_page_memory {
 };
 
 /* Writes the memory half once, before the WELCOME is sent and never after: the layer reads it without a seqlock. */
-void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_memory *m);
+void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_recall *m);
 
 #endif
