@@ -21,7 +21,6 @@
  */
 
 typedef void (*set_int_fn)(int);
-typedef int (*get_int_fn)(void);
 
 static void set_int(const struct scaf_pool *p, unsigned n)
 {
@@ -29,16 +28,6 @@ static void set_int(const struct scaf_pool *p, unsigned n)
 
     memcpy(&f, &p->set_fn, sizeof f);
     f((int)n);
-}
-
-static unsigned get_int(const struct scaf_pool *p)
-{
-    get_int_fn f;
-    int n;
-
-    memcpy(&f, &p->get_fn, sizeof f);
-    n = f();
-    return n > 0 ? (unsigned)n : 0;
 }
 
 /* OpenBLAS's names, plain and as renamed by the scipy-openblas wheels that numpy and scipy bundle. */
@@ -87,8 +76,8 @@ static void try_openblas(void *h)
 {
     for (size_t i = 0; i < sizeof ob_prefix / sizeof *ob_prefix; i++)
         for (size_t j = 0; j < sizeof ob_suffix / sizeof *ob_suffix; j++) {
-            struct scaf_pool p = {.lib = "openblas", .set = set_int, .get = get_int};
-            get_int_fn parallel;
+            struct scaf_pool p = {.lib = "openblas", .set = set_int, .get = scaf_pool_get_int};
+            int (*parallel)(void);
             void *par;
 
             p.set_fn = sym(h, ob_prefix[i], "openblas_set_num_threads", ob_suffix[j]);
@@ -109,7 +98,7 @@ static void try_openblas(void *h)
             default:
                 continue; /* sequential: no pool */
             }
-            p.bound = get_int(&p);
+            p.bound = scaf_pool_get_int(&p);
             if (p.bound < 1)
                 continue;
             /* OpenBLAS shuts its server down in a destructor at exit; the setter would start it again. */
@@ -120,14 +109,14 @@ static void try_openblas(void *h)
 
 static void try_mkl(void *h)
 {
-    struct scaf_pool p = {.lib = "mkl", .set = set_int, .get = get_int};
+    struct scaf_pool p = {.lib = "mkl", .set = set_int, .get = scaf_pool_get_int};
 
     p.set_fn = dlsym(h, "MKL_Set_Num_Threads");
     p.get_fn = dlsym(h, "MKL_Get_Max_Threads");
     if (!p.set_fn || !p.get_fn)
         return;
     where(p.set_fn, p.path, sizeof p.path);
-    p.bound = get_int(&p);
+    p.bound = scaf_pool_get_int(&p);
     if (p.bound >= 1 && scaf_pool_add(&p) == 1)
         scaf_pool_stop_at_exit();
 }

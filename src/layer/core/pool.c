@@ -141,6 +141,16 @@ int scaf_pool_add(const struct scaf_pool *p)
     return 1;
 }
 
+unsigned scaf_pool_get_int(const struct scaf_pool *p)
+{
+    int (*f)(void);
+    int n;
+
+    memcpy(&f, &p->get_fn, sizeof f);
+    n = f();
+    return n > 0 ? (unsigned)n : 0;
+}
+
 unsigned scaf_pool_count(void)
 {
     return atomic_load_explicit(&npools, memory_order_acquire);

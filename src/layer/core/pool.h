@@ -51,6 +51,9 @@ int scaf_pool_add(const struct scaf_pool *p);
  */
 void scaf_pool_stop_at_exit(void);
 
+/* A ready `get` for the common getter, `int f(void)` in get_fn (OpenBLAS, MKL, Arrow): 0 for a count below 1. */
+unsigned scaf_pool_get_int(const struct scaf_pool *p);
+
 /* Pools registered so far. */
 unsigned scaf_pool_count(void);
 

@@ -29,7 +29,6 @@
 #define GET_CAPACITY "_ZN5arrow24GetCpuThreadPoolCapacityEv"
 
 typedef void *(*set_fn)(void *status, int n);
-typedef int (*get_fn)(void);
 
 static void set_capacity(const struct scaf_pool *p, unsigned n)
 {
@@ -40,16 +39,6 @@ static void set_capacity(const struct scaf_pool *p, unsigned n)
     f(status, (int)n);
     if (status[0])
         scaf_layer_log("arrow pool: SetCpuThreadPoolCapacity(%u) failed", n);
-}
-
-static unsigned get_capacity(const struct scaf_pool *p)
-{
-    get_fn f;
-    int n;
-
-    memcpy(&f, &p->get_fn, sizeof f);
-    n = f();
-    return n > 0 ? (unsigned)n : 0;
 }
 
 /* The loaded objects that are Arrow's, by name (helper thread): copied out of the loader's list first. */
@@ -79,7 +68,7 @@ static void scan(void)
     f.n = 0;
     dl_iterate_phdr(collect, &f);
     for (unsigned i = 0; i < f.n; i++) {
-        struct scaf_pool p = {.lib = "arrow", .set = set_capacity, .get = get_capacity};
+        struct scaf_pool p = {.lib = "arrow", .set = set_capacity, .get = scaf_pool_get_int};
         void *h = dlopen(f.names[i], RTLD_LAZY | RTLD_NOLOAD);
 
         if (!h)
@@ -87,7 +76,7 @@ static void scan(void)
         p.set_fn = dlsym(h, SET_CAPACITY);
         p.get_fn = dlsym(h, GET_CAPACITY);
         snprintf(p.path, sizeof p.path, "%s", f.names[i]);
-        if (p.set_fn && p.get_fn && (p.bound = get_capacity(&p)) >= 1 && scaf_pool_add(&p) == 1) {
+        if (p.set_fn && p.get_fn && (p.bound = scaf_pool_get_int(&p)) >= 1 && scaf_pool_add(&p) == 1) {
             /* The pool is a static that exit() destroys: the first call built it, so the stop comes first. */
             scaf_pool_stop_at_exit();
             continue; /* kept open: the pool table calls into it */
