@@ -8,6 +8,7 @@ from typing import NamedTuple
 from scaf.lib import choicecache, progkey, proto, rules
 from scaf.lib.progkey import ProgKey
 
+
 def user_word(flag: str | None, env: Mapping[str, str], exe: str,
               seen: choicecache.Witness | None = None) -> tuple[str | None, str]:
     """The user's word on malleability for EXE, "fixed", "malleable" or None, and where it comes from:
