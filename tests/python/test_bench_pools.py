@@ -33,4 +33,27 @@ def test_scaf_ratios_of_medians_and_round_by_round() -> None:
     assert s["runs"] == 3 and s["failed"] == 1 and s["same_result"] is True
     text = pools.render(list(rows.values()), {"task": "hgb", "sizes": [1.0], "workers": 2, "cpus": 2, "rounds": 3,
                                               "load": "0.00"})
-    assert "| loky | default | 5.500 | 0.955 | 0.950 | 3.500 | 0.929 | yes | 2 (0) |" in text, text
+    assert "| loky | default | 5.500 | 0.955 | 0.950 | 3.500 | 0.929 | - | yes | 2 (0) |" in text, text
+
+
+def test_the_bound_is_the_longest_full_task_or_the_one_thread_work_over_the_cpus() -> None:
+    # Two long tasks that scale well: the CPU-seconds bind. One task that scales badly: its own time binds.
+    assert pools.bound_span([4.0, 4.0], [1.1, 1.1], 4) == pytest.approx(2.0)
+    assert pools.bound_span([4.0, 1.0], [3.5, 0.3], 4) == pytest.approx(3.5)
+
+
+def test_scafs_share_of_the_achievable_saving_from_solo_runs() -> None:
+    solo = [{"kind": "solo", "threads": t, "round": r, "error": None, "task_s": times}
+            for r, (t, times) in enumerate([(1, [3.0, 1.0]), (1, [3.2, 1.0]), (2, [1.6, 0.6]), (2, [1.8, 0.6])])]
+    # The bound: max(max(1.7, 0.6), (3.1 + 1.0) / 2) = 2.05. Default spans 3.05, scaf 2.55: half the saving.
+    runs = [run("default", 0, 4.0, [(1.0, 4.05)]), run("scaf", 0, 3.5, [(1.0, 3.55)]), *solo,
+            {"kind": "solo", "threads": 2, "round": 3, "error": "exit 1: boom"}]
+    rows = {r["config"]: r for r in pools.summarize(runs, 2)}
+    assert rows["default"]["bound_s"] == pytest.approx(2.05)
+    assert rows["default"]["scaf_captured"] == pytest.approx(0.5)
+    assert rows["scaf"]["scaf_captured"] is None  # nothing to capture over itself
+    text = pools.render(list(rows.values()), {"task": "hgb", "sizes": [3.0, 1.0], "workers": 2, "cpus": 2,
+                                              "rounds": 2, "load": "0.00"})
+    assert "| 0.500 |" in text and "shorter than 2.050 s" in text, text
+    # Without solo runs there is no bound, and no share.
+    assert pools.summarize(runs[:2], 2)[0]["scaf_captured"] is None

@@ -64,9 +64,9 @@ def test_pools_makespans_as_the_pools_bench_prints_them() -> None:
     assert r.returncode == 0, r.stderr
     assert "- commit: not recorded" in r.stdout
     assert rows(r.stdout, "loky") == [
-        ["loky", "default", "2.249", "0.971", "0.971", "0.979", "1.087", "yes", "3 (0)"],
-        ["loky", "scaf", "2.185", "1.000", "1.000", "1.063", "1.000", "yes", "3 (0)"],
-        ["loky", "scaf-warm", "2.229", "0.980", "0.976", "1.045", "1.017", "yes", "3 (0)"]]
+        ["loky", "default", "2.249", "0.971", "0.971", "0.979", "1.087", "-", "yes", "3 (0)"],
+        ["loky", "scaf", "2.185", "1.000", "1.000", "1.063", "1.000", "-", "yes", "3 (0)"],
+        ["loky", "scaf-warm", "2.229", "0.980", "0.976", "1.045", "1.017", "-", "yes", "3 (0)"]]
 
 
 def test_a_missing_file_is_refused_with_exit_status_2(tmp_path: Path) -> None:

@@ -205,10 +205,11 @@ def test_a_program_that_set_its_own_count_keeps_it(scafd_factory, framework: str
 def test_bench_pools_runs_each_configuration_and_reports_span_and_rounds(tmp_path: Path) -> None:
     """`scaf bench pools` end to end on the smallest pool: multiprocessing over numpy products. Every
     configuration asked for runs each round (scaf-warm after a priming run on the same memory), computes what
-    the default computed, and the report gives each one's makespan, task span and round-by-round ratio."""
+    the default computed, and the report gives each one's makespan, task span and round-by-round ratio; the solo
+    runs give every task's own times and so the bound on the span, against which scaf's saving is counted."""
     out = tmp_path / "pools"
     r = subprocess.run([str(SCAF), "bench", "pools", "--frameworks", "mp", "--task", "matmul", "--sizes", "0.2,0.1",
-                        "--rounds", "2", "--configs", "default,scaf,scaf-warm", "--out", str(out)],
+                        "--rounds", "2", "--configs", "default,scaf,scaf-warm,solo", "--out", str(out)],
                        capture_output=True, text=True, timeout=600, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((out / "report.json").read_text())
@@ -219,13 +220,19 @@ def test_bench_pools_runs_each_configuration_and_reports_span_and_rounds(tmp_pat
         assert row["makespan_s"] > 0 and 0 < row["span_s"] <= row["makespan_s"], row
         assert row["scaf_ratio_paired"] is not None, row
     assert rows["scaf"]["scaf_ratio_paired"] == pytest.approx(1.0)
+    # Every row is judged against the one bound (its size depends on how busy the machine was: not judged).
+    assert len({row["bound_s"] for row in rows.values()}) == 1 and rows["default"]["bound_s"] > 0, rows
     runs = json.loads((out / "results.json").read_text())["runs"]
+    solo = [run for run in runs if run.get("kind") == "solo"]
+    assert len(solo) == 2 * len({1, doc["cpus"]}) and all(len(run["task_s"]) == 2 for run in solo), solo
+    runs = [run for run in runs if run.get("kind") != "solo"]
     logs = {run["config"]: Path(run["alloc_log"]) for run in runs if run["config"].startswith("scaf")}
     # Each scaf run kept its daemon's log. (What is in it depends on whether a worker outlived a helper tick
     # after its import: these tasks are too short to say; the forked-worker test holds its worker until seen.)
     assert set(logs) == {"scaf", "scaf-warm"} and all(p.is_file() for p in logs.values()), logs
     report = (out / "report.md").read_text()
     assert "| mp | scaf-warm |" in report and "task span (median s)" in report and "round by round" in report
+    assert "scaf's share of the achievable saving" in report and "no scheduler could make the task span" in report
 
 
 def test_bench_pools_rejects_an_unknown_configuration() -> None:

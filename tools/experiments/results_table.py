@@ -167,7 +167,7 @@ def pools_tables(directory: Path, data: dict) -> list[str]:
             f"- command: `scaf {shlex.join(argv[1:])}`", f"- machine: {data.get('cpus', '?')} CPUs",
             (f"- {len(data['runs'])} runs; {data.get('task')} tasks {data.get('sizes')} over {data.get('workers')} "
              f"workers, {data.get('rounds')} rounds; load average at start {data.get('load')}"), ""]
-    table = [line for line in pools.render(pools.summarize(data["runs"]), data).splitlines() if line.startswith("|")]
+    table = [line for line in pools.render(pools.summarize(data["runs"], data.get("cpus", 0)), data).splitlines() if line.startswith("|")]
     return [*head, "Makespans, medians (scaf / this: scaf's makespan over this configuration's):", "", *table, ""]
 
 
