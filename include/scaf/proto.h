@@ -275,7 +275,11 @@ struct scaf_page {
      * since December 2026 in what was reserved; an older layer leaves both 0. */
     _Atomic uint32_t runtimes;
     _Atomic uint32_t runtime_team;
-    uint8_t client_reserved[44];
+    /* Of those, the ones whose pool follows the share now, through the layer: numba on its OpenMP layer, or
+     * on oneTBB that asks TCM (a bit set here is not counted in runtime_team). Since December 2026, in what
+     * was reserved; an older layer leaves it 0, and only the table's SCAF_FOLLOW_LAYER rows follow. */
+    _Atomic uint32_t runtimes_follow;
+    uint8_t client_reserved[40];
 
     /* ---- protocol 6: what the daemon remembers of the program (docs/memory.md) ---- */
 

@@ -177,6 +177,7 @@ def fake_build(tmp_path: Path) -> Path:
     os.symlink(real / "workloads" / "ep", build / "workloads" / "ep")
     os.symlink(real / "bin" / "scafd", build / "bin" / "scafd")
     os.symlink(real / "lib" / "libscaf_gomp.so", build / "lib" / "libscaf_gomp.so")
+    os.symlink(real / "lib" / "libscaf_launch.so", build / "lib" / "libscaf_launch.so")  # the start table
     bad = build / "workloads" / "unverified"
     bad.write_text("#!/bin/sh\necho checksum=1\necho name=unverified threads=1 time_s=0.01 verified=no\nexit 1\n")
     drift = build / "workloads" / "drift"

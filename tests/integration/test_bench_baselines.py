@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCAF
-from scaf.lib import paths
+from scaf.lib import paths, startteam
 from scaf.lib.bench import configs, machine, report
 
 CONFIGS = ("unmodified", "omp-dynamic", "static", "equipartition")
@@ -50,7 +50,9 @@ def test_static_gives_each_program_its_share_as_a_thread_count_unpinned(ncpus: i
     shares = []
     for slot in (0, 1):
         env, mine = configs.program_settings("static", slot, 2, cpus)
-        assert set(env) == {"OMP_NUM_THREADS"}, env
+        # Every runtime's own count variable (the start environment's one table), all the same share.
+        assert set(env) == {"OMP_NUM_THREADS", *startteam.counts(1)}, env
+        assert env == {"OMP_NUM_THREADS": env["OMP_NUM_THREADS"], **startteam.counts(int(env["OMP_NUM_THREADS"]))}
         assert mine == cpus  # no pinning: every program may run anywhere in the set
         shares.append(int(env["OMP_NUM_THREADS"]))
         # The same split as partition's CPU sets, as a number instead of a set.
@@ -168,7 +170,7 @@ def test_each_baseline_gives_the_programs_what_it_says(
             # `threads` is the largest team the workload reports having run.
             if r["config"] == "static":
                 share = max(1, len(configs.partition(cpus, p["slot"], 2)))
-                assert p["settings"] == {"OMP_NUM_THREADS": str(share)} and p["cpus"] == cpus, p
+                assert p["settings"] == configs.count_env(share) and p["cpus"] == cpus, p
                 assert p["threads"] == share, p
             elif r["config"] == "unmodified":
                 assert p["settings"] == {} and p["cpus"] == cpus and p["threads"] == len(cpus), p
@@ -290,7 +292,7 @@ def test_baselines_reach_the_users_program(tmp_path: Path) -> None:
             seen.add((config, p["slot"]))
             if config in ("solo", "static"):
                 share = 1 if config == "solo" else max(1, len(configs.partition(cpus, p["slot"], 2)))
-                assert p["settings"] == {"OMP_NUM_THREADS": str(share)} and p["threads"] == share, p
+                assert p["settings"] == configs.count_env(share) and p["threads"] == share, p
                 assert icv == {"OMP_DYNAMIC": "FALSE", "OMP_NUM_THREADS": str(share)} and team == share
             elif config == "unmodified":
                 assert p["settings"] == {} and icv == {"OMP_DYNAMIC": "FALSE", "OMP_NUM_THREADS": str(len(cpus))}

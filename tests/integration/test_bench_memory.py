@@ -57,8 +57,8 @@ def test_warm_configurations_are_the_scaf_ones() -> None:
     (["--configs", "scaf,scaf-warm", "--daemon-arg=--no-memory"],
      "scaf-warm: a warm configuration needs the daemon's memory, which --daemon-arg=--no-memory turns off"),
     (["--configs", ","], "no configuration given"),
-    (["--program", "nosuch"], ("or the name of a program the bench knows: xgboost-hist, datatable, lapack, "
-                              "tbb-for, tbb-reduce")),
+    (["--program", "nosuch"], ("or the name of a program the bench knows: xgboost-hist, datatable, lapack, polars, "
+                              "duckdb, onnxruntime, arrow, numba, numexpr, go, java, tbb-for, tbb-reduce")),
 ])
 def test_configurations_refused_say_why(tmp_path: Path, given: list[str], said: str) -> None:
     out = tmp_path / "b"

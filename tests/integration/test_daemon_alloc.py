@@ -247,7 +247,7 @@ CLIENT = {
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
     "estimate": str, "long_region": bool, "experiments": int, "gang": int, "verdict": str, "verdict_source": str,
     "reason": str, "eff_threads": int, "probing": bool, "control": str, "rigid_team": int, "wanted": int,
-    "memory": type(None), "start_team": int, "started_with": int, "idle": bool,
+    "memory": type(None), "start_team": int, "started_with": int, "idle": bool, "runtimes": list, "runtime_team": int,
 }
 
 

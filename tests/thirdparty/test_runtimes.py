@@ -204,3 +204,32 @@ def test_a_static_go_program_is_said(scafd_factory: Callable[..., Daemon], runs:
     got = rounds_of(r.finish())
     assert got[0]["result"] == plain_results("go", native)[0], got
     assert "is statically linked: scaf cannot preload its layer into it" in r.stderr(), r.stderr()
+
+
+def test_numba_on_openmp_follows_the_share(scafd_factory: Callable[..., Daemon], runs: list[Run],
+                                           native: dict[str, list[str]]) -> None:
+    """numba's prange rounds on its OpenMP layer are regions the OpenMP layer judges and sizes: its pool is not a
+    fixed team of its own (runtime_team 0, `follows`), and its results are plain's."""
+    env = {"NUMBA_THREADING_LAYER": "omp"}
+    r = subprocess.run(argv_of("numba", native, "2"), capture_output=True, text=True, timeout=RUN_S, check=False,
+                       env=dict(os.environ, **env))
+    assert r.returncode == 0, r.stderr
+    want = [g["result"] for g in rounds_of(r.stdout)]
+    d = scafd_factory("--cpus", "2", "--no-lookout")
+    beside_a_held_client(d, runs)
+    hold = Hold()
+    run = Run(d.socket, argv_of("numba", native, "2", str(hold.path)), env=env)
+    runs.append(run)
+    try:
+        st = d.wait_for(lambda st: (c := client_named(st, "numba")) is not None and c["regions"] > 0
+                        and c["runtimes"][0]["follows"], timeout=120,
+                        what="the numba program as a client whose pool follows, its rounds as regions")
+        c = client_named(st, "numba")
+        assert c["runtime_team"] == 0, str(c)
+        # Its regions are the OpenMP layer's to judge: the share where the evidence finds them malleable, the team
+        # they ask where it finds them numbering their threads (numba's omppool does).
+        assert c["last_team"] == 1 or c["verdict"] == "fixed", str(c)
+    finally:
+        hold.release()
+    got = rounds_of(run.finish())
+    assert [g["result"] for g in got[:len(want)]] == want and {g["result"] for g in got} <= set(want), (got, want)

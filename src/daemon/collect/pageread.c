@@ -101,6 +101,7 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
         r->started_with = max_threads; /* the page is untrusted: never more than the program could have seen */
     r->runtimes = atomic_load_explicit(&pg->runtimes, memory_order_relaxed) & ((1u << SCAF_RT_COUNT) - 1u);
     r->runtime_team = atomic_load_explicit(&pg->runtime_team, memory_order_relaxed);
+    r->runtimes_follow = atomic_load_explicit(&pg->runtimes_follow, memory_order_relaxed) & r->runtimes;
     if (r->runtime_team > max_threads)
         r->runtime_team = max_threads; /* untrusted: no pool larger than the count the program could see */
     read_reason(pg, r->reason);

@@ -32,6 +32,7 @@ struct scaf_page_report {
     uint32_t started_with; /* protocol 6: the team the layer started the program with, 0..max_threads; 0 = as usual */
     uint32_t runtimes;     /* its other parallel runtimes (1 << enum scaf_startenv_id), unknown bits dropped */
     uint32_t runtime_team; /* the team those that read their count once run, 0..max_threads; 0 = none */
+    uint32_t runtimes_follow; /* of `runtimes`, those whose pool follows the share now through the layer */
     char reason[SCAF_REASON_MAX]; /* printable, NUL-terminated; empty while the client rewrites it */
 };
 

@@ -68,7 +68,8 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
                 scaf_buf_printf(b, "\"%s\"", rt->var);
             else
                 scaf_buf_printf(b, "null");
-            scaf_buf_printf(b, ",\"follows\":%s,\"spins\":%s}", rt->follow == SCAF_FOLLOW_LAYER ? "true" : "false",
+            scaf_buf_printf(b, ",\"follows\":%s,\"spins\":%s}",
+                            rt->follow == SCAF_FOLLOW_LAYER || (r->runtimes_follow & (1u << i)) ? "true" : "false",
                             rt->spins ? "true" : "false");
             first = false;
         }

@@ -126,9 +126,10 @@ static inline void scaf_page_set_wanted(struct scaf_page *p, unsigned n)
 }
 
 /* The process's other parallel runtimes and the team those that read their count once run (core/runtimes.h). */
-static inline void scaf_page_set_runtimes(struct scaf_page *p, uint32_t bits, unsigned team)
+static inline void scaf_page_set_runtimes(struct scaf_page *p, uint32_t bits, uint32_t follow, unsigned team)
 {
     atomic_store_explicit(&p->runtime_team, team, memory_order_relaxed);
+    atomic_store_explicit(&p->runtimes_follow, follow, memory_order_relaxed);
     atomic_store_explicit(&p->runtimes, bits, memory_order_relaxed);
 }
 

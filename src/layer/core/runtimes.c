@@ -7,13 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fnmatch.h>
+
 #include "bound.h"
 #include "page.h"
+#include "permit.h"
 #include "say.h"
 #include "settings.h"
 #include "scaf/startenv.h"
 
 static _Atomic uint32_t found;
+/*
+ * numba runs its prange rounds on one of three pools, the first its import finds: oneTBB, OpenMP or its own
+ * workqueue. Only the last keeps the count it read; on OpenMP every round is a region the layer sizes, and on
+ * a oneTBB that asks TCM for its workers the permits follow the share (docs/runtimes.md).
+ */
+enum { NUMBA_ON_OMP = 1u, NUMBA_ON_TBB = 2u };
+static _Atomic uint32_t numba_on;
+
+struct seen {
+    uint32_t bits, numba_on;
+};
 /* Each runtime's count as its variable said at start, 0 = not set (read once: the pool reads it when built). */
 static unsigned user_count[SCAF_RT_COUNT];
 
@@ -64,18 +78,24 @@ static int by_name(struct dl_phdr_info *info, size_t size, void *arg)
     if (!name || !*name)
         return 0;
     base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-    *(uint32_t *)arg |= scaf_startenv_objects(base);
+    ((struct seen *)arg)->bits |= scaf_startenv_objects(base);
+    if (fnmatch("omppool.cpython-*.so", base, 0) == 0)
+        ((struct seen *)arg)->numba_on |= NUMBA_ON_OMP;
+    else if (fnmatch("tbbpool.cpython-*.so", base, 0) == 0)
+        ((struct seen *)arg)->numba_on |= NUMBA_ON_TBB;
     return 0;
 }
 
 uint32_t scaf_runtimes_scan(void)
 {
-    uint32_t bits = 0, before, added;
+    struct seen seen = {0, 0};
+    uint32_t before, added;
     char names[160];
 
-    dl_iterate_phdr(by_name, &bits);
-    before = atomic_fetch_or(&found, bits);
-    added = bits & ~before;
+    dl_iterate_phdr(by_name, &seen);
+    atomic_fetch_or(&numba_on, seen.numba_on);
+    before = atomic_fetch_or(&found, seen.bits);
+    added = seen.bits & ~before;
     if (added) {
         scaf_startenv_names(added, names, sizeof names);
         scaf_layer_log("parallel runtime found: %s", names);
@@ -85,17 +105,32 @@ uint32_t scaf_runtimes_scan(void)
     return added;
 }
 
+uint32_t scaf_runtimes_follow(void)
+{
+    const struct scaf_startenv_runtime *t = scaf_startenv_table();
+    uint32_t bits = scaf_runtimes_bits(), on = atomic_load_explicit(&numba_on, memory_order_relaxed), out = 0;
+
+    for (int i = 0; i < SCAF_RT_COUNT; i++)
+        if ((bits & (1u << i)) && t[i].follow == SCAF_FOLLOW_LAYER)
+            out |= 1u << i;
+    /* A oneTBB that never opened a permit is one that does not ask TCM (Debian's 2021.8): it keeps its count. */
+    if ((bits & (1u << SCAF_RT_NUMBA)) &&
+        ((on & NUMBA_ON_OMP) || ((on & NUMBA_ON_TBB) && atomic_load_explicit(&scaf_permit_any, memory_order_relaxed))))
+        out |= 1u << SCAF_RT_NUMBA;
+    return out;
+}
+
 unsigned scaf_runtimes_team(void)
 {
     const struct scaf_startenv_runtime *t = scaf_startenv_table();
-    uint32_t bits = scaf_runtimes_bits();
+    uint32_t bits = scaf_runtimes_bits() & ~scaf_runtimes_follow();
     unsigned team = 0, cpus = (unsigned)CPU_COUNT(scaf_bound_affinity());
     unsigned share = scaf_settings.start_share ? scaf_settings.start_share : cpus;
 
     for (int i = 0; i < SCAF_RT_COUNT; i++) {
         unsigned n;
 
-        if (!(bits & (1u << i)) || t[i].follow != SCAF_FOLLOW_START)
+        if (!(bits & (1u << i)))
             continue;
         /* Only a spinning pool was given the share (startenv.h); one that sleeps counted the CPUs. */
         n = user_count[i] ? user_count[i] : t[i].spins ? share : cpus;
@@ -108,5 +143,5 @@ unsigned scaf_runtimes_team(void)
 void scaf_runtimes_publish(struct scaf_page *page)
 {
     if (page)
-        scaf_page_set_runtimes(page, scaf_runtimes_bits(), scaf_runtimes_team());
+        scaf_page_set_runtimes(page, scaf_runtimes_bits(), scaf_runtimes_follow(), scaf_runtimes_team());
 }

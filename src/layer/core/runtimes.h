@@ -25,6 +25,10 @@ uint32_t scaf_runtimes_bits(void);
 /* Looks at the loaded objects' names (helper thread, after something was loaded); returns the new bits. */
 uint32_t scaf_runtimes_scan(void);
 
+/* Of those, the ones whose pool follows the share now through the layer: the table's SCAF_FOLLOW_LAYER rows
+ * (Arrow), and numba once its rounds run on OpenMP or on a oneTBB that opened a TCM permit. */
+uint32_t scaf_runtimes_follow(void);
+
 /*
  * The team the pools that read their count once run: for each such runtime found, its variable's count where
  * the user (or scaf run) set one, else for one whose pool spins SCAF_START_SHARE, else the CPUs the process
@@ -32,7 +36,8 @@ uint32_t scaf_runtimes_scan(void);
  */
 unsigned scaf_runtimes_team(void);
 
-/* Writes the bits and the team into `page` (at every (re)connect, and when a runtime is found). */
+/* Writes the bits, those that follow and the team into `page` (at every (re)connect, when a runtime is found,
+ * and at each of the helper's polls: a permit may open after the scan). */
 void scaf_runtimes_publish(struct scaf_page *page);
 
 #endif
