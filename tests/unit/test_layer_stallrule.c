@@ -26,19 +26,23 @@ int main(void)
     };
     static const struct {
         const char *what;
-        uint64_t user_ticks, wall_ns;
+        uint64_t user_ticks, sys_ticks, wall_ns;
         long hz;
         int want;
     } idles[] = {
-        {"no user time: waits", 0, S, 100, 1},
-        {"a yield loop: a tick a second", 1, S, 100, 1},
-        {"just under a tenth of a CPU", 9, S, 100, 1},
-        {"a tenth of a CPU", 10, S, 100, 0},
-        {"computing", 100, S, 100, 0},
-        {"computing, starved to a fifth", 20, S, 100, 0},
-        {"no window", 0, 0, 100, 0},
-        {"no clock rate", 0, S, 0, 0},
-        {"another clock rate", 99, S, 1000, 1},
+        {"no time at all: waits on a futex", 0, 0, S, 100, 1},
+        {"a yield loop: a tick a second in user space, the rest in the kernel", 1, 60, S, 100, 1},
+        {"a yield loop starved by other programs", 1, 3, S, 100, 1},
+        {"just under a tenth of a CPU, mostly in the kernel", 9, 40, S, 100, 1},
+        {"as much in user space as in the kernel", 5, 5, S, 100, 1},
+        {"a tenth of a CPU", 10, 90, S, 100, 0},
+        {"computing", 100, 0, S, 100, 0},
+        {"computing, starved to a fifth", 20, 0, S, 100, 0},
+        {"computing, starved to a twentieth by a loaded machine", 5, 0, S, 100, 0},
+        {"computing a little more in user space than in the kernel", 6, 5, S, 100, 0},
+        {"no window", 0, 0, 0, 100, 0},
+        {"no clock rate", 0, 0, S, 0, 0},
+        {"another clock rate", 99, 500, S, 1000, 1},
     };
 
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
@@ -48,7 +52,7 @@ int main(void)
               (unsigned long long)limits[i].want);
     }
     for (size_t i = 0; i < sizeof idles / sizeof idles[0]; i++) {
-        int got = scaf_stallrule_idle(idles[i].user_ticks, idles[i].wall_ns, idles[i].hz);
+        int got = scaf_stallrule_idle(idles[i].user_ticks, idles[i].sys_ticks, idles[i].wall_ns, idles[i].hz);
         CHECK(got == idles[i].want, "%s: %d, want %d", idles[i].what, got, idles[i].want);
     }
     return check_exit("test_layer_stallrule");

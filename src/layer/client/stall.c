@@ -37,6 +37,7 @@ static struct {
     uint64_t limit_ns; /* how long that region may run before it is looked at */
     uint64_t w0_ns;    /* the window's start, 0 = none yet */
     uint64_t w0_user;  /* the thread's user ticks then */
+    uint64_t w0_sys;   /* and its system ticks */
 } view[SLOTS];
 
 static _Atomic int said; /* the net speaks once per process */
@@ -143,6 +144,7 @@ void scaf_stall_check(uint64_t now)
             if (view[i].w0_ns == 0) {
                 view[i].w0_ns = now;
                 view[i].w0_user = user;
+                view[i].w0_sys = sys;
             }
             continue;
         }
@@ -151,12 +153,13 @@ void scaf_stall_check(uint64_t now)
         /* The region may have ended and its slot been taken again meanwhile: only the same claim counts. */
         if (atomic_load_explicit(&slots[i].t0, memory_order_acquire) != t0)
             continue;
-        if (scaf_stallrule_idle(user - view[i].w0_user, now - view[i].w0_ns, hz)) {
+        if (scaf_stallrule_idle(user - view[i].w0_user, sys - view[i].w0_sys, now - view[i].w0_ns, hz)) {
             fire(i, now, t0);
             return;
         }
         /* It computes: judge the next window. */
         view[i].w0_ns = now;
         view[i].w0_user = user;
+        view[i].w0_sys = sys;
     }
 }

@@ -16,9 +16,9 @@ uint64_t scaf_stallrule_limit_ns(uint64_t hist_ns, unsigned hist_team, unsigned 
     return expect > floor_ns ? expect : floor_ns;
 }
 
-int scaf_stallrule_idle(uint64_t user_ticks, uint64_t wall_ns, long hz)
+int scaf_stallrule_idle(uint64_t user_ticks, uint64_t sys_ticks, uint64_t wall_ns, long hz)
 {
-    if (hz <= 0 || wall_ns == 0)
+    if (hz <= 0 || wall_ns == 0 || user_ticks > sys_ticks)
         return 0;
     /* user_ticks / hz seconds < wall / 10, in integers: user_ticks * 1e9 * 10 < wall_ns * hz. */
     return (double)user_ticks * 1e10 < (double)wall_ns * (double)hz;
