@@ -21,4 +21,11 @@
  */
 int scaf_sockpath_default(char *buf, size_t len);
 
+/*
+ * This user's own socket: the search order without $SCAF_SOCKET (steps 2 and
+ * 3), the only path `scaf run` starts a daemon on. Returns 0, or -1 with
+ * errno = ENAMETOOLONG, as scaf_sockpath_default.
+ */
+int scaf_sockpath_user(char *buf, size_t len);
+
 #endif
