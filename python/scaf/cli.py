@@ -112,17 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    # Raised before a command can word them: the launch library (the rules every command shares with the layer
-    # and scafd) is not built, or the environment names a socket no Unix socket address can hold.
-    from scaf.lib import progkey, sockpath
+    # Raised before a command can word it: the launch library (the rules every command shares with the layer and
+    # scafd) is not built.
+    from scaf.lib import progkey
 
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except sockpath.SocketPathTooLong as e:
-        print(f"scaf: {e} (or a shorter $SCAF_SOCKET)", file=sys.stderr)
-        return 2
     except progkey.KeyLibraryMissing as e:
         print(f"scaf: {e}", file=sys.stderr)
         return 125

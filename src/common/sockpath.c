@@ -7,7 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Whether N, what snprintf wrote into LEN bytes, fits there and in a sockaddr_un: 0, or -1 with ENAMETOOLONG. */
+/* Whether N, what snprintf wrote into LEN bytes, fits there and in a sockaddr_un: 0, or -1 with ENAMETOOLONG
+ * (the path is whole in the buffer when only the sockaddr_un is too small). */
 static int fits(int n, size_t len)
 {
     /* sun_path must also hold it, NUL included. */

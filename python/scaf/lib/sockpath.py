@@ -9,10 +9,6 @@ import os
 from scaf.lib import progkey
 
 
-class SocketPathTooLong(ValueError):
-    """The search order gives a path longer than a Unix socket address holds."""
-
-
 @functools.cache
 def _lib() -> ctypes.CDLL:
     """The launch library with the search order's signatures bound (once); raises progkey.KeyLibraryMissing."""
@@ -22,19 +18,25 @@ def _lib() -> ctypes.CDLL:
     return lib
 
 
-def _path(fn: ctypes._CFuncPtr, what: str) -> str:
-    buf = ctypes.create_string_buffer(4096)
-    if fn(buf, len(buf)) != 0:
-        raise SocketPathTooLong(f"{what} is too long for a Unix socket address; name one with --socket")
+# Room for any path the search order makes: the kernel holds no environment string longer (MAX_ARG_STRLEN).
+_ROOM = (128 << 10) + 64
+
+
+def _path(fn: ctypes._CFuncPtr) -> str:
+    """The path FN writes. One too long for a Unix socket address is given whole all the same: the commands
+    say what is wrong with it where they use it (autostart.socket_problem), as they do for one named with
+    --socket."""
+    buf = ctypes.create_string_buffer(_ROOM)
+    fn(buf, len(buf))
     return os.fsdecode(buf.value)
 
 
 def default_socket() -> str:
     """The socket a command talks to when none is named (scaf_sockpath_default, documented in the README)."""
-    return _path(_lib().scaf_sockpath_default, "the default socket path")
+    return _path(_lib().scaf_sockpath_default)
 
 
 def user_socket() -> str:
     """This user's own socket, the search order without the user's socket variable (scaf_sockpath_user): the
     only path `scaf run` starts a daemon on."""
-    return _path(_lib().scaf_sockpath_user, "this user's socket path")
+    return _path(_lib().scaf_sockpath_user)
