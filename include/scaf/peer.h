@@ -21,4 +21,15 @@
  */
 int scaf_peer_trusted(int fd, const char *sockpath, const char *daemon_user, uid_t *peer_uid);
 
+/* scaf_peer_trusted with DAEMON_USER from this process's environment ($SCAF_DAEMON_USER), as scaf-run and the
+ * scaf command ask it. Same returns. */
+int scaf_peer_trusted_env(int fd, const char *sockpath, uid_t *peer_uid);
+
+/*
+ * Why a daemon running as PEER_UID is not trusted, into BUF: "runs as uid B,
+ * not as you (uid A), root or SCAF_DAEMON_USER" (a sentence's predicate: the
+ * caller names the daemon and says what it does instead).
+ */
+void scaf_peer_refusal(uid_t peer_uid, char *buf, size_t len);
+
 #endif

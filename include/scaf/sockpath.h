@@ -17,8 +17,16 @@
  * clients set SCAF_SOCKET to that path.
  *
  * Writes the path into buf. Returns 0, or -1 with errno = ENAMETOOLONG when it
- * does not fit in buf or in a sockaddr_un.
+ * does not fit in buf or in a sockaddr_un; in the second case buf holds it
+ * whole, for the caller to name in its message.
  */
 int scaf_sockpath_default(char *buf, size_t len);
+
+/*
+ * This user's own socket: the search order without $SCAF_SOCKET (steps 2 and
+ * 3), the only path `scaf run` starts a daemon on. Returns 0, or -1 with
+ * errno = ENAMETOOLONG, as scaf_sockpath_default.
+ */
+int scaf_sockpath_user(char *buf, size_t len);
 
 #endif

@@ -112,7 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    # Raised before a command can word it: the launch library (the rules every command shares with the layer and
+    # scafd) is not built.
+    from scaf.lib import progkey
+
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except progkey.KeyLibraryMissing as e:
+        print(f"scaf: {e}", file=sys.stderr)
+        return 125

@@ -13,6 +13,9 @@
 
 #include "scaf/rundir.h"
 
+/* Who the user trusts besides itself and root: a shared daemon's user, by name or uid. */
+#define SCAF_PEER_USER_ENV "SCAF_DAEMON_USER"
+
 /* Where system services' runtime directories live. */
 #define SCAF_PEER_RUNDIR "/run"
 
@@ -74,4 +77,15 @@ int scaf_peer_trusted(int fd, const char *sockpath, const char *daemon_user, uid
     if (configured_uid(daemon_user, &cfg) == 0 && cred.uid == cfg)
         return 1;
     return handed_by_root(sockpath, cred.uid);
+}
+
+int scaf_peer_trusted_env(int fd, const char *sockpath, uid_t *peer_uid)
+{
+    return scaf_peer_trusted(fd, sockpath, getenv(SCAF_PEER_USER_ENV), peer_uid);
+}
+
+void scaf_peer_refusal(uid_t peer_uid, char *buf, size_t len)
+{
+    snprintf(buf, len, "runs as uid %u, not as you (uid %u), root or " SCAF_PEER_USER_ENV, (unsigned)peer_uid,
+             (unsigned)getuid());
 }

@@ -57,7 +57,7 @@ int scaf_run_ask(const char *daemon, const char *sock, int ask, uint64_t key, un
         goto out;
     if ((fd = scaf_sockio_dial(sock, ANSWER_MS)) < 0)
         goto out;
-    if (scaf_peer_trusted(fd, sock, getenv("SCAF_DAEMON_USER"), &peer) != 1)
+    if (scaf_peer_trusted_env(fd, sock, &peer) != 1)
         goto out;
     rc = 0;
     if (ask)

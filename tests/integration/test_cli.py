@@ -114,6 +114,23 @@ def test_status_socket_path_too_long() -> None:
     assert "too long" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_status_long_socket_from_the_c_search_order(tmp_path: os.PathLike[str]) -> None:
+    """XDG_RUNTIME_DIR, not SCAF_SOCKET, makes the path too long: the C search order gives it whole, and the
+    command says what is wrong with it (the same words as for SCAF_SOCKET)."""
+    env = env_with(XDG_RUNTIME_DIR="/tmp/" + "y" * 200)
+    env.pop("SCAF_SOCKET", None)
+    r = scaf("status", env=env)
+    assert r.returncode == 1, r.stderr
+    assert f"socket path /tmp/{'y' * 200}/scaf/scafd.sock is too long" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_launch_library_missing_is_said(tmp_path: os.PathLike[str]) -> None:
+    """Every command finds its socket and judges the daemon through libscaf_launch.so: without it, one line."""
+    r = scaf("status", env=env_with(SCAF_BUILD=str(tmp_path)))
+    assert r.returncode == 125, r.stderr
+    assert "libscaf_launch.so not found: run make" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_status_socket_is_a_regular_file(tmp_path: os.PathLike[str]) -> None:
     f = os.path.join(tmp_path, "plain")
     with open(f, "w") as fh:

@@ -331,5 +331,5 @@ def test_run_never_creates_a_missing_tree(fresh_socket: str) -> None:
     env.pop("SCAF_SOCKET", None)
     r = scaf("run", "--", "true", env=env)
     assert r.returncode == 122, r.stderr
-    assert f"cannot create the directory {xdg}/scaf" in r.stderr and "cannot start" not in r.stderr, r.stderr
+    assert f"directory {xdg}/scaf: cannot create it" in r.stderr and "cannot start" not in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(top, "no"))

@@ -1,5 +1,6 @@
-"""Rules files: the parser and matcher (python/scaf/lib/rules.py) against the layer's own reading,
-`scaf rules` as a user meets it, and the atomic writer behind `scaf check --save`."""
+"""Rules files: the one reader (src/common/rules.c) as Python reaches it through libscaf_launch.so
+(python/scaf/lib/rules.py), the layer's pick beside it, `scaf rules` as a user meets it, and the atomic
+writer behind `scaf check --save`."""
 
 from __future__ import annotations
 
@@ -112,12 +113,75 @@ def test_first_match_in_file_order_then_file_order(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_text("malleable cg\nfixed e*\nmalleable ep\n")
     b.write_text("malleable ep\n")
-    files = [rules.read_file(str(a)), rules.read_file(str(b))]
-    r = rules.first_match(files, "/x/ep")
-    assert r is not None and (r.file, r.line, r.verdict) == (str(a), 2, "fixed")
-    r = rules.first_match(files[::-1], "/x/ep")
+    r = rules.find("/x/ep", {"SCAF_RULES": f"{a}:{b}"})
+    assert r is not None and (r.file, r.line, r.verdict, r.pattern) == (str(a), 2, "fixed", "e*")
+    r = rules.find("/x/ep", {"SCAF_RULES": f"{b}:{a}"})
     assert r is not None and (r.file, r.line, r.verdict) == (str(b), 1, "malleable")
-    assert rules.first_match(files, "/x/lu") is None
+    assert rules.find("/x/lu", {"SCAF_RULES": f"{a}:{b}"}) is None
+    # The default locations, from the environment given (not this process's).
+    (tmp_path / ".config" / "scaf").mkdir(parents=True)
+    (tmp_path / ".config" / "scaf" / "rules").write_text("fixed lu\n")
+    r = rules.find("/x/lu", {"HOME": str(tmp_path)})
+    assert r is not None and r.where() == f"{tmp_path}/.config/scaf/rules:1"
+
+
+# ---- bad input through the C reader ----------------------------------------------------------
+
+
+def test_bad_files_through_the_c_reader(tmp_path: Path) -> None:
+    """What the C reader says of files that are not rules files, as Python reads it: each a problem at line 0,
+    never an exception; a dangling link is a missing file; a FIFO does not block."""
+    d = tmp_path / "d"
+    d.mkdir()
+    rf = rules.read_file(str(d))
+    assert rf.exists and not rf.rules and [str(p) for p in rf.problems] == [f"{d}: is a directory, not a rules file"]
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "nowhere")
+    rf = rules.read_file(str(link))
+    assert not rf.exists and not rf.problems
+    good = tmp_path / "good"
+    good.write_text("fixed ep\n")
+    (tmp_path / "link").symlink_to(good)
+    assert [r.text() for r in rules.read_file(str(tmp_path / "link")).rules] == ["fixed ep"]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    rf = rules.read_file(str(fifo))
+    assert rf.exists and len(rf.problems) == 1 and "not a regular file" in rf.problems[0].message
+    # A file with a syntax error on every line but one: each line its problem, the rule still read.
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"fixed\nFIXED ep\nfixed ep\nfixed a b\n\xff\xfe ep\n")
+    rf = rules.read_file(str(bad))
+    assert [(r.line, r.pattern) for r in rf.rules] == [(3, "ep")]
+    assert [p.line for p in rf.problems] == [1, 2, 4, 5]
+    assert "is not 'malleable' or 'fixed'" in rf.problems[3].message
+    # find() goes past the problems to the rule; the layer's search stops at the first file that speaks.
+    r = rules.find("/bin/ep", {"SCAF_RULES": f"{d}:{fifo}:{link}:{bad}"})
+    assert r is not None and r.where() == f"{bad}:3"
+
+
+def test_non_ascii_and_odd_bytes_round_trip(tmp_path: Path) -> None:
+    """A pattern of any bytes but white space and '#' reads back as written (surrogate escapes included)."""
+    f = tmp_path / "rules"
+    pattern = "/opt/caf\u00e9/" + os.fsdecode(b"\xff") + "*"
+    assert rules.set_rule(str(f), "fixed", pattern) == 1
+    rf = rules.read_file(str(f))
+    assert not rf.problems and rf.rules[0].pattern == pattern
+    assert rules.matches(rf.rules[0], os.fsdecode(b"/opt/caf\xc3\xa9/\xffprog"))
+
+
+@pytest.mark.parametrize(("verdict", "pattern", "why"), [
+    ("steer", "/opt/x", "is not 'malleable' or 'fixed'"),
+    ("Fixed", "/opt/x", "must be lowercase"),
+    ("fixed", "/opt/x y", "more than one pattern"),
+    ("fixed", "/opt/x#y", "would not read back"),
+    ("fixed", "x" * 1100, "longer than 1022 bytes"),
+])
+def test_set_rule_refuses_what_would_not_read_back(tmp_path: Path, verdict: str, pattern: str, why: str) -> None:
+    f = tmp_path / "rules"
+    f.write_text("malleable cg\n")
+    with pytest.raises(ValueError, match=why):
+        rules.set_rule(str(f), verdict, pattern)
+    assert f.read_text() == "malleable cg\n", "a refused rule changed the file"
 
 
 def test_search_path(tmp_path: Path) -> None:
@@ -181,7 +245,7 @@ def test_which_rule_agrees_with_the_layer(scafd: Daemon, tmp_path: Path, content
         f.write_text(text)
         files.append(str(f))
     env = {"SCAF_RULES": ":".join(files)}
-    ours = rules.first_match(rules.load(env), os.path.realpath(EP))
+    ours = rules.find(os.path.realpath(EP), env)
     rep = layer_decides(scafd, tmp_path, env)
     if want is None:
         assert ours is None
@@ -335,7 +399,7 @@ def test_set_rule_goes_before_an_earlier_match(tmp_path: Path) -> None:
     # `malleable *` would win over a rule appended (or left) after it: the new rule goes before it.
     assert rules.set_rule(str(f), "fixed", "/opt/x", exe="/opt/x") == 2
     assert f.read_text() == "malleable cg\nfixed /opt/x\nmalleable *\n"
-    rule = rules.first_match([rules.read_file(str(f))], "/opt/x")
+    rule = rules.find("/opt/x", {"SCAF_RULES": str(f)})
     assert rule is not None and (rule.line, rule.verdict) == (2, "fixed")
 
 

@@ -107,7 +107,7 @@ def test_user_units_listen_where_scaf_run_looks_first() -> None:
     xdg = "/run/user/4242"
     env = {k: v for k, v in os.environ.items() if k != "SCAF_SOCKET"}
     r = subprocess.run([str(paths.build_dir() / "venv" / "bin" / "python"), "-c",
-                        "from scaf.lib import paths; print(paths.default_socket())"],
+                        "from scaf.lib import sockpath; print(sockpath.default_socket())"],
                        capture_output=True, text=True, env=dict(env, XDG_RUNTIME_DIR=xdg,
                                                                 PYTHONPATH=str(ROOT / "python")), check=True)
     assert r.stdout.strip() == f"{xdg}/scaf/scafd.sock"

@@ -24,6 +24,15 @@ RULES = {
                                                        "ORT_INTRA_OP_NUM_THREADS", "NUMBA_NUM_THREADS",
                                                        "NUMEXPR_NUM_THREADS", "GOMAXPROCS", "ActiveProcessorCount",
                                                        "DOTNET_PROCESSOR_COUNT", "JULIA_NUM_THREADS"),
+    "the rules files (src/common/rules.c)": ("must be lowercase", "without a pattern", "more than one pattern",
+                                             "is not 'malleable' or 'fixed'", "not a rules file", "line longer than",
+                                             "SCAF_RULES", "XDG_CONFIG_HOME", "/etc/scaf/rules",
+                                             ".config/scaf/rules", "1022"),
+    "the socket directory (src/common/rundir.c)": ("writable by other users", "belongs to uid", "not sticky",
+                                                   "planted by someone else", "O_NOFOLLOW", "st_nlink"),
+    "peer trust (src/common/peer.c)": ("SCAF_DAEMON_USER", "getpwnam", "ucred", "not as you"),
+    "the default socket path (src/common/sockpath.c)": ("XDG_RUNTIME_DIR", "/tmp/scaf-", "scaf/scafd.sock"),
+    "the oneTBB probe (src/common/tbblib.c)": ("oneTBB: VERSION", "tcmConnect", "2021.11"),
 }
 
 
@@ -55,3 +64,25 @@ def test_the_c_rules_hold_their_words() -> None:
         assert word in start, word
     for word in RULES["the start environment (src/common/startenv.c)"]:
         assert word in env, word
+
+
+# The one implementation of each rule added since the two above, by the name RULES gives it.
+SOURCES = {
+    "the rules files (src/common/rules.c)": ("src/common/rules.c", "include/scaf/rules.h"),
+    "the socket directory (src/common/rundir.c)": ("src/common/rundir.c",),
+    "peer trust (src/common/peer.c)": ("src/common/peer.c",),
+    "the default socket path (src/common/sockpath.c)": ("src/common/sockpath.c",),
+    "the oneTBB probe (src/common/tbblib.c)": ("src/common/tbblib.c", "include/scaf/tbblib.h"),
+}
+
+# Words a rule's C source spells another way (a constant's value, a struct field): where they are.
+SPELLED = {"O_NOFOLLOW": "src/common/rundir.c", "st_nlink": "src/common/rundir.c", "ucred": "src/common/peer.c"}
+
+
+@pytest.mark.parametrize("rule", SOURCES)
+def test_each_c_rule_holds_its_words(rule: str) -> None:
+    """Each word the lint looks for is one the rule's C source holds: a word that moved would make it blind."""
+    text = "".join((ROOT / f).read_text() for f in SOURCES[rule])
+    missing = [w for w in RULES[rule] if w not in text]
+    assert not missing, f"{rule}: the C source no longer holds {missing}: update RULES"
+

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scaf.lib import autostart, paths, procs, progkey, proto, rules
+from scaf.lib import autostart, paths, procs, progkey, proto, rules, sockpath
 from scaf.lib.check import (
     EXIT_MALLEABLE,
     EXIT_NOT_MALLEABLE,
@@ -307,7 +307,7 @@ def _remember(ck: Checker, args: argparse.Namespace, path: str, argv: list[str],
             _err(f"not remembered: {key.name} cannot be named (its code comes from stdin or a terminal)")
             return None
         number, name, forget = key.key, key.name, f"scaf forget -- {shlex.join(argv)}"
-    sock = paths.default_socket()
+    sock = sockpath.default_socket()
     got = autostart.daemon_for(sock, autostart.own_socket(sock))
     if got.problem:
         _err(f"not remembered: {got.message}")
@@ -352,7 +352,7 @@ def _save(ck: Checker, args: argparse.Namespace, result: dict, code: int) -> int
     result["saved"] = {"file": target, "line": line, "rule": f"{verdict} {pattern}"}
     if not args.json:
         print(f"saved: {target}:{line}: {verdict} {pattern}")
-    winner = rules.first_match(rules.load(), exe)
+    winner = rules.find(exe)
     if winner is None or (winner.file, winner.line) != (target, line):
         msg = f"{winner.where()}: {winner.text()}" if winner else "none"
         _err(f"--save: warning: the layer would still pick another rule ({msg})")

@@ -71,7 +71,7 @@ def scafd_capacity() -> str | None:
 
 def environment_report(console) -> tuple[dict, list[str]]:
     """Prints machine, limits, counters, build and daemon state; returns the description and warnings."""
-    from scaf.lib import autostart, paths, proto
+    from scaf.lib import autostart, paths, proto, sockpath
     from scaf.lib.bench import common, machine
 
     m = machine.describe()
@@ -118,7 +118,7 @@ def environment_report(console) -> tuple[dict, list[str]]:
                       highlight=False)
     wl = common.available_workloads()
     console.print(f"{'workloads:':<21}{', '.join(wl) or 'none (run make)'}", highlight=False)
-    sock = paths.default_socket()
+    sock = sockpath.default_socket()
     try:
         st = autostart.answers(sock, timeout=1.0)
     except (proto.UntrustedDaemon, proto.BadStatus) as e:

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from scaf.lib import autostart, paths, progkey, proto
+from scaf.lib import autostart, progkey, proto, sockpath
 from scaf.lib.launch import resolve
 
 # Exit statuses (EPILOG).
@@ -113,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
         if key.key == 0:
             print(f"nothing remembered of {key.name}: it cannot be named (its code comes from stdin or a terminal)")
             return EXIT_NOTHING
-    sock = args.socket or paths.default_socket()
+    sock = args.socket or sockpath.default_socket()
     got = autostart.daemon_for(sock, autostart.own_socket(sock) and not args.no_start)
     if got.problem:
         _err(got.message)

@@ -7,10 +7,9 @@ import os
 import sys
 
 from scaf.lib.rules import (
-    SCAF_RULES_MAX,
     RulesFile,
     exe_path,
-    first_match,
+    find,
     load,
     unread_files,
 )
@@ -86,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _report_problems(files: list[RulesFile]) -> int:
     unread = unread_files()
     for f in unread:
-        print(f"scaf rules: {f}: not read: the layer reads only the first {SCAF_RULES_MAX} files of "
+        print(f"scaf rules: {f}: not read: the layer reads only the first {len(files)} files of "
               "$SCAF_RULES", file=sys.stderr)
     bad = 0
     for rf in files:
@@ -108,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
             what = "No such file or directory" if "/" in args.which else "command not found"
             print(f"scaf rules: {args.which}: {what}", file=sys.stderr)
             return 2
-        rule = first_match(files, exe)
+        rule = find(exe)
         if rule:
             print(f"{exe}: {rule.verdict}, by {rule.where()}: {rule.text()}")
         else:

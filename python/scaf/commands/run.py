@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 
-from scaf.lib import autostart, paths, proto, replay, runenv, runtimes, startteam
+from scaf.lib import autostart, proto, replay, runenv, runtimes, sockpath, startteam
 from scaf.lib.launch import resolve
 
 # Signals a user or a job manager sends to "the program"; scaf passes them on.
@@ -412,7 +412,7 @@ def main(args: argparse.Namespace) -> int:
             _err(f"the layer's path {lib} has a space or a colon, which LD_PRELOAD cannot carry; "
                  "build scaf in another directory")
             return EXIT_SCAF
-    sock = args.socket or paths.default_socket()
+    sock = args.socket or sockpath.default_socket()
     # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
     own = autostart.own_socket(sock)
     if not args.no_start:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from scaf.lib import autostart, paths, proto
+from scaf.lib import autostart, proto, sockpath
 from scaf.lib.capacity import capacity_line
 
 if TYPE_CHECKING:
@@ -324,7 +324,7 @@ def render_foreign(console: Console, st: dict) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    sock = args.socket or paths.default_socket()
+    sock = args.socket or sockpath.default_socket()
     problem = autostart.socket_problem(sock)
     if problem:
         if args.prometheus:

@@ -7,7 +7,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from scaf.lib import paths, proto, rundir
+from scaf.lib import paths, proto, rundir, sockpath
 from scaf.lib.launch import strip_layer
 
 # sun_path holds 108 bytes including the terminating NUL.
@@ -151,7 +151,7 @@ def daemon_for(sock: str, start: bool, daemon_args: Sequence[str] = ()) -> Outco
 
 def own_socket(sock: str) -> bool:
     """Whether SOCK is this user's own default socket (however named): the only one scaf starts a daemon on."""
-    return os.path.abspath(sock) == os.path.abspath(paths.user_socket())
+    return os.path.abspath(sock) == os.path.abspath(sockpath.user_socket())
 
 
 def _start(sock: str, dirfd: int, scafd: os.PathLike[str] | str, daemon_args: list[str],

@@ -1,4 +1,4 @@
-"""Where scaf's built artefacts and the daemon's socket are: the build tree, or where `make install` put them."""
+"""Where scaf's built artefacts are: the build tree, or where `make install` put them (the daemon's socket: sockpath.py)."""
 
 from __future__ import annotations
 
@@ -115,18 +115,3 @@ def wait_defaults(env: dict[str, str], kind: str = "gomp") -> dict[str, str]:
         out["GOMP_SPINCOUNT"] = SPINCOUNT
     return out
 
-
-def default_socket() -> str:
-    """Same search order as src/common/sockpath.c (documented in the README)."""
-    env = os.environ.get("SCAF_SOCKET")
-    if env:
-        return env
-    return user_socket()
-
-
-def user_socket() -> str:
-    """This user's own socket, the search order without $SCAF_SOCKET: the only path `scaf run` starts a daemon on."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return os.path.join(xdg, "scaf", "scafd.sock")
-    return f"/tmp/scaf-{os.getuid()}/scafd.sock"

@@ -1,48 +1,26 @@
-"""Rules files (`malleable PATTERN` / `fixed PATTERN`): read, matched and written exactly as the layer reads them.
+"""Rules files (`malleable PATTERN` / `fixed PATTERN`): read and matched by the layer's own reader (src/common/rules.c, through libscaf_launch.so), and written here (`scaf check --save`).
 
-The layer (src/layer/malleable/malleable.c) reads these files at its first connect. This
-module reads them exactly as the layer does, so that `scaf rules --which`
-names the rule the layer would pick:
-
-- files: `$SCAF_RULES` when set (a colon-separated list, empty items skipped;
-  set but empty means no file), otherwise `$XDG_CONFIG_HOME/scaf/rules` (only
-  when XDG_CONFIG_HOME is an absolute path, as the XDG spec says) or else
-  `$HOME/.config/scaf/rules`, then `/etc/scaf/rules`;
-- a line: everything from the first `#` on is a comment; the rest is split on
-  ASCII whitespace (like sscanf's %s); no word is a blank line; exactly two
-  words with the first `malleable` or `fixed` (lowercase) is a rule; anything
-  else is malformed and ignored by the layer;
-- PATTERN is an fnmatch(3) glob with flags 0 (libc's own fnmatch, through
-  ctypes, so that `[[:digit:]]`, `[^x]` and backslash escapes mean what they
-  mean to the layer); with a `/` it is matched against the program's absolute
-  executable path (the layer reads /proc/self/exe), otherwise against that
-  path's basename;
-- the first matching rule in file order, files in the order above, wins.
-  SCAF_MALLEABLE=yes|no (`scaf run --malleable/--fixed`) and scaf check's
-  SCAF_CHECK_SEED beat every rule.
+The search path, the reading of a line (and the reason a line is malformed),
+the reading of a file and the matching of a pattern against a program are
+the C functions of include/scaf/rules.h, the very code the layer runs at its
+first connect: `scaf rules --which` names the rule the layer picks because it
+asks the same code. What only the command does is here: finding a command
+through PATH as the kernel would run it (`exe_path`), and writing a rule
+(`set_rule`, `pattern_for_path`); what it writes is read back by the C
+reader before the file is replaced. Errors: progkey.KeyLibraryMissing when
+libscaf_launch.so is not built; ValueError from set_rule for a rule that would
+not read back as itself.
 """
 
+from __future__ import annotations
+
 import ctypes
-import fnmatch as _pyfnmatch
 import functools
 import os
+from collections.abc import Mapping
 from typing import NamedTuple
 
-VERDICTS = ("malleable", "fixed")
-SYSTEM_FILE = "/etc/scaf/rules"
-
-# The layer reads a line with fgets into 1024 bytes (newline and NUL included): a longer
-# line reaches it in pieces, and its line numbers drift from there on.
-LINE_MAX = 1022
-# ... and the words with sscanf("%31s %4095s").
-WORD_MAX = 31
-PATTERN_MAX = 4095
-
-# The layer takes at most this many files from SCAF_RULES (the rest are not read).
-SCAF_RULES_MAX = 8
-
-# C's isspace() in the C locale (what sscanf splits on; bytes.split() splits on the same), and '#'.
-_UNWRITABLE = " \t\n\r\x0b\x0c#"
+from scaf.lib import progkey
 
 
 class Rule(NamedTuple):
@@ -76,157 +54,166 @@ class RulesFile:
         self.problems: list[Problem] = [] if problems is None else problems
 
 
+# ---- the C side (include/scaf/rules.h) ----------------------------------------------------------
+
+# enum scaf_rules_slot, enum scaf_rules_kind, enum scaf_rules_read_status
+_SLOT_END, _SLOT_READ, _SLOT_UNREAD = 0, 1, 2
+_BLANK, _RULE = 0, 1
+_ABSENT = 0
+
+
+class _Env(ctypes.Structure):
+    """struct scaf_rules_env: pointers into the strings of the envp it was made from (kept by _Where)."""
+
+    _fields_ = [("list", ctypes.c_char_p), ("xdg", ctypes.c_char_p), ("home", ctypes.c_char_p)]
+
+
+class _Line(ctypes.Structure):
+    """struct scaf_rules_line: its arrays sized as include/scaf/rules.h sizes them (checked at load)."""
+
+    _fields_ = [("file", ctypes.c_char * 4096), ("line", ctypes.c_uint), ("kind", ctypes.c_int),
+                ("verdict", ctypes.c_uint32), ("word", ctypes.c_char * 16), ("pattern", ctypes.c_char * 1023),
+                ("why", ctypes.c_char * 192)]
+
+
+_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Line), ctypes.c_void_p)
+
+
+@functools.cache
+def _lib() -> ctypes.CDLL:
+    """The launch library with the rules reader's signatures bound (once); raises progkey.KeyLibraryMissing."""
+    lib = progkey.library()
+    lib.scaf_rules_line_size.restype, lib.scaf_rules_line_size.argtypes = ctypes.c_size_t, []
+    if lib.scaf_rules_line_size() != ctypes.sizeof(_Line):
+        raise progkey.KeyLibraryMissing(f"struct scaf_rules_line is {lib.scaf_rules_line_size()} bytes, "
+                                        f"python/scaf/lib/rules.py expects {ctypes.sizeof(_Line)}; run make")
+    lib.scaf_rules_env_of.restype = None
+    lib.scaf_rules_env_of.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_Env)]
+    for fn in (lib.scaf_rules_locate, lib.scaf_rules_user):
+        fn.restype = ctypes.c_int
+    lib.scaf_rules_locate.argtypes = [ctypes.POINTER(_Env), ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]
+    lib.scaf_rules_user.argtypes = [ctypes.POINTER(_Env), ctypes.c_char_p, ctypes.c_size_t]
+    lib.scaf_rules_parse.restype = ctypes.c_int
+    lib.scaf_rules_parse.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_Line)]
+    lib.scaf_rules_read.restype = ctypes.c_int
+    lib.scaf_rules_read.argtypes = [ctypes.c_char_p, _VISIT, ctypes.c_void_p]
+    lib.scaf_rules_match.restype = ctypes.c_int
+    lib.scaf_rules_match.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    lib.scaf_rules_find.restype = ctypes.c_int
+    lib.scaf_rules_find.argtypes = [ctypes.POINTER(_Env), ctypes.c_char_p, ctypes.POINTER(_Line), _VISIT,
+                                    ctypes.c_void_p]
+    return lib
+
+
+class _Where:
+    """ENV (os.environ when None) as the reader's struct scaf_rules_env, with the strings it points into."""
+
+    def __init__(self, env: Mapping[str, str] | None) -> None:
+        env = os.environ if env is None else env
+        self._envp = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
+        self._arr = (ctypes.c_char_p * (len(self._envp) + 1))(*self._envp, None)
+        self.c = _Env()
+        _lib().scaf_rules_env_of(self._arr, ctypes.byref(self.c))
+        # Room for any name the three values can make.
+        self.room = sum(len(e) for e in self._envp) + 64
+
+    def slots(self) -> list[tuple[int, str]]:
+        """(slot, file) for each position of the search path."""
+        out = []
+        buf = ctypes.create_string_buffer(self.room)
+        for i in range(1 << 16):
+            slot = _lib().scaf_rules_locate(ctypes.byref(self.c), i, buf, len(buf))
+            if slot == _SLOT_END:
+                break
+            out.append((slot, os.fsdecode(buf.value)))
+        return out
+
+
+def _rule_of(line: _Line, file: str) -> Rule:
+    return Rule(file, line.line, line.word.decode(), os.fsdecode(line.pattern))
+
+
 # ---- where the files are ----------------------------------------------------------------------
 
 
-def user_file(env: dict[str, str] | None = None) -> str | None:
-    """The per-user rules file: $XDG_CONFIG_HOME/scaf/rules or $HOME/.config/scaf/rules."""
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_CONFIG_HOME", "")
-    if xdg.startswith("/"):
-        return os.path.join(xdg, "scaf", "rules")
-    home = env.get("HOME", "")
-    if home:
-        return os.path.join(home, ".config", "scaf", "rules")
-    return None
+def user_file(env: Mapping[str, str] | None = None) -> str | None:
+    """The per-user rules file (scaf_rules_user), None when the environment names none."""
+    w = _Where(env)
+    buf = ctypes.create_string_buffer(w.room)
+    return os.fsdecode(buf.value) if _lib().scaf_rules_user(ctypes.byref(w.c), buf, len(buf)) == 0 else None
 
 
-def _scaf_rules(env: dict[str, str]) -> list[str]:
-    return [p for p in env["SCAF_RULES"].split(":") if p]
+def search_path(env: Mapping[str, str] | None = None) -> list[str]:
+    """The files the layer reads, in its order (scaf_rules_locate)."""
+    return [f for slot, f in _Where(env).slots() if slot == _SLOT_READ]
 
 
-def search_path(env: dict[str, str] | None = None) -> list[str]:
-    """The files the layer reads, in its order."""
-    env = os.environ if env is None else env
-    if "SCAF_RULES" in env:
-        return _scaf_rules(env)[:SCAF_RULES_MAX]
-    out = []
-    user = user_file(env)
-    if user:
-        out.append(user)
-    out.append(SYSTEM_FILE)
-    return out
+def unread_files(env: Mapping[str, str] | None = None) -> list[str]:
+    """Files the user's list names beyond the ones the layer reads (scaf_rules_locate)."""
+    return [f for slot, f in _Where(env).slots() if slot == _SLOT_UNREAD]
 
 
-def unread_files(env: dict[str, str] | None = None) -> list[str]:
-    """Files named in SCAF_RULES beyond the ones the layer reads."""
-    env = os.environ if env is None else env
-    return _scaf_rules(env)[SCAF_RULES_MAX:] if "SCAF_RULES" in env else []
-
-
-def save_target(env: dict[str, str] | None = None) -> str | None:
-    """Where a new rule goes so that the layer reads it first: SCAF_RULES's first file, else the user's."""
-    env = os.environ if env is None else env
-    if "SCAF_RULES" in env:
+def save_target(env: Mapping[str, str] | None = None) -> str | None:
+    """Where a new rule goes so that the layer reads it first: the first file of the user's list when the
+    environment sets one (None when it is empty), else the user's own file."""
+    if _Where(env).c.list is not None:
         files = search_path(env)
         return files[0] if files else None
     return user_file(env)
 
 
-# ---- parsing ----------------------------------------------------------------------------------
+# ---- reading ----------------------------------------------------------------------------------
 
 
 def parse_line(raw: bytes) -> tuple[str, str] | str | None:
-    """One line (without its newline): (verdict, pattern), None for a blank or comment line,
-    or a string saying why it is not a rule."""
-    if len(raw) > LINE_MAX:
-        return f"line longer than {LINE_MAX} bytes (the layer reads it in pieces)"
-    body = raw.split(b"\0", 1)[0].split(b"#", 1)[0]  # C strings end at a NUL
-    words = body.split()
-    if not words:
+    """One line (without its newline), as scaf_rules_parse reads it: (verdict, pattern), None for a blank or
+    comment line, or a string saying why it is not a rule."""
+    out = _Line()
+    kind = _lib().scaf_rules_parse(raw, len(raw), ctypes.byref(out))
+    if kind == _BLANK:
         return None
-    if words[0] not in (b"malleable", b"fixed"):
-        if words[0].lower() in (b"malleable", b"fixed"):
-            return f"'{_show(words[0])}' must be lowercase: want 'malleable PATTERN' or 'fixed PATTERN'"
-        return f"'{_show(words[0])}' is not 'malleable' or 'fixed': want 'malleable PATTERN' or 'fixed PATTERN'"
-    if len(words) == 1:
-        return f"'{_show(words[0])}' without a pattern: want '{_show(words[0])} PATTERN'"
-    if len(words) > 2:
-        return ("more than one pattern (a pattern cannot contain spaces; write one rule per line, "
-                "or use ? for a space)")
-    if len(words[1]) > PATTERN_MAX:
-        return f"pattern longer than {PATTERN_MAX} bytes"
-    return words[0].decode(), os.fsdecode(words[1])
-
-
-def _show(b: bytes) -> str:
-    s = os.fsdecode(b)
-    return s if len(s) <= 40 else s[:37] + "..."
-
-
-def _lines(data: bytes) -> list[bytes]:
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()  # the empty piece after the final newline
-    return lines
-
-
-def parse_text(path: str, data: bytes) -> RulesFile:
-    rf = RulesFile(path, exists=True)
-    for n, raw in enumerate(_lines(data), start=1):
-        got = parse_line(raw)
-        if got is None:
-            continue
-        if isinstance(got, str):
-            rf.problems.append(Problem(path, n, got))
-            continue
-        rf.rules.append(Rule(path, n, got[0], got[1]))
-    return rf
+    if kind == _RULE:
+        return out.word.decode(), os.fsdecode(out.pattern)
+    return os.fsdecode(out.why)
 
 
 def read_file(path: str) -> RulesFile:
-    """A rules file; a missing file has no rules and no problems (the layer skips it too)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return RulesFile(path)
-    except IsADirectoryError:
-        return RulesFile(path, exists=True, problems=[Problem(path, 0, "is a directory, not a rules file")])
-    except OSError as e:
-        return RulesFile(path, exists=True,
-                         problems=[Problem(path, 0, f"cannot be read ({e.strerror}); the layer skips it")])
-    return parse_text(path, data)
+    """A rules file as scaf_rules_read reads it; a missing file has no rules and no problems (the layer skips it
+    too), one that cannot be read has one problem at line 0."""
+    rf = RulesFile(path)
+
+    def visit(p: ctypes._Pointer, _ctx: int | None) -> int:
+        line = p.contents
+        if line.kind == _RULE:
+            rf.rules.append(_rule_of(line, path))
+        else:
+            rf.problems.append(Problem(path, line.line, os.fsdecode(line.why)))
+        return 0
+
+    rf.exists = _lib().scaf_rules_read(os.fsencode(path), _VISIT(visit), None) != _ABSENT
+    return rf
 
 
-def load(env: dict[str, str] | None = None) -> list[RulesFile]:
+def load(env: Mapping[str, str] | None = None) -> list[RulesFile]:
     return [read_file(p) for p in search_path(env)]
 
 
 # ---- matching ---------------------------------------------------------------------------------
 
 
-@functools.cache  # at the first match, not at import: `scaf run` imports this module before every program
-def _libc_fnmatch():
-    try:
-        # The process's own symbols, libc's among them: ctypes.util.find_library would run ldconfig for this.
-        fn = ctypes.CDLL(None, use_errno=True).fnmatch
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int)
-    fn.restype = ctypes.c_int
-    return fn
-
-
-def fnmatch(pattern: str, name: str) -> bool:
-    """fnmatch(3) with flags 0, as the layer calls it."""
-    libc_fnmatch = _libc_fnmatch()
-    if libc_fnmatch is not None:
-        return libc_fnmatch(os.fsencode(pattern), os.fsencode(name), 0) == 0
-    return _pyfnmatch.fnmatchcase(name, pattern)  # pragma: no cover - no libc fnmatch
-
-
 def matches(rule: Rule, exe: str) -> bool:
-    subject = exe if "/" in rule.pattern else os.path.basename(exe)
-    return fnmatch(rule.pattern, subject)
+    """Whether RULE speaks for the program EXE (scaf_rules_match)."""
+    return _lib().scaf_rules_match(os.fsencode(rule.pattern), os.fsencode(exe)) == 1
 
 
-def first_match(files: list[RulesFile], exe: str) -> Rule | None:
-    for rf in files:
-        for rule in rf.rules:
-            if matches(rule, exe):
-                return rule
-    return None
+def find(exe: str, env: Mapping[str, str] | None = None) -> Rule | None:
+    """The rule the layer picks for the program EXE (its absolute path, links resolved) under ENV: the first
+    that matches, files in search_path's order (scaf_rules_find); None when none does."""
+    w = _Where(env)
+    out = _Line()
+    if not _lib().scaf_rules_find(ctypes.byref(w.c), os.fsencode(exe), ctypes.byref(out), _VISIT(), None):
+        return None
+    return _rule_of(out, os.fsdecode(out.file))
 
 
 def exe_path(prog: str, env_path: str | None = None) -> str | None:
@@ -245,6 +232,8 @@ def exe_path(prog: str, env_path: str | None = None) -> str | None:
 # ---- writing ----------------------------------------------------------------------------------
 
 _GLOB_SPECIAL = "*?[\\"
+# What a line cannot carry in a pattern: the white space that splits its words, and the comment sign.
+_UNWRITABLE = " \t\n\r\x0b\x0c#"
 
 
 def pattern_for_path(path: str) -> str:
@@ -262,9 +251,19 @@ def pattern_for_path(path: str) -> str:
     return "".join(out)
 
 
+def _lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the empty piece after the final newline
+    return lines
+
+
 def set_rule(path: str, verdict: str, pattern: str, exe: str | None = None) -> int:
     """Write `VERDICT PATTERN` into the rules file PATH; returns its line number.
 
+    The line is first read back by the C reader: one that would not read as
+    exactly this rule (another verdict word, a pattern with spaces, a line too
+    long) raises ValueError with the reader's reason, and nothing is written.
     Every other line (comments, other rules, even malformed lines) is kept as
     it is. A rule for the same pattern is replaced in place. When EXE is given
     and an earlier rule of this file also matches it, the new rule goes right
@@ -273,11 +272,10 @@ def set_rule(path: str, verdict: str, pattern: str, exe: str | None = None) -> i
     directory, fsync, rename), keeping its permissions; missing directories
     are created.
     """
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {VERDICTS}")
     new = f"{verdict} {pattern}".encode(errors="surrogateescape")
-    if len(new) > LINE_MAX:
-        raise ValueError(f"the rule would be longer than {LINE_MAX} bytes")
+    got = parse_line(new)
+    if got != (verdict, pattern):
+        raise ValueError(got if isinstance(got, str) else f"'{verdict} {pattern}' would not read back as that rule")
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -327,4 +325,3 @@ def set_rule(path: str, verdict: str, pattern: str, exe: str | None = None) -> i
             pass
         raise
     return at + 1
-

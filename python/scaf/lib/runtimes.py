@@ -1,5 +1,7 @@
 """Which parallel runtime a program will load, from its ELF dependencies (never by running it): picks scaf's layer."""
 
+import ctypes
+import functools
 import os
 import re
 from pathlib import Path
@@ -23,8 +25,6 @@ UNSTEERABLE: dict[str, str] = {}
 
 # The TCM provider `scaf run` preloads for oneTBB (soname libtcm.so.1; docs/layer.md, "oneTBB through TCM").
 TCM_PROVIDER = "libscaf_tcm.so"
-# The first oneTBB release that asks a TCM for its workers (src/tbb/tcm_adaptor.cpp, November 2023).
-TBB_TCM_FIRST = "2021.11"
 # Interpreters that may load oneTBB long after start (numba's tbb threading layer): the provider is
 # preloaded for them too, as the layer's helper watches them for BLAS pools (src/layer/client/client.c).
 _INTERPRETERS = re.compile(r"^(python|pypy|R$|Rscript$|julia|octave)")
@@ -72,18 +72,35 @@ class Tbb(NamedTuple):
         return f"oneTBB {self.version or '(version unknown)'} ({self.path})"
 
 
-_TBB_VERSION = re.compile(rb"oneTBB: VERSION\t+([0-9][0-9.]*)")
+class _TbbLib(ctypes.Structure):
+    """struct scaf_tbblib (include/scaf/tbblib.h)."""
+
+    _fields_ = [("tcm", ctypes.c_int), ("version", ctypes.c_char * 16)]
+
+
+@functools.cache
+def _tbblib() -> ctypes.CDLL:
+    """The launch library with the oneTBB probe's signatures bound (once); raises progkey.KeyLibraryMissing."""
+    lib = progkey.library()
+    lib.scaf_tbblib_read.restype = ctypes.c_int
+    lib.scaf_tbblib_read.argtypes = [ctypes.c_char_p, ctypes.POINTER(_TbbLib)]
+    lib.scaf_tbblib_tcm_first.restype = ctypes.c_char_p
+    lib.scaf_tbblib_tcm_first.argtypes = []
+    return lib
 
 
 def tbb_info(path: str) -> Tbb:
-    """Reads libtbb's own version string and looks for the TCM entry point it resolves by name (never runs it)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(64 << 20)
-    except OSError:
+    """What the oneTBB library at PATH says of itself, read by the daemon's own probe (scaf_tbblib_read; never
+    run): its version and whether it asks a TCM for its workers. A file that cannot be read says neither."""
+    out = _TbbLib()
+    if _tbblib().scaf_tbblib_read(os.fsencode(path), ctypes.byref(out)) != 0:
         return Tbb(path, "", False)
-    m = _TBB_VERSION.search(data)
-    return Tbb(path, m.group(1).decode() if m else "", b"tcmConnect" in data)
+    return Tbb(path, out.version.decode(errors="replace"), bool(out.tcm))
+
+
+def tbb_tcm_first() -> str:
+    """The first oneTBB release that asks a TCM for its workers."""
+    return _tbblib().scaf_tbblib_tcm_first().decode()
 
 
 def is_interpreter(program: str) -> bool:
@@ -253,7 +270,9 @@ def choose(program: str, env: dict[str, str] | None = None, seen: choicecache.Wi
     if cached is not None:
         return cached
     walked = choicecache.Witness()
-    walked.saw(__file__)  # the rules below: an upgraded scaf chooses afresh
+    # The rules below and the launch library's oneTBB probe: an upgraded scaf chooses afresh.
+    walked.saw(__file__)
+    walked.saw(str(paths.launch_lib()))
     choice = _choose(program, env, walked)
     choicecache.store(key, walked, choice._asdict())
     if seen is not None:
@@ -321,7 +340,7 @@ def _layer_choice(program: str, deps: Deps) -> Choice:
     for t in tbbs:
         if not t.tcm:
             foreign.append(f"{t.label()} schedules its own worker threads and asks no Thread Composability "
-                           f"Manager for them (oneTBB does from {TBB_TCM_FIRST} on)")
+                           f"Manager for them (oneTBB does from {tbb_tcm_first()} on)")
     tcm = any(t.tcm for t in tbbs) or is_interpreter(_interpreter(program) or program)
     warning = None
     if deps.static:

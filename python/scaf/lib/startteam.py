@@ -25,9 +25,9 @@ def user_word(flag: str | None, env: Mapping[str, str], exe: str,
     if word == 1:
         return "malleable", f"SCAF_MALLEABLE={env['SCAF_MALLEABLE']}"
     if seen is not None:
-        for p in rules.search_path(dict(env)):
+        for p in rules.search_path(env):
             seen.saw(p)
-    rule = rules.first_match(rules.load(dict(env)), exe)
+    rule = rules.find(exe, env)
     if rule is not None:
         return rule.verdict, f"rule {rule.where()}: {rule.text()}"
     return None, ""

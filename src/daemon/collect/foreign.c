@@ -13,6 +13,7 @@
 
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
+#include "scaf/tbblib.h"
 
 /* Weight of the newest sample, as the lookout's: a busy process shows within 2-3 s. */
 #define FOREIGN_ALPHA 0.5
@@ -99,58 +100,6 @@ int scaf_foreign_tbb_path(const char *maps, char *out, size_t len)
     return 0;
 }
 
-int scaf_foreign_tbb_lib(const char *path, struct scaf_tbb_lib *out)
-{
-    static const char TCM[] = "tcmConnect", VER[] = "oneTBB: VERSION\t";
-    enum { CHUNK = 65536, KEEP = 64 };
-    char *buf = NULL;
-    size_t have = 0;
-    ssize_t n;
-    int fd = -1, rc = -1;
-
-    out->tcm = 0;
-    out->version[0] = '\0';
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        goto cleanup;
-    buf = malloc(CHUNK + KEEP + 1);
-    if (!buf)
-        goto cleanup;
-    /* Chunk by chunk, the last KEEP bytes carried over, so that no string is cut at a boundary. */
-    while ((n = read(fd, buf + have, CHUNK)) > 0) {
-        const char *v;
-
-        have += (size_t)n;
-        buf[have] = '\0';
-        if (!out->tcm && memmem(buf, have, TCM, sizeof TCM - 1))
-            out->tcm = 1;
-        if (!out->version[0] && (v = memmem(buf, have, VER, sizeof VER - 1)) != NULL) {
-            size_t i = 0;
-
-            v += sizeof VER - 1;
-            while (v < buf + have && *v == '\t')
-                v++;
-            while (v < buf + have && i + 1 < sizeof out->version && ((*v >= '0' && *v <= '9') || *v == '.'))
-                out->version[i++] = *v++;
-            out->version[i] = '\0';
-        }
-        if (out->tcm && out->version[0])
-            break;
-        if (have > KEEP) {
-            memmove(buf, buf + have - KEEP, KEEP);
-            have = KEEP;
-        }
-    }
-    if (n < 0)
-        goto cleanup;
-    rc = 0;
-cleanup:
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
 const char *scaf_foreign_runtime_name(unsigned mask)
 {
     for (size_t i = 0; i < sizeof RT_NAMES / sizeof *RT_NAMES; i++)
@@ -178,7 +127,7 @@ static unsigned covered_by(unsigned mask)
 static void tbb_never(const struct scaf_foreign_facts *f, const char *prefix, char *out, size_t len)
 {
     if (f->tbb_tcm == 0)
-        snprintf(out, len, "%soneTBB %s asks no TCM (older than 2021.11): scaf cannot steer it", prefix,
+        snprintf(out, len, "%soneTBB %s asks no TCM (older than " SCAF_TBBLIB_TCM_FIRST "): scaf cannot steer it", prefix,
                  f->tbb_version && f->tbb_version[0] ? f->tbb_version : "(version unknown)");
     else
         snprintf(out, len, "%sparallel runtime libtbb, unreadable by the daemon, that scaf cannot steer", prefix);
@@ -361,7 +310,7 @@ static const char *env_get(const char *env, size_t n, const char *key)
 static void detail(struct scaf_foreign *f, struct scaf_foreign_proc *p, double now)
 {
     struct scaf_foreign_facts facts = {.tbb_tcm = -1, .our_socket = f->our_socket};
-    struct scaf_tbb_lib tbb;
+    struct scaf_tbblib tbb;
     char tbb_path[PATH_MAX];
     char small[4096], sock[108];
     char path[64];
@@ -385,7 +334,7 @@ static void detail(struct scaf_foreign *f, struct scaf_foreign_proc *p, double n
         facts.maps_known = true;
         facts.mask = scaf_foreign_maps_mask(f->buf);
         if ((facts.mask & SCAF_RT_TBB) && scaf_foreign_tbb_path(f->buf, tbb_path, sizeof tbb_path) == 0 &&
-            scaf_foreign_tbb_lib(tbb_path, &tbb) == 0) {
+            scaf_tbblib_read(tbb_path, &tbb) == 0) {
             facts.tbb_tcm = tbb.tcm;
             facts.tbb_version = tbb.version;
         }

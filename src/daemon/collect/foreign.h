@@ -30,18 +30,6 @@ unsigned scaf_foreign_maps_mask(const char *maps);
  */
 int scaf_foreign_tbb_path(const char *maps, char *out, size_t len);
 
-/* What a oneTBB library says of itself. */
-struct scaf_tbb_lib {
-    int tcm;          /* 1: it asks a TCM for its workers (it names tcmConnect); 0: it does not */
-    char version[16]; /* "2021.8", from its "oneTBB: VERSION" line; "" when it has none */
-};
-
-/*
- * Reads the library at `path` (never loads or runs it) for the two strings above. Returns 0, or -1
- * with errno when it cannot be read (a path under a home the daemon's sandbox hides, a removed file).
- */
-int scaf_foreign_tbb_lib(const char *path, struct scaf_tbb_lib *out);
-
 /* A short name for the first runtime bit in `mask` that is not a layer ("libgomp", "libomp", ...), or NULL. */
 const char *scaf_foreign_runtime_name(unsigned mask);
 

@@ -130,11 +130,12 @@ static enum scaf_conn_result trust(int fd, const char *path)
 
     if (trusted == 1)
         return SCAF_CONN_OK;
-    if (trusted == 0 && refused_uid != (long)peer)
-        scaf_say_always("refusing the daemon on %s: it runs as uid %u, not as you (uid %u), root or "
-                        "SCAF_DAEMON_USER; running unsteered",
-                        path, (unsigned)peer, (unsigned)getuid());
-    else if (trusted < 0)
+    if (trusted == 0 && refused_uid != (long)peer) {
+        char why[128];
+
+        scaf_peer_refusal(peer, why, sizeof why);
+        scaf_say_always("refusing the daemon on %s: it %s; running unsteered", path, why);
+    } else if (trusted < 0)
         scaf_layer_log("cannot read the daemon's credentials on %s: %s", path, strerror(errno));
     if (trusted == 0)
         refused_uid = (long)peer;

@@ -17,7 +17,7 @@
 #include "checkteam.h"
 #include "reason.h"
 #include "report.h"
-#include "rules.h"
+#include "scaf/rules.h"
 #include "tlscheck.h"
 #include "tlsobj.h"
 
@@ -27,7 +27,7 @@
  * meaning beyond the region it runs in. This file gathers the evidence, each
  * piece at the cost of a PLT call the program makes anyway, and keeps it and
  * the verdict; verdict.c decides from it (pure, table-tested), reason.c words
- * it, rules.c reads the user's rules files and report.c writes SCAF_REPORT:
+ * it, src/common/rules.c reads the user's rules files and report.c writes SCAF_REPORT:
  *
  *  - omp_get_max_threads() outside any region (a "query") or
  *    omp_set_num_threads() (a "set"): the program knows a count. Alone this
@@ -220,10 +220,21 @@ void scaf_malleable_init(void)
     }
 }
 
+/* A rules file's line that is not a rule, or a file that cannot be read: said with SCAF_VERBOSE, then passed over. */
+static int log_problem(const struct scaf_rules_line *l, void *ctx)
+{
+    (void)ctx;
+    if (l->line)
+        scaf_layer_log("%s:%u: %s: ignored", l->file, l->line, l->why);
+    else
+        scaf_layer_log("%s: %s", l->file, l->why);
+    return 0;
+}
+
 void scaf_malleable_prepare(void)
 {
     char reason[SCAF_REASON_MAX];
-    uint32_t verdict;
+    struct scaf_rules_line rule;
 
     pthread_mutex_lock(&M.lock);
     if (M.prepared || ev_has(EV_FORCED)) {
@@ -234,10 +245,11 @@ void scaf_malleable_prepare(void)
     M.prepared = 1;
     pthread_mutex_unlock(&M.lock);
 
-    if (!scaf_rules_find_self(scaf_settings.rules, &verdict, reason, sizeof reason))
+    if (!scaf_rules_find_self(scaf_settings.rules, &rule, log_problem, NULL))
         return;
+    scaf_say_into(reason, sizeof reason, "rule %s:%u: %s %s", rule.file, rule.line, rule.word, rule.pattern);
     pthread_mutex_lock(&M.lock);
-    force_locked(verdict, SCAF_SOURCE_RULES, reason);
+    force_locked(rule.verdict, SCAF_SOURCE_RULES, reason);
     pthread_mutex_unlock(&M.lock);
 }
 
