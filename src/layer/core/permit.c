@@ -9,6 +9,7 @@
 #include "grant.h"
 #include "page.h"
 #include "pool.h"
+#include "runtimes.h"
 #include "say.h"
 
 /*
@@ -221,6 +222,7 @@ int scaf_permit_open(unsigned min, unsigned max, unsigned state, int callers_ent
         atomic_store(&s->threads, 0);
         P.nopen++;
         atomic_store_explicit(&scaf_permit_any, 1, memory_order_relaxed);
+        scaf_runtimes_tcm_asked();
         resplit();
         s->told = s->grant;
         s->told_state = s->state;

@@ -11,7 +11,6 @@
 
 #include "bound.h"
 #include "page.h"
-#include "permit.h"
 #include "say.h"
 #include "settings.h"
 #include "scaf/startenv.h"
@@ -24,6 +23,13 @@ static _Atomic uint32_t found;
  */
 enum { NUMBA_ON_OMP = 1u, NUMBA_ON_TBB = 2u };
 static _Atomic uint32_t numba_on;
+/* A oneTBB of the process opened a TCM permit (core/permit.c says so): it asks TCM for its workers. */
+static _Atomic int tcm_asked;
+
+void scaf_runtimes_tcm_asked(void)
+{
+    atomic_store_explicit(&tcm_asked, 1, memory_order_relaxed);
+}
 
 struct seen {
     uint32_t bits, numba_on;
@@ -115,7 +121,7 @@ uint32_t scaf_runtimes_follow(void)
             out |= 1u << i;
     /* A oneTBB that never opened a permit is one that does not ask TCM (Debian's 2021.8): it keeps its count. */
     if ((bits & (1u << SCAF_RT_NUMBA)) &&
-        ((on & NUMBA_ON_OMP) || ((on & NUMBA_ON_TBB) && atomic_load_explicit(&scaf_permit_any, memory_order_relaxed))))
+        ((on & NUMBA_ON_OMP) || ((on & NUMBA_ON_TBB) && atomic_load_explicit(&tcm_asked, memory_order_relaxed))))
         out |= 1u << SCAF_RT_NUMBA;
     return out;
 }

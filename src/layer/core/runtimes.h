@@ -29,6 +29,9 @@ uint32_t scaf_runtimes_scan(void);
  * (Arrow), and numba once its rounds run on OpenMP or on a oneTBB that opened a TCM permit. */
 uint32_t scaf_runtimes_follow(void);
 
+/* A oneTBB of the process opened a TCM permit (from core/permit.c): numba's, if it runs on oneTBB, follows. */
+void scaf_runtimes_tcm_asked(void);
+
 /*
  * The team the pools that read their count once run: for each such runtime found, its variable's count where
  * the user (or scaf run) set one, else for one whose pool spins SCAF_START_SHARE, else the CPUs the process
