@@ -311,8 +311,13 @@ def test_chatty_unwritable_file_is_a_clear_failure(tmp_path: Path) -> None:
 def test_misnumbered_threads_fail_verification(
     name: str, tmp_path: Path, shims: dict[str, Path]
 ) -> None:
-    """Two threads both numbered 0 skip half the work: verification must say no."""
-    p = run_workload(name, 2, tmp_path, preload=shims["tid_zero"])
+    """Two threads both numbered 0 skip half the work: verification must say no. Only where both threads took
+    part of a region's loop: on a loaded machine one of them may sleep through every dynamic chunk of all the
+    regions of a run (its slot then holds the whole sum), so a run that verified is tried again a few times."""
+    for _ in range(5):
+        p = run_workload(name, 2, tmp_path, preload=shims["tid_zero"])
+        if p.returncode != 0:
+            break
     assert p.returncode == 1, f"{name} verified corrupted work:\n{p.stdout}{p.stderr}"
     assert parse_result(p.stdout)["verified"] == "no"
 
