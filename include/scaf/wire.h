@@ -156,6 +156,13 @@ int scaf_wire_check_page(const struct scaf_page *page, struct scaf_wire_refusal 
  */
 uint32_t scaf_wire_check_reply(const void *header, uint32_t asked, struct scaf_wire_refusal *why);
 
+/* Room for any answer to MEMORY that scaf_wire_check_reply passes, aligned for each. */
+union scaf_wire_memory_answer {
+    struct scaf_msg_header h;
+    struct scaf_msg_memory_reply reply;
+    struct scaf_msg_refuse refuse;
+};
+
 /* What a complete answer to MEMORY was. */
 enum scaf_wire_reply {
     SCAF_WIRE_REPLY_OK = 0,        /* a MEMORY_REPLY: *out holds its fields */

@@ -19,11 +19,7 @@
 static int recall(int fd, uint64_t key, unsigned count, struct scaf_wire_memory_reply *reply)
 {
     struct scaf_msg_memory req;
-    union {
-        struct scaf_msg_header h;
-        struct scaf_msg_memory_reply reply;
-        struct scaf_msg_refuse refuse;
-    } in;
+    union scaf_wire_memory_answer in;
     struct scaf_wire_refusal why;
     uint32_t len;
 

@@ -276,11 +276,7 @@ static void fuzz_answer(const uint8_t *data, size_t size)
 /* What scaf-run and Python's proto run: the asker decodes a daemon's answer to STATUS_REQ or MEMORY. */
 static void fuzz_reply(const uint8_t *data, size_t size, uint32_t asked)
 {
-    union {
-        struct scaf_msg_header h;
-        struct scaf_msg_memory_reply reply;
-        struct scaf_msg_refuse refuse;
-    } in;
+    union scaf_wire_memory_answer in;
     struct scaf_wire_refusal why;
     struct scaf_wire_memory_reply got;
     enum scaf_wire_reply kind;
@@ -300,7 +296,7 @@ static void fuzz_reply(const uint8_t *data, size_t size, uint32_t asked)
         check(in.h.type == SCAF_MSG_STATUS_REPLY && len <= SCAF_STATUS_MAX);
         return;
     }
-    /* Accepted lengths must fit the asker's buffer, whatever the header said. */
+    /* Accepted lengths must fit the asker's buffer (ask.c's is this union), whatever the header said. */
     check(len <= sizeof in);
     if (size < len)
         return;

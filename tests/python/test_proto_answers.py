@@ -1,63 +1,19 @@
 """scaf.lib.proto against a peer that answers wrongly: every answer the C codec does not take is one clear DaemonUnavailable, and one it takes reaches Python field by field.
 
-The peer is a real Unix socket in this test process (trusted: it is ours), which answers one request with the
-bytes a case gives, spelled by the tests' own layouts (tests/support/wire.py), and records what it was sent.
+The peer (tests/support/peer.py) answers with the bytes a case gives, spelled by the tests' own layouts
+(tests/support/wire.py), and records what it was sent.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import short_tmpdir
 from scaf.lib import paths, proto
 from support import wire
+from support.peer import Peer, status_reply
 
 pytestmark = pytest.mark.skipif(not paths.launch_lib().exists(), reason="libscaf_launch.so not built (make)")
-
-
-class Peer:
-    """Answers each connection's request (a header and the body it announces) with ANSWER, then closes;
-    ANSWER None: says nothing until the asker gives up."""
-
-    def __init__(self, answer: bytes | None) -> None:
-        self.dir = short_tmpdir()
-        self.path = os.path.join(self.dir, "peer.sock")
-        self.answer = answer
-        self.asked: list[bytes] = []
-        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.srv.bind(self.path)
-        self.srv.listen(4)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.srv.accept()
-            except OSError:
-                return
-            with conn:
-                try:
-                    head = wire.recv_exact(conn, wire.HEADER.size)
-                    length = wire.HEADER.unpack(head)[3]
-                    self.asked.append(head + wire.recv_exact(conn, length - wire.HEADER.size))
-                    if self.answer is None:
-                        self.done.wait(10)
-                    else:
-                        conn.sendall(self.answer)
-                except (OSError, wire.DaemonUnavailable):
-                    pass
-
-    def close(self) -> None:
-        self.done.set()
-        self.srv.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture
@@ -139,7 +95,7 @@ def test_a_wrong_status_answer_is_one_clear_error(peer: Peer, said: str) -> None
     assert peer.asked == [wire.header(wire.MSG_STATUS_REQ, 16)]
 
 
-@pytest.mark.parametrize("peer", [wire.header(wire.MSG_STATUS_REPLY, 16 + len(STATUS)) + STATUS], indirect=True)
+@pytest.mark.parametrize("peer", [status_reply(STATUS)], indirect=True)
 def test_a_status_reply_is_read(peer: Peer) -> None:
     assert proto.status(peer.path)["policy"] == "speedup"
 

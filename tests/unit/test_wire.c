@@ -473,12 +473,7 @@ static void replies(void)
          "request of type 1"},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
-        union {
-            struct scaf_msg_header h;
-            struct scaf_msg_memory_reply reply;
-            struct scaf_msg_refuse refuse;
-            char bytes[sizeof(struct scaf_msg_refuse) + 1]; /* one more: the header check is given no alignment */
-        } a;
+        union scaf_wire_memory_answer a;
         struct scaf_wire_memory_reply got;
         struct scaf_wire_refusal why = {0};
         enum scaf_wire_reply kind;
