@@ -1,4 +1,4 @@
-/* wire.h — the one codec of the socket messages in proto.h, both directions: what scafd and the layer encode, and every field either of them decodes from the other. */
+/* wire.h — the one codec of the socket messages in proto.h, both directions: what scafd, the layer and the scaf command (scaf-run, Python's proto) encode, and every field each of them decodes from another. */
 #ifndef SCAF_WIRE_H
 #define SCAF_WIRE_H
 
@@ -66,6 +66,9 @@ void scaf_wire_encode_memory(struct scaf_msg_memory *m, uint32_t op, uint64_t ke
 int scaf_wire_decode_memory(const void *msg, struct scaf_wire_memory *out, struct scaf_wire_refusal *why);
 /* A STATUS_REQ: a bare header. */
 struct scaf_msg_header scaf_wire_encode_status_req(void);
+/* The same STATUS_REQ written to `buf` (sizeof(struct scaf_msg_header) bytes, any alignment), for a caller that
+ * cannot take a struct by value (Python's scaf.lib.proto, through ctypes). */
+void scaf_wire_put_status_req(void *buf);
 /* A WAKE: a bare header (a client whose page says idle runs a region again). */
 struct scaf_msg_header scaf_wire_encode_wake(void);
 
@@ -136,5 +139,54 @@ int scaf_wire_decode_answer(const void *msg, size_t len, struct scaf_wire_answer
  * program): magic and version. Returns 0, or -1 with *why filled.
  */
 int scaf_wire_check_page(const struct scaf_page *page, struct scaf_wire_refusal *why);
+
+/* ---- the daemon's answers to STATUS_REQ and MEMORY, as the asker reads them (scaf-run, Python's proto) ---- */
+
+/*
+ * The asker's check of the header of the daemon's answer to its request of
+ * type `asked` (SCAF_MSG_STATUS_REQ or SCAF_MSG_MEMORY); `header` is
+ * sizeof(struct scaf_msg_header) bytes at any alignment. Magic first, then:
+ * to STATUS_REQ, a STATUS_REPLY of sizeof(struct scaf_msg_header) to
+ * SCAF_STATUS_MAX bytes, of any version (its JSON says its own, which the
+ * reader checks); to MEMORY, a MEMORY_REPLY of this protocol with its exact
+ * length and reserved 0, or a REFUSE of any version (a daemon of another
+ * protocol says why in a REFUSE of its own, as to HELLO). Returns the whole
+ * answer's length, or 0 with *why filled (always SCAF_REFUSE_MALFORMED; the
+ * text says what came instead).
+ */
+uint32_t scaf_wire_check_reply(const void *header, uint32_t asked, struct scaf_wire_refusal *why);
+
+/* Room for any answer to MEMORY that scaf_wire_check_reply passes, aligned for each. */
+union scaf_wire_memory_answer {
+    struct scaf_msg_header h;
+    struct scaf_msg_memory_reply reply;
+    struct scaf_msg_refuse refuse;
+};
+
+/* What a complete answer to MEMORY was. */
+enum scaf_wire_reply {
+    SCAF_WIRE_REPLY_OK = 0,        /* a MEMORY_REPLY: *out holds its fields */
+    SCAF_WIRE_REPLY_REFUSED = 1,   /* a REFUSE: *why holds the daemon's reason and its text, made printable */
+    SCAF_WIRE_REPLY_MALFORMED = 2, /* neither: *why says what was wrong (SCAF_REFUSE_MALFORMED) */
+};
+
+/*
+ * Decodes a complete answer to MEMORY, `len` bytes at any alignment, checking
+ * its header again (scaf_wire_check_reply) and that `len` is the length it
+ * announces; a MEMORY_REPLY's reserved word must be 0. Any status, verdict or
+ * source passes (a newer daemon may have more); the asker judges them.
+ */
+enum scaf_wire_reply scaf_wire_decode_memory_reply(const void *msg, size_t len, struct scaf_wire_memory_reply *out,
+                                                   struct scaf_wire_refusal *why);
+
+/*
+ * The value of one of proto.h's constants or message sizes by its C spelling
+ * ("SCAF_MSG_MEMORY", "SCAF_MEMORY_RECALL", "sizeof(struct scaf_msg_memory)"),
+ * for a caller that cannot include proto.h (Python's scaf.lib.proto, through
+ * libscaf_launch.so), so that no value of the wire format is written twice.
+ * Returns 0 with *value set, or -1 with errno ENOENT for a name it does not
+ * hold (src/common/wirenames.c lists those it does).
+ */
+int scaf_wire_constant(const char *name, uint64_t *value);
 
 #endif

@@ -43,6 +43,13 @@ struct scaf_msg_header scaf_wire_encode_status_req(void)
     return header(SCAF_MSG_STATUS_REQ, sizeof(struct scaf_msg_header));
 }
 
+void scaf_wire_put_status_req(void *buf)
+{
+    struct scaf_msg_header h = scaf_wire_encode_status_req();
+
+    memcpy(buf, &h, sizeof h);
+}
+
 struct scaf_msg_header scaf_wire_encode_wake(void)
 {
     return header(SCAF_MSG_WAKE, sizeof(struct scaf_msg_header));
@@ -240,14 +247,35 @@ struct scaf_msg_header scaf_wire_encode_status_reply(uint32_t length)
     return header(SCAF_MSG_STATUS_REPLY, length);
 }
 
+/* The REFUSE layout is the same in every protocol version so far: one of another version is read. */
+static int is_refuse(const struct scaf_msg_header *h)
+{
+    return h->type == SCAF_MSG_REFUSE && h->length == sizeof(struct scaf_msg_refuse);
+}
+
+/* A complete REFUSE's reason, version and text, terminated and made printable. */
+static void read_refuse(const void *msg, uint32_t *reason, uint32_t *daemon_version, char text[SCAF_REFUSE_TEXT])
+{
+    struct scaf_msg_refuse r;
+
+    memcpy(&r, msg, sizeof r);
+    *reason = r.reason;
+    *daemon_version = r.daemon_version;
+    memcpy(text, r.text, SCAF_REFUSE_TEXT);
+    text[SCAF_REFUSE_TEXT - 1] = '\0';
+    /* The layer and scaf print it on a terminal: no escape sequence of the daemon's reaches one. */
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
 uint32_t scaf_wire_check_answer(const struct scaf_msg_header *h, struct scaf_wire_refusal *why)
 {
     if (h->magic != SCAF_PROTO_MAGIC) {
         refusal(why, SCAF_REFUSE_MALFORMED, "bad magic 0x%08x (not a scaf daemon?)", h->magic);
         return 0;
     }
-    /* The REFUSE layout is the same in every protocol version so far: one of another version is read. */
-    if (h->type == SCAF_MSG_REFUSE && h->length == sizeof(struct scaf_msg_refuse))
+    if (is_refuse(h))
         return h->length;
     if (h->version != SCAF_PROTO_VERSION || h->type != SCAF_MSG_WELCOME ||
         h->length != sizeof(struct scaf_msg_welcome) || h->reserved != 0) {
@@ -276,17 +304,7 @@ int scaf_wire_decode_answer(const void *msg, size_t len, struct scaf_wire_answer
     }
     out->type = h.type;
     if (h.type == SCAF_MSG_REFUSE) {
-        struct scaf_msg_refuse r;
-
-        memcpy(&r, msg, sizeof r);
-        out->reason = r.reason;
-        out->daemon_version = r.daemon_version;
-        memcpy(out->text, r.text, sizeof out->text);
-        out->text[sizeof out->text - 1] = '\0';
-        /* The layer prints it on the program's stderr: no escape sequence of the daemon's reaches a terminal. */
-        for (char *c = out->text; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f)
-                *c = '?';
+        read_refuse(msg, &out->reason, &out->daemon_version, out->text);
         return 0;
     }
     struct scaf_msg_welcome w;
@@ -317,4 +335,70 @@ int scaf_wire_check_page(const struct scaf_page *page, struct scaf_wire_refusal 
         return -1;
     }
     return 0;
+}
+
+/* ---- the daemon's answers to STATUS_REQ and MEMORY ---- */
+
+uint32_t scaf_wire_check_reply(const void *header, uint32_t asked, struct scaf_wire_refusal *why)
+{
+    struct scaf_msg_header h;
+
+    memcpy(&h, header, sizeof h);
+    if (h.magic != SCAF_PROTO_MAGIC) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "bad magic 0x%08x (not a scaf daemon?)", h.magic);
+        return 0;
+    }
+    switch (asked) {
+    case SCAF_MSG_STATUS_REQ:
+        if (h.type == SCAF_MSG_STATUS_REPLY && h.length >= sizeof h && h.length <= SCAF_STATUS_MAX)
+            return h.length;
+        refusal(why, SCAF_REFUSE_MALFORMED, "type %u, version %u, length %u: not a STATUS_REPLY of %zu to %u bytes",
+                h.type, h.version, h.length, sizeof h, SCAF_STATUS_MAX);
+        return 0;
+    case SCAF_MSG_MEMORY:
+        if (is_refuse(&h))
+            return h.length;
+        if (h.type == SCAF_MSG_MEMORY_REPLY && h.version == SCAF_PROTO_VERSION &&
+            h.length == sizeof(struct scaf_msg_memory_reply) && h.reserved == 0)
+            return h.length;
+        refusal(why, SCAF_REFUSE_MALFORMED,
+                "type %u, version %u, length %u: not a MEMORY_REPLY of protocol %u, nor a REFUSE", h.type,
+                h.version, h.length, SCAF_PROTO_VERSION);
+        return 0;
+    default:
+        refusal(why, SCAF_REFUSE_MALFORMED, "no answer is read to a request of type %u", asked);
+        return 0;
+    }
+}
+
+enum scaf_wire_reply scaf_wire_decode_memory_reply(const void *msg, size_t len, struct scaf_wire_memory_reply *out,
+                                                   struct scaf_wire_refusal *why)
+{
+    struct scaf_msg_memory_reply m;
+
+    memset(out, 0, sizeof *out);
+    if (len < sizeof m.h) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "answer of %zu bytes has no header", len);
+        return SCAF_WIRE_REPLY_MALFORMED;
+    }
+    memcpy(&m.h, msg, sizeof m.h);
+    if (scaf_wire_check_reply(&m.h, SCAF_MSG_MEMORY, why) == 0)
+        return SCAF_WIRE_REPLY_MALFORMED;
+    if (len != m.h.length) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "answer type %u of %zu bytes, expected %u", m.h.type, len, m.h.length);
+        return SCAF_WIRE_REPLY_MALFORMED;
+    }
+    if (m.h.type == SCAF_MSG_REFUSE) {
+        uint32_t daemon_version;
+
+        read_refuse(msg, &why->reason, &daemon_version, why->text);
+        return SCAF_WIRE_REPLY_REFUSED;
+    }
+    memcpy(&m, msg, sizeof m);
+    if (m.reserved != 0) {
+        refusal(why, SCAF_REFUSE_MALFORMED, "MEMORY_REPLY reserved field is %u, must be 0", m.reserved);
+        return SCAF_WIRE_REPLY_MALFORMED;
+    }
+    *out = (struct scaf_wire_memory_reply){m.op, m.status, m.runs, m.verdict, m.source, m.start_team, m.forgotten};
+    return SCAF_WIRE_REPLY_OK;
 }

@@ -19,18 +19,17 @@
 static int recall(int fd, uint64_t key, unsigned count, struct scaf_wire_memory_reply *reply)
 {
     struct scaf_msg_memory req;
-    struct scaf_msg_memory_reply r;
+    union scaf_wire_memory_answer in;
+    struct scaf_wire_refusal why;
+    uint32_t len;
 
     scaf_wire_encode_memory(&req, SCAF_MEMORY_RECALL, key, count < 1 ? 1 : count, 0, NULL);
-    if (scaf_sockio_send_all(fd, &req, sizeof req) != 0 || scaf_sockio_recv_all(fd, &r.h, sizeof r.h) != 0)
+    if (scaf_sockio_send_all(fd, &req, sizeof req) != 0 || scaf_sockio_recv_all(fd, &in.h, sizeof in.h) != 0)
         return -1;
-    if (r.h.magic != SCAF_PROTO_MAGIC || r.h.version != SCAF_PROTO_VERSION || r.h.type != SCAF_MSG_MEMORY_REPLY ||
-        r.h.length != sizeof r)
+    if ((len = scaf_wire_check_reply(&in.h, SCAF_MSG_MEMORY, &why)) == 0 || len > sizeof in ||
+        scaf_sockio_recv_all(fd, (char *)&in + sizeof in.h, len - sizeof in.h) != 0)
         return -1;
-    if (scaf_sockio_recv_all(fd, (char *)&r + sizeof r.h, sizeof r - sizeof r.h) != 0)
-        return -1;
-    *reply = (struct scaf_wire_memory_reply){r.op, r.status, r.runs, r.verdict, r.source, r.start_team, r.forgotten};
-    return 0;
+    return scaf_wire_decode_memory_reply(&in, len, reply, &why) == SCAF_WIRE_REPLY_OK ? 0 : -1;
 }
 
 int scaf_run_ask(const char *daemon, const char *sock, int ask, uint64_t key, unsigned count,

@@ -14,7 +14,7 @@
 #include "ask.h"
 #include "record.h"
 #include "scaf/progkey.h"
-#include "supervise.h"
+#include "scaf/supervise.h"
 
 extern char **environ;
 

@@ -1,4 +1,4 @@
-/* fuzz_decode.c — libFuzzer target for both directions: what scafd decodes from clients (messages, pages) and what the layer decodes from a daemon (its answer to HELLO, the page's header). */
+/* fuzz_decode.c — libFuzzer target for both directions: what scafd decodes from clients (messages, pages) and what the layer, scaf-run and Python's proto decode from a daemon (its answers to HELLO, STATUS_REQ and MEMORY, the page's header). */
 #include "../../src/daemon/apply/pagewrite.h"
 #include "../../src/daemon/collect/pageread.h"
 #include "scaf/wire.h"
@@ -16,7 +16,10 @@
  *                layer's exchange (src/layer/client/conn.c) does: a header, then
  *                exactly the length it announced; the bytes after a WELCOME's
  *                32 stand for the page it would map;
- *   neither:     the rest is a byte stream from one client, assembled into
+ *   bit 2 set:   the rest is what a daemon answers a STATUS_REQ (bit 3 set) or
+ *                a MEMORY, read the way scaf-run (src/run/ask.c) and Python's
+ *                proto do: a header, then exactly the length it announced;
+ *   none:     the rest is a byte stream from one client, assembled into
  *                messages the way scafd's conn.c does (a header, then exactly
  *                the length it announced).
  * Every property below is one the rest of the daemon relies on: a violation traps.
@@ -270,6 +273,53 @@ static void fuzz_answer(const uint8_t *data, size_t size)
     check(scaf_wire_decode_answer(&in, len - 1, &ans, &why) == -1);
 }
 
+/* What scaf-run and Python's proto run: the asker decodes a daemon's answer to STATUS_REQ or MEMORY. */
+static void fuzz_reply(const uint8_t *data, size_t size, uint32_t asked)
+{
+    union scaf_wire_memory_answer in;
+    struct scaf_wire_refusal why;
+    struct scaf_wire_memory_reply got;
+    enum scaf_wire_reply kind;
+    uint32_t len;
+
+    if (size < sizeof in.h)
+        return; /* the asker's read fails */
+    memset(&why, 0xa5, sizeof why);
+    len = scaf_wire_check_reply(data, asked, &why);
+    if (len == 0) {
+        check(why.reason == SCAF_REFUSE_MALFORMED && memchr(why.text, 0, sizeof why.text) != NULL);
+        return;
+    }
+    memcpy(&in.h, data, sizeof in.h);
+    check(len == in.h.length && len >= sizeof in.h);
+    if (asked == SCAF_MSG_STATUS_REQ) {
+        check(in.h.type == SCAF_MSG_STATUS_REPLY && len <= SCAF_STATUS_MAX);
+        return;
+    }
+    /* Accepted lengths must fit the asker's buffer (ask.c's is this union), whatever the header said. */
+    check(len <= sizeof in);
+    if (size < len)
+        return;
+    memcpy(&in, data, len);
+    memset(&why, 0xa5, sizeof why);
+    memset(&got, 0xa5, sizeof got);
+    kind = scaf_wire_decode_memory_reply(data, len, &got, &why);
+    if (kind == SCAF_WIRE_REPLY_OK) {
+        check(in.h.type == SCAF_MSG_MEMORY_REPLY && in.h.version == SCAF_PROTO_VERSION && in.reply.reserved == 0);
+        check(got.op == in.reply.op && got.status == in.reply.status && got.runs == in.reply.runs &&
+              got.start_team == in.reply.start_team && got.forgotten == in.reply.forgotten);
+    } else if (kind == SCAF_WIRE_REPLY_REFUSED) {
+        check(in.h.type == SCAF_MSG_REFUSE && why.reason == in.refuse.reason);
+        check(printable_nul_terminated(why.text, sizeof why.text));
+    } else {
+        check(kind == SCAF_WIRE_REPLY_MALFORMED && why.reason == SCAF_REFUSE_MALFORMED &&
+              memchr(why.text, 0, sizeof why.text) != NULL);
+        check(in.h.type == SCAF_MSG_MEMORY_REPLY && in.reply.reserved != 0);
+    }
+    /* Decoding never reads past what it was given. */
+    check(scaf_wire_decode_memory_reply(data, len - 1, &got, &why) == SCAF_WIRE_REPLY_MALFORMED);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -278,6 +328,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_page(data + 1, size - 1);
     else if (data[0] & 2)
         fuzz_answer(data + 1, size - 1);
+    else if (data[0] & 4)
+        fuzz_reply(data + 1, size - 1, data[0] & 8 ? SCAF_MSG_STATUS_REQ : SCAF_MSG_MEMORY);
     else
         fuzz_stream(data + 1, size - 1);
     return 0;

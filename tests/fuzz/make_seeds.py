@@ -107,6 +107,19 @@ def seeds() -> dict[str, bytes]:
         "answer-hello-echo": hello(),
         "answer-bad-magic": header(2, 32, magic=0xDEADBEEF) + bytes(16),
     }
+    # What a daemon answers MEMORY (first byte 4) or STATUS_REQ (12), as scaf-run and Python's proto read it.
+    reply = header(7, 48) + struct.pack("<8I", 1, 0, 3, 2, 1, 2, 0, 0)
+    replies = {
+        "reply-memory": b"\x04" + reply,
+        "reply-memory-reserved": b"\x04" + reply[:-4] + struct.pack("<I", 1),
+        "reply-memory-v5": b"\x04" + header(7, 48, version=5) + reply[16:],
+        "reply-memory-refuse-v5": b"\x04" + refuse(reason=1, text=b"scafd speaks protocol 5\x1b[2J", version=5),
+        "reply-memory-truncated": b"\x04" + reply[:30],
+        "reply-memory-status": b"\x04" + header(5, 20) + b"{}\n\0",
+        "reply-status": b"\x0c" + header(5, 20) + b"{}\n\0",
+        "reply-status-too-long": b"\x0c" + header(5, (1 << 20) + 1),
+        "reply-status-refuse": b"\x0c" + refuse(),
+    }
     ctx = b"\x00\x04"  # max_threads 5, not fixed at HELLO
     pages = {
         "page-empty": page({}),
@@ -125,6 +138,7 @@ def seeds() -> dict[str, bytes]:
         s[name] = b"\x01" + ctx + img
     s["page-hello-fixed"] = b"\x01\x80\x00" + pages["page-measured"]
     s.update({name: b"\x02" + data for name, data in answers.items()})
+    s.update(replies)
     return {name: (b"\x00" + data if name.startswith("stream") else data) for name, data in s.items()}
 
 

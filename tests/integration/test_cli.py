@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import SCAF, short_tmpdir
@@ -335,3 +336,50 @@ def test_run_program_killed_by_forwarded_signal(nosock: str) -> None:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+# Bits of /proc/PID/status's SigBlk and SigIgn masks.
+def _bit(sig: int) -> int:
+    return 1 << (sig - 1)
+
+
+def _masks(status: str) -> dict[str, int]:
+    return {k: int(v, 16) for k, v in (line.split(":\t") for line in status.splitlines())}
+
+
+@pytest.mark.parametrize("replay", ["0", "1"])
+def test_run_program_starts_with_the_callers_signals(nosock: str, replay: str) -> None:
+    """The program starts with the mask `scaf run` was started with, not the one it waits with; SIGPIPE and SIGXFSZ,
+    which Python ignores, at their default; what was ignored before scaf started, still ignored (as with exec). The
+    mask crosses from Python to the C supervisor as bits: SIGTTIN and SIGRTMIN+3 check both ends of the range."""
+    def blocked_and_ignoring() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTTIN, signal.SIGRTMIN + 3])
+        signal.signal(signal.SIGWINCH, signal.SIG_IGN)
+
+    cmd = [str(SCAF), "run", "--no-start", "--", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]
+    for _ in range(1 if replay == "0" else 2):  # the second run is scaf-run's replay
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False,
+                           env=env_with(SCAF_SOCKET=nosock, SCAF_RUN_REPLAY=replay), preexec_fn=blocked_and_ignoring)
+        assert r.returncode == 0, r.stderr
+        m = _masks(r.stdout)
+        assert m["SigBlk"] == _bit(signal.SIGTTIN) | _bit(signal.SIGRTMIN + 3), r.stdout
+        assert m["SigIgn"] & _bit(signal.SIGWINCH), r.stdout
+        assert not m["SigIgn"] & (_bit(signal.SIGPIPE) | _bit(signal.SIGXFSZ)), r.stdout
+
+
+def test_run_missing_launch_library_says_run_make(nosock: str) -> None:
+    """Asking the daemon and supervising the program are libscaf_launch.so's C code: a build without it is told so
+    before anything starts."""
+    build = Path(short_tmpdir())
+    try:
+        (build / "lib").mkdir()
+        for f in (paths.build_dir() / "lib").iterdir():
+            if f.name != "libscaf_launch.so":
+                (build / "lib" / f.name).symlink_to(f)
+        r = scaf("run", "--no-start", "--", "sh", "-c", "echo ran", env=env_with(SCAF_SOCKET=nosock,
+                                                                                 SCAF_BUILD=str(build),
+                                                                                 SCAF_RUN_REPLAY="0"))
+    finally:
+        shutil.rmtree(build)
+    assert r.returncode == 125, r.stderr
+    assert "libscaf_launch.so is missing; run make" in r.stderr and r.stdout == "", r.stderr

@@ -650,8 +650,8 @@ def test_the_daemon_closes_after_a_memory_reply(scafd: Daemon) -> None:
     sock = wire.connect(scafd.socket, 5)
     try:
         sock.sendall(proto.memory_request(proto.MEMORY_RECALL, KEY_A, 4))
-        reply = wire.recv_exact(sock, proto.MEMORY_REPLY.size)
-        assert proto.MEMORY_REPLY.unpack(reply)[6] == proto.MEMORY_UNKNOWN
+        reply = wire.recv_exact(sock, wire.MEMORY_REPLY.size)
+        assert wire.MEMORY_REPLY.unpack(reply)[6] == proto.MEMORY_UNKNOWN
         assert sock.recv(16) == b""  # closed: the answer was its last message
     finally:
         sock.close()

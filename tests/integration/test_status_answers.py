@@ -1,53 +1,17 @@
 """`scaf status` against something that answers malformed status JSON: one line and exit 3, never a traceback.
 
-The peer is a real Unix socket in this test process, framing its answers exactly as scafd does
-(a 16-byte header, then the JSON), so only the content is wrong.
+The peer is a real Unix socket in this test process (tests/support/peer.py), framing its answers exactly as
+scafd does (a 16-byte header, then the JSON), so only the content is wrong.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import SCAF, short_tmpdir
-from support import wire
-
-
-class FakeDaemon:
-    """Answers every status request with BODY (bytes), as long as it runs."""
-
-    def __init__(self, body: bytes) -> None:
-        self.dir = short_tmpdir()
-        self.path = os.path.join(self.dir, "fake.sock")
-        self.body = body
-        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.srv.bind(self.path)
-        self.srv.listen(4)
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.srv.accept()
-            except OSError:
-                return
-            with conn:
-                try:
-                    wire.recv_exact(conn, wire.HEADER.size)
-                    conn.sendall(wire.header(wire.MSG_STATUS_REPLY, wire.HEADER.size + len(self.body)) + self.body)
-                except (OSError, wire.DaemonUnavailable):
-                    pass
-
-    def close(self) -> None:
-        self.srv.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
+from conftest import SCAF
+from support.peer import Peer, status_reply
 
 MALFORMED = {
     "list": b"[]",
@@ -69,14 +33,14 @@ MALFORMED = {
 
 
 @pytest.fixture(params=list(MALFORMED))
-def fake(request: pytest.FixtureRequest) -> Iterator[FakeDaemon]:
-    f = FakeDaemon(MALFORMED[request.param])
+def fake(request: pytest.FixtureRequest) -> Iterator[Peer]:
+    f = Peer(status_reply(MALFORMED[request.param]))
     yield f
     f.close()
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
-def test_malformed_status_is_one_line_and_exit_3(fake: FakeDaemon, json_flag: list[str]) -> None:
+def test_malformed_status_is_one_line_and_exit_3(fake: Peer, json_flag: list[str]) -> None:
     r = subprocess.run([str(SCAF), "status", "--socket", fake.path, *json_flag], capture_output=True, text=True,
                        timeout=60, check=False)
     assert r.returncode == 3, r.stderr
@@ -91,7 +55,7 @@ def test_wellformed_fake_answer_is_shown() -> None:
     body = (b'{"version": 3, "daemon_pid": 1, "policy": "speedup", "cpus": 4, "available": 4, "foreign": 0.0,'
             b' "clients": [{"pid": 42, "name": "p[[[[[[[[[[[\\"[x", "threads": 2, "share": 2, "malleable": true,'
             b' "cpuset": [0, 1], "efficiency": null, "reason": null, "future_field": {"a": [1]}}]}')
-    f = FakeDaemon(body)
+    f = Peer(status_reply(body))
     try:
         r = subprocess.run([str(SCAF), "status", "--socket", f.path], capture_output=True, text=True, timeout=60,
                            check=False)
@@ -110,7 +74,7 @@ def test_what_was_remembered_is_shown() -> None:
             b' "memory": {"runs": 3, "verdict": "fixed", "source": "evidence"}, "start_team": 1, "started_with": 1},'
             b' {"pid": 43, "name": "ep", "threads": 1, "share": 1, "malleable": true, "cpuset": [],'
             b' "memory": null, "start_team": 1, "started_with": 0}]}')
-    f = FakeDaemon(body)
+    f = Peer(status_reply(body))
     try:
         r = subprocess.run([str(SCAF), "status", "-v", "--socket", f.path], capture_output=True, text=True,
                            timeout=60, check=False)

@@ -8,6 +8,7 @@ library (python/scaf/lib) may not, since it would then be deciding with them.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -86,3 +87,105 @@ def test_each_c_rule_holds_its_words(rule: str) -> None:
     missing = [w for w in RULES[rule] if w not in text]
     assert not missing, f"{rule}: the C source no longer holds {missing}: update RULES"
 
+
+# ---- the wire format (include/scaf/proto.h, src/common/wire.c) and the child's supervisor (src/common/supervise.c):
+# Python encodes, checks and supervises through libscaf_launch.so (scaf.lib.proto, scaf.lib.supervise).
+
+PROTO_H = ROOT / "include" / "scaf" / "proto.h"
+PACKAGE = ROOT / "python" / "scaf"
+SUPERVISOR_WORDS = ("sigwaitinfo", "SI_KERNEL", "cannot execute")
+_C_INT = {"uint32_t": "I", "uint16_t": "H", "uint64_t": "Q"}
+
+
+def proto_values() -> dict[str, int]:
+    """proto.h's macros and enum members with a number, by the names Python would give them (SCAF_PROTO_MAGIC:
+    MAGIC, SCAF_MSG_MEMORY: MSG_MEMORY)."""
+    text = PROTO_H.read_text()
+    number = r"(0x[0-9a-fA-F]+|\d+)u?"
+    out = {name: int(value, 0) for name, value in re.findall(rf"^#define\s+SCAF_(\w+)\s+{number}\b", text, re.MULTILINE)}
+    out |= {name: int(value, 0) for name, value in re.findall(rf"^\s+SCAF_(\w+)\s*=\s*{number}\b", text, re.MULTILINE)}
+    out |= {name: int(a, 0) << int(b) for name, a, b in re.findall(
+        rf"^#define\s+SCAF_(\w+)\s+\({number}\s*<<\s*(\d+)\)", text, re.MULTILINE)}
+    return {name.removeprefix("PROTO_"): value for name, value in out.items()}
+
+
+def header_format() -> str:
+    """The struct module's spelling of struct scaf_msg_header, read from proto.h ("IHHII")."""
+    body = re.search(r"struct scaf_msg_header \{(.*?)\};", PROTO_H.read_text(), re.DOTALL)
+    assert body, "struct scaf_msg_header is not in proto.h"
+    return "".join(_C_INT[t] for t in re.findall(r"^\s*(uint\d+_t)\s+\w+;", body.group(1), re.MULTILINE))
+
+
+def _literal(node: ast.AST) -> bool:
+    """An expression of number literals only (1, 0x46414353, 1 << 20, a tuple of them)."""
+    return all(isinstance(n, (ast.Constant, ast.Tuple, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+                              ast.expr_context)) for n in ast.walk(node)) and any(
+        isinstance(n, ast.Constant) and isinstance(n.value, int) for n in ast.walk(node))
+
+
+def _bound_to_literals(tree: ast.AST) -> list[tuple[str, int]]:
+    """(name, line) of every name a module binds to number literals, `A, B = 1, 2` included."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _literal(node.value):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                out += [(n.id, node.lineno) for n in names if isinstance(n, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and _literal(node.value) and isinstance(
+                node.target, ast.Name):
+            out.append((node.target.id, node.lineno))
+    return out
+
+
+def test_no_python_module_writes_the_wire_format_again() -> None:
+    """proto.h's numbers (the magic, the message types, the ops, statuses, verdicts and sources) and its header's
+    layout are the C codec's: a module of the scaf package that binds one of those names to a number, packs the
+    header, or spells the magic is a second copy. A one-word name (VERSION) is another format's anywhere but in
+    proto.py."""
+    values = proto_values()
+    magic = values["MAGIC"]
+    layout = re.compile(r"""["'][@=<>!]?\s*""" + header_format())
+    found = []
+    for f in sorted(PACKAGE.rglob("*.py")):
+        text = f.read_text()
+        where = f.relative_to(ROOT)
+        found += [f"{where}:{line}: {name} = a number" for name, line in _bound_to_literals(ast.parse(text))
+                  if name in values and ("_" in name or f.name == "proto.py")]
+        found += [f"{where}:{text.count(chr(10), 0, m.start()) + 1}: the header's layout" for m in layout.finditer(text)]
+        for word in (hex(magic), str(magic)):
+            found += [f"{where}:{text.count(chr(10), 0, m.start()) + 1}: the magic"
+                      for m in re.finditer(word, text, re.IGNORECASE)]
+    assert not found, f"the wire format is written again in Python: call the C codec (scaf.lib.proto) instead: {found}"
+
+
+def test_no_python_module_supervises_the_child_again() -> None:
+    found = []
+    for f in sorted(PACKAGE.rglob("*.py")):
+        text = f.read_text()
+        for word in SUPERVISOR_WORDS:
+            found += [f"{f.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {word}"
+                      for m in re.finditer(re.escape(word), text)]
+    assert not found, f"the child's supervisor is written again in Python: call scaf.lib.supervise instead: {found}"
+
+
+def test_the_c_side_holds_the_wire_format_and_the_supervisor() -> None:
+    """The lints above look for what the C side does hold: a name or word that moved would make them blind."""
+    values = proto_values()
+    assert values["MAGIC"] == 0x46414353 and values["VERSION"] >= 6
+    for name in ("MSG_STATUS_REQ", "MSG_STATUS_REPLY", "MSG_MEMORY", "MSG_MEMORY_REPLY", "MSG_REFUSE",
+                 "MEMORY_RECALL", "MEMORY_FORGET", "MEMORY_REMEMBER", "MEMORY_OK", "MEMORY_OFF", "MEMORY_UNKNOWN",
+                 "MEMORY_FAILED", "VERDICT_FIXED", "VERDICT_MALLEABLE", "SOURCE_CHECK", "STATUS_MAX"):
+        assert name in values, name
+    assert header_format() == "IHHII"
+    supervisor = (ROOT / "src" / "common" / "supervise.c").read_text()
+    for word in SUPERVISOR_WORDS:
+        assert word in supervisor, word
+
+
+def test_the_wire_lint_sees_a_copy() -> None:
+    """The lint's own check, on the copy proto.py used to hold: each kind of finding is caught."""
+    copy = 'import struct\nMAGIC = 0x46414353\nMSG_STATUS_REQ = 4\nMEMORY_OK, MEMORY_OFF = 0, 1\n' \
+           'HEADER = struct.Struct("=IHHII")\n'
+    names = {name for name, _ in _bound_to_literals(ast.parse(copy))}
+    assert {"MAGIC", "MSG_STATUS_REQ", "MEMORY_OK", "MEMORY_OFF"} <= names & set(proto_values())
+    assert re.search(r"""["'][@=<>!]?\s*""" + header_format(), copy)

@@ -1,4 +1,4 @@
-"""The Python twin of the wire format (tests/support/wire.py) encodes every message byte for byte as the C codec does."""
+"""The tests' own spelling of the wire format (tests/support/wire.py) encodes every message byte for byte as the C codec does, and so does scaf.lib.proto, which calls that codec through libscaf_launch.so."""
 
 from __future__ import annotations
 
@@ -76,12 +76,10 @@ def test_python_twin_encodes_as_the_c_codec(tmp_path: Path) -> None:
     py = {
         "hello": wire.hello(8),
         "hello_fixed": wire.hello(3, name=b"fixed", flags=wire.HELLO_F_NONMALLEABLE, key=0x0123456789ABCDEF),
-        "memory_recall": proto.memory_request(proto.MEMORY_RECALL, key=0xFEDCBA9876543210, max_threads=16),
-        "memory_remember": proto.memory_request(proto.MEMORY_REMEMBER, key=42, verdict=wire.VERDICT_FIXED,
-                                                name=b"xgboost train.py"),
-        "memory_reply": proto.MEMORY_REPLY.pack(wire.MAGIC, wire.VERSION, proto.MSG_MEMORY_REPLY,
-                                                proto.MEMORY_REPLY.size, 0, proto.MEMORY_RECALL, proto.MEMORY_OK, 3,
-                                                wire.VERDICT_FIXED, 1, 2, 0, 0),
+        "memory_recall": wire.memory(wire.MEMORY_RECALL, key=0xFEDCBA9876543210, max_threads=16),
+        "memory_remember": wire.memory(wire.MEMORY_REMEMBER, key=42, verdict=wire.VERDICT_FIXED,
+                                       name=b"xgboost train.py"),
+        "memory_reply": wire.memory_reply(wire.MEMORY_RECALL, wire.MEMORY_OK, 3, wire.VERDICT_FIXED, 1, 2),
         "welcome": wire.WELCOME.pack(wire.MAGIC, wire.VERSION, wire.MSG_WELCOME, wire.WELCOME.size, 0, 7,
                                      wire.PAGE_SIZE, 12, 0),
         "refuse": wire.REFUSE.pack(wire.MAGIC, wire.VERSION, wire.MSG_REFUSE, wire.REFUSE.size, 0, wire.REFUSE_FULL,
@@ -92,3 +90,8 @@ def test_python_twin_encodes_as_the_c_codec(tmp_path: Path) -> None:
     assert set(c) == set(py)
     for name, data in py.items():
         assert c[name] == data, name
+    # The requests scaf sends, through ctypes: each argument reaches the codec as the C program passed it.
+    assert proto.memory_request(proto.MEMORY_RECALL, key=0xFEDCBA9876543210, max_threads=16) == c["memory_recall"]
+    assert proto.memory_request(proto.MEMORY_REMEMBER, key=42, verdict=proto.VERDICT_FIXED,
+                                name=b"xgboost train.py") == c["memory_remember"]
+    assert proto.status_request() == c["status_req"]

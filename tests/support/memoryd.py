@@ -89,9 +89,9 @@ class Memoryd:
                                "cpus": 2, "available": 2, "clients": []}).encode()
             conn.sendall(wire.header(wire.MSG_STATUS_REPLY, wire.HEADER.size + len(body)) + body)
             return
-        if mtype != proto.MSG_MEMORY or length != proto.MEMORY.size:
+        if mtype != wire.MSG_MEMORY or length != wire.MEMORY.size:
             return
-        f = proto.MEMORY.unpack(head + wire.recv_exact(conn, proto.MEMORY.size - wire.HEADER.size))
+        f = wire.MEMORY.unpack(head + wire.recv_exact(conn, wire.MEMORY.size - wire.HEADER.size))
         op, max_threads, key, verdict, name = f[5], f[6], f[7], f[8], f[10]
         self.asked.append(Asked(op, max_threads, key, verdict, name.split(b"\0")[0].decode(errors="replace")))
         if self.refuse:
@@ -100,6 +100,4 @@ class Memoryd:
                                           wire.REFUSE_VERSION, 5, text))
             return
         a = self.answers.get(op, Answer())
-        conn.sendall(proto.MEMORY_REPLY.pack(wire.MAGIC, wire.VERSION, proto.MSG_MEMORY_REPLY,
-                                             proto.MEMORY_REPLY.size, 0, op, a.status, a.runs, a.verdict,
-                                             a.source, a.start_team, a.forgotten, 0))
+        conn.sendall(wire.memory_reply(op, a.status, a.runs, a.verdict, a.source, a.start_team, a.forgotten))

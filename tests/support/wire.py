@@ -1,8 +1,12 @@
-"""The rest of the daemon's wire format, for the tests: HELLO, WELCOME, REFUSE and the shared page (include/scaf/proto.h).
+"""The daemon's wire format as the tests write it by hand: the header, HELLO, WELCOME, REFUSE, MEMORY and its reply, and the shared page (include/scaf/proto.h).
 
-scaf itself only asks for status (scaf.lib.proto); the tests also register as
-clients and read and write the page, so those parts live here. The names of
-scaf.lib.proto are re-exported, so that a test needs one module.
+scaf itself encodes and checks its STATUS and MEMORY requests through the C
+codec (scaf.lib.proto); the tests also register as clients, read and write the
+page, stand in for a daemon and send what no codec makes (another version, a
+bad length), so they spell the layouts out here, and
+tests/python/test_wire_codec.py checks them byte for byte against the C
+codec. The names of scaf.lib.proto are re-exported, so that a test needs one
+module.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import socket
 import struct
 
 from scaf.lib.proto import (
-    HEADER,
     MAGIC,
     MSG_STATUS_REPLY,
     MSG_STATUS_REQ,
@@ -21,19 +24,23 @@ from scaf.lib.proto import (
     VERSION,
     DaemonUnavailable,
     connect,
-    header,
     recv_exact,
     status,
 )
 
 __all__ = [
-    "HEADER", "MAGIC", "MSG_STATUS_REPLY", "MSG_STATUS_REQ", "STATUS_MAX", "VERSION", "DaemonUnavailable",
-    "connect", "header", "recv_exact", "status",
+    "MAGIC", "MSG_STATUS_REPLY", "MSG_STATUS_REQ", "STATUS_MAX", "VERSION", "DaemonUnavailable",
+    "connect", "recv_exact", "status",
 ]
 
 MSG_HELLO = 1
 MSG_WELCOME = 2
 MSG_REFUSE = 3
+MSG_MEMORY = 6
+MSG_MEMORY_REPLY = 7
+
+MEMORY_RECALL, MEMORY_FORGET, MEMORY_REMEMBER = 1, 2, 3
+MEMORY_OK, MEMORY_OFF, MEMORY_UNKNOWN, MEMORY_FAILED = 0, 1, 2, 3
 
 REFUSE_VERSION = 1
 REFUSE_MALFORMED = 2
@@ -41,15 +48,39 @@ REFUSE_FULL = 3
 REFUSE_INTERNAL = 4
 REFUSE_DUPLICATE = 5
 
+HEADER = struct.Struct("=IHHII")  # magic, version, type, length, reserved
 HELLO = struct.Struct("=IHHII II 16s Q 2I")
 WELCOME = struct.Struct("=IHHII IIII")
 REFUSE = struct.Struct("=IHHII II 120s")
+# struct scaf_msg_memory: header, op, max_threads, key, verdict, reserved, name
+MEMORY = struct.Struct("=IHHII IIQII 48s")
+# struct scaf_msg_memory_reply: header, op, status, runs, verdict, source, start_team, forgotten, reserved
+MEMORY_REPLY = struct.Struct("=IHHII IIIIIIII")
 
-assert HELLO.size == 56 and WELCOME.size == 32 and REFUSE.size == 144
+assert HEADER.size == 16 and HELLO.size == 56 and WELCOME.size == 32 and REFUSE.size == 144
+assert MEMORY.size == 88 and MEMORY_REPLY.size == 48
+
+
+def header(msg_type: int, length: int, version: int = VERSION, magic: int = MAGIC) -> bytes:
+    return HEADER.pack(magic, version, msg_type, length, 0)
 
 
 def hello(max_threads: int, name: bytes = b"pytest", flags: int = 0, version: int = VERSION, key: int = 0) -> bytes:
     return HELLO.pack(MAGIC, version, MSG_HELLO, HELLO.size, 0, max_threads, flags, name, key, 0, 0)
+
+
+def memory(op: int, key: int = 0, max_threads: int = 0, verdict: int = 0, name: bytes = b"") -> bytes:
+    """A MEMORY request as scaf_wire_encode_memory makes it (name cut to 47 bytes, NUL-padded)."""
+    return MEMORY.pack(MAGIC, VERSION, MSG_MEMORY, MEMORY.size, 0, op, min(max_threads, 1024), key, verdict, 0,
+                       name[:47])
+
+
+def memory_reply(op: int, status: int, runs: int = 0, verdict: int = 0, source: int = 0, start_team: int = 0,
+                 forgotten: int = 0, version: int = VERSION, length: int = MEMORY_REPLY.size,
+                 reserved: int = 0) -> bytes:
+    """A MEMORY_REPLY as a daemon sends it; VERSION, LENGTH and RESERVED to make a malformed one."""
+    return MEMORY_REPLY.pack(MAGIC, version, MSG_MEMORY_REPLY, length, 0, op, status, runs, verdict, source,
+                             start_team, forgotten, reserved)
 
 
 # ---- the shared page (struct scaf_page); offsets checked against offsetof() in

@@ -1,8 +1,9 @@
-/* test_wire.c — the codec both ways: what scafd refuses and why, in the documented order; what the layer accepts from a daemon and why not; scafd's replies over a real socketpair. */
+/* test_wire.c — the codec both ways: what scafd refuses and why, in the documented order; what the layer, scaf-run and Python's proto accept from a daemon and why not; scafd's replies over a real socketpair; proto.h's constants by name. */
 #include "../../src/daemon/apply/pagewrite.h"
 #include "../../src/daemon/transport/reply.h"
 #include "scaf/wire.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -420,6 +421,149 @@ static void messages(void)
           "STATUS_REPLY header");
 }
 
+/* The asker's side: what scaf-run and Python's proto take as the answer to STATUS_REQ and to MEMORY. */
+static void replies(void)
+{
+    const uint32_t M = SCAF_PROTO_MAGIC, V = SCAF_PROTO_VERSION, RL = sizeof(struct scaf_msg_memory_reply),
+                   FL = sizeof(struct scaf_msg_refuse);
+    const struct {
+        const char *name;
+        uint32_t asked;
+        struct scaf_msg_header h;
+        uint32_t reserved;      /* MEMORY_REPLY's own */
+        size_t len;             /* bytes handed to the decoder */
+        uint32_t want_len;      /* scaf_wire_check_reply */
+        enum scaf_wire_reply want; /* scaf_wire_decode_memory_reply, for MEMORY */
+        const char *want_text;
+    } cases[] = {
+        {"STATUS_REPLY", SCAF_MSG_STATUS_REQ, hdr(M, V, SCAF_MSG_STATUS_REPLY, 100, 0), 0, 0, 100, 0, ""},
+        {"empty STATUS_REPLY", SCAF_MSG_STATUS_REQ, hdr(M, V, SCAF_MSG_STATUS_REPLY, 16, 0), 0, 0, 16, 0, ""},
+        /* Its JSON says its version: the status reader judges it. */
+        {"STATUS_REPLY of protocol 5", SCAF_MSG_STATUS_REQ, hdr(M, 5, SCAF_MSG_STATUS_REPLY, 100, 0), 0, 0, 100, 0,
+         ""},
+        {"STATUS_REPLY shorter than a header", SCAF_MSG_STATUS_REQ, hdr(M, V, SCAF_MSG_STATUS_REPLY, 15, 0), 0, 0, 0,
+         0, "length 15"},
+        {"STATUS_REPLY past STATUS_MAX", SCAF_MSG_STATUS_REQ,
+         hdr(M, V, SCAF_MSG_STATUS_REPLY, SCAF_STATUS_MAX + 1, 0), 0, 0, 0, 0, "not a STATUS_REPLY"},
+        {"status answered by REFUSE", SCAF_MSG_STATUS_REQ, hdr(M, V, SCAF_MSG_REFUSE, FL, 0), 0, 0, 0, 0, "type 3"},
+        {"status, bad magic", SCAF_MSG_STATUS_REQ, hdr(0x12345678, V, SCAF_MSG_STATUS_REPLY, 100, 0), 0, 0, 0, 0,
+         "bad magic 0x12345678"},
+        {"MEMORY_REPLY", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_MEMORY_REPLY, RL, 0), 0, RL, RL, SCAF_WIRE_REPLY_OK, ""},
+        {"REFUSE", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_REFUSE, FL, 0), 0, FL, FL, SCAF_WIRE_REPLY_REFUSED, ""},
+        /* An older daemon does not know MEMORY and says so in a REFUSE of its own version. */
+        {"REFUSE of protocol 5", SCAF_MSG_MEMORY, hdr(M, 5, SCAF_MSG_REFUSE, FL, 0), 0, FL, FL,
+         SCAF_WIRE_REPLY_REFUSED, ""},
+        {"MEMORY_REPLY of protocol 5", SCAF_MSG_MEMORY, hdr(M, 5, SCAF_MSG_MEMORY_REPLY, RL, 0), 0, RL, 0,
+         SCAF_WIRE_REPLY_MALFORMED, "version 5"},
+        {"MEMORY_REPLY too long", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_MEMORY_REPLY, RL + 4, 0), 0, RL, 0,
+         SCAF_WIRE_REPLY_MALFORMED, "length 52"},
+        {"MEMORY_REPLY, reserved header", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_MEMORY_REPLY, RL, 1), 0, RL, 0,
+         SCAF_WIRE_REPLY_MALFORMED, "not a MEMORY_REPLY"},
+        {"MEMORY_REPLY, reserved field", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_MEMORY_REPLY, RL, 0), 5, RL, RL,
+         SCAF_WIRE_REPLY_MALFORMED, "reserved field is 5"},
+        {"MEMORY_REPLY cut short", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_MEMORY_REPLY, RL, 0), 0, RL - 1, RL,
+         SCAF_WIRE_REPLY_MALFORMED, "47 bytes"},
+        {"no header", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_MEMORY_REPLY, RL, 0), 0, 15, RL, SCAF_WIRE_REPLY_MALFORMED,
+         "no header"},
+        {"memory answered by STATUS_REPLY", SCAF_MSG_MEMORY, hdr(M, V, SCAF_MSG_STATUS_REPLY, RL, 0), 0, RL, 0,
+         SCAF_WIRE_REPLY_MALFORMED, "type 5"},
+        {"memory, bad magic", SCAF_MSG_MEMORY, hdr(0, V, SCAF_MSG_MEMORY_REPLY, RL, 0), 0, RL, 0,
+         SCAF_WIRE_REPLY_MALFORMED, "bad magic"},
+        {"an answer to HELLO asked for", SCAF_MSG_HELLO, hdr(M, V, SCAF_MSG_WELCOME, 32, 0), 0, 0, 0, 0,
+         "request of type 1"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        union scaf_wire_memory_answer a;
+        struct scaf_wire_memory_reply got;
+        struct scaf_wire_refusal why = {0};
+        enum scaf_wire_reply kind;
+        uint32_t len;
+
+        memset(&a, 0, sizeof a);
+        a.h = cases[t].h;
+        if (cases[t].h.type == SCAF_MSG_MEMORY_REPLY)
+            a.reply = (struct scaf_msg_memory_reply){cases[t].h, SCAF_MEMORY_RECALL, SCAF_MEMORY_OK, 3,
+                                                     SCAF_VERDICT_FIXED, SCAF_SOURCE_CHECK, 2, 0, cases[t].reserved};
+        else if (cases[t].h.type == SCAF_MSG_REFUSE) {
+            a.refuse.reason = SCAF_REFUSE_VERSION;
+            a.refuse.daemon_version = cases[t].h.version;
+            snprintf(a.refuse.text, sizeof a.refuse.text, "scafd speaks protocol %u\x1b[2J", cases[t].h.version);
+        }
+        len = scaf_wire_check_reply(&a, cases[t].asked, &why);
+        CHECK(len == cases[t].want_len, "reply %s: length %u, want %u", cases[t].name, len, cases[t].want_len);
+        if (len == 0)
+            CHECK(why.reason == SCAF_REFUSE_MALFORMED && strstr(why.text, cases[t].want_text), "reply %s: check '%s'",
+                  cases[t].name, why.text);
+        if (cases[t].asked != SCAF_MSG_MEMORY)
+            continue;
+        memset(&why, 0, sizeof why);
+        memset(&got, 0xa5, sizeof got);
+        kind = scaf_wire_decode_memory_reply(&a, cases[t].len, &got, &why);
+        CHECK(kind == cases[t].want, "reply %s: kind %d, want %d (%s)", cases[t].name, kind, cases[t].want,
+              why.text);
+        if (kind == SCAF_WIRE_REPLY_OK)
+            CHECK(got.op == SCAF_MEMORY_RECALL && got.status == SCAF_MEMORY_OK && got.runs == 3 &&
+                      got.verdict == SCAF_VERDICT_FIXED && got.source == SCAF_SOURCE_CHECK && got.start_team == 2 &&
+                      got.forgotten == 0,
+                  "reply %s: fields", cases[t].name);
+        else if (kind == SCAF_WIRE_REPLY_REFUSED)
+            CHECK(why.reason == SCAF_REFUSE_VERSION && strncmp(why.text, "scafd speaks protocol", 21) == 0 &&
+                      strchr(why.text, '\x1b') == NULL,
+                  "reply %s: the daemon's words, printable: '%s'", cases[t].name, why.text);
+        else
+            CHECK(why.reason == SCAF_REFUSE_MALFORMED && strstr(why.text, cases[t].want_text) &&
+                      got.runs == 0 && got.start_team == 0,
+                  "reply %s: decode '%s'", cases[t].name, why.text);
+    }
+
+    /* What scafd encodes, read back by what the asker decodes, from an odd address. */
+    struct scaf_msg_memory_reply r;
+    const struct scaf_wire_memory_reply want = {SCAF_MEMORY_FORGET, SCAF_MEMORY_OK, 0, 0, 0, 0, 12};
+    struct scaf_wire_memory_reply got;
+    struct scaf_wire_refusal why = {0};
+    char odd[sizeof r + 1];
+
+    scaf_wire_encode_memory_reply(&r, &want);
+    memcpy(odd + 1, &r, sizeof r);
+    CHECK(scaf_wire_check_reply(odd + 1, SCAF_MSG_MEMORY, &why) == sizeof r, "encoded reply: %s", why.text);
+    CHECK(scaf_wire_decode_memory_reply(odd + 1, sizeof r, &got, &why) == SCAF_WIRE_REPLY_OK &&
+              memcmp(&got, &want, sizeof got) == 0,
+          "reply round trip: %s", why.text);
+    struct scaf_msg_header h = scaf_wire_encode_status_req(), put;
+    scaf_wire_put_status_req(odd + 1);
+    memcpy(&put, odd + 1, sizeof put);
+    CHECK(memcmp(&put, &h, sizeof h) == 0, "scaf_wire_put_status_req writes scaf_wire_encode_status_req");
+}
+
+/* proto.h's values by their C names, as Python's proto reads them. */
+static void constants(void)
+{
+    const struct {
+        const char *name;
+        uint64_t want;
+    } cases[] = {
+        {"SCAF_PROTO_MAGIC", SCAF_PROTO_MAGIC},
+        {"SCAF_PROTO_VERSION", SCAF_PROTO_VERSION},
+        {"SCAF_MSG_MEMORY_REPLY", SCAF_MSG_MEMORY_REPLY},
+        {"SCAF_MEMORY_FAILED", SCAF_MEMORY_FAILED},
+        {"SCAF_SOURCE_CHECK", SCAF_SOURCE_CHECK},
+        {"SCAF_WIRE_REPLY_REFUSED", SCAF_WIRE_REPLY_REFUSED},
+        {"sizeof(struct scaf_msg_memory)", sizeof(struct scaf_msg_memory)},
+        {"sizeof(struct scaf_wire_refusal)", sizeof(struct scaf_wire_refusal)},
+    };
+    uint64_t v;
+
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        v = 0;
+        CHECK(scaf_wire_constant(cases[t].name, &v) == 0 && v == cases[t].want, "constant %s: %llu", cases[t].name,
+              (unsigned long long)v);
+    }
+    errno = 0;
+    v = 77;
+    CHECK(scaf_wire_constant("SCAF_NO_SUCH_THING", &v) == -1 && errno == ENOENT && v == 77, "unknown constant");
+    CHECK(scaf_wire_constant("sizeof (struct scaf_msg_memory)", &v) == -1, "names are spelled exactly");
+}
+
 int main(void)
 {
     headers();
@@ -430,5 +574,7 @@ int main(void)
     answer_round_trip();
     pages();
     messages();
+    replies();
+    constants();
     return check_exit("test_wire");
 }

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import shlex
-import signal
 import sys
 
-from scaf.lib import autostart, proto, replay, runenv, runtimes, sockpath, startteam
+from scaf.lib import (
+    autostart,
+    paths,
+    proto,
+    replay,
+    runenv,
+    runtimes,
+    sockpath,
+    startteam,
+    supervise,
+)
 from scaf.lib.launch import resolve
-
-# Signals a user or a job manager sends to "the program"; scaf passes them on.
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-
-# si_code of a signal the kernel raised itself: the terminal's ^C, ^\ and hangup
-# go to the whole foreground process group, which the program shares with us.
-SI_KERNEL = 0x80
 
 # Our own failures (missing build, daemon that will not start), like env(1) and timeout(1).
 EXIT_SCAF = 125
@@ -249,49 +250,6 @@ def _err(msg: str) -> None:
     print(f"scaf: {msg}", file=sys.stderr, flush=True)
 
 
-def _exit_code(status: int) -> int:
-    code = os.waitstatus_to_exitcode(status)
-    return 128 - code if code < 0 else code
-
-
-def supervise(path: str, argv: list[str], env: dict[str, str]) -> int:
-    """Run the program as our child, pass signals on, return its exit status shell-style."""
-    waited = set(FORWARDED) | {signal.SIGCHLD}
-    # Block first: a signal that arrives before we wait stays pending instead of
-    # killing scaf and orphaning the program. The child gets the original mask.
-    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
-    try:
-        try:
-            pid = os.posix_spawn(
-                path, argv, env,
-                setsigmask=old_mask,
-                # Python ignores SIGPIPE and SIGXFSZ; the program must not inherit that.
-                # Signals ignored when scaf started (nohup, `&`) stay ignored, as with exec.
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-            )
-        except OSError as e:
-            if e.errno in (errno.ENOENT, errno.ENOTDIR):
-                _err(f"{argv[0]}: {e.strerror}")
-                return 127
-            _err(f"{argv[0]}: cannot execute: {e.strerror}")
-            return 126
-        while True:
-            info = signal.sigwaitinfo(waited)
-            if info.si_signo == signal.SIGCHLD:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done == pid:
-                    return _exit_code(status)
-                continue
-            if info.si_code == SI_KERNEL and os.getpgid(pid) == os.getpgrp():
-                continue  # the terminal already sent it to the program too
-            try:
-                os.kill(pid, info.si_signo)
-            except ProcessLookupError:
-                pass
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-
-
 def _daemon_args(args: argparse.Namespace) -> list[str] | None:
     """The auto-started daemon's extra options: $SCAF_DAEMON_ARGS, --policy, --daemon-arg; None when malformed."""
     try:
@@ -412,6 +370,10 @@ def main(args: argparse.Namespace) -> int:
             _err(f"the layer's path {lib} has a space or a colon, which LD_PRELOAD cannot carry; "
                  "build scaf in another directory")
             return EXIT_SCAF
+    if not paths.launch_lib().is_file():
+        # The codec that asks the daemon and the supervisor that runs the program are its C code.
+        _err(f"the launch library {paths.launch_lib()} is missing; run make")
+        return EXIT_SCAF
     sock = args.socket or sockpath.default_socket()
     # Our own default socket, however it was named (an exported SCAF_SOCKET may name it too).
     own = autostart.own_socket(sock)
@@ -424,7 +386,7 @@ def main(args: argparse.Namespace) -> int:
                                 no_memory=args.no_memory, say=_err if args.verbose else None, record=record)
     if os.environ.get("SCAF_RUN_REPLAY", "").strip() != "0" and getattr(args, "_words", None) is not None:
         _record(record, args, path, argv, "none" if args.no_start else "own" if own else "shared", sock)
-    return supervise(path, argv, env)
+    return supervise.run(path, argv, env)
 
 
 def _record(record: replay.Record, args: argparse.Namespace, path: str, argv: list[str], daemon: str,
