@@ -1,12 +1,12 @@
 /* clients.c — a client's arrival and departure: admission checks, its page and lookout baseline, its place in the table, kill detection. */
 #include "clients.h"
-#include "client.h"
+#include "clientrec.h"
 #include "say.h"
 #include "scafd.h"
 #include "apply/pagewrite.h"
 #include "collect/lookout.h"
 #include "collect/pageread.h"
-#include "memory/memory.h"
+#include "recall/recall.h"
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
 
@@ -122,7 +122,7 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
     scaf_page_report_init(&cl->report, cl->max_threads);
     scaf_lookout_client_start(&cl->lookout, cl->pid);
     /* Before it is in the table (its start team counts the others) and before its WELCOME. */
-    scaf_memory_arrive(d, cl, m->key);
+    scaf_recall_arrive(&d->recall, d->clients, d->nclients, scafd_available(d), cl, m->key);
     d->clients[d->nclients++] = cl;
     d->members_changed = true;
     if (d->opt.verbose)
@@ -151,7 +151,7 @@ void scaf_clients_leave(struct scafd *d, struct scaf_client *cl)
     uint32_t k = 0;
 
     /* While it is still in the table and its page mapped, killed or not. */
-    scaf_memory_leave(d, cl);
+    scaf_recall_leave(&d->recall, d->clients, d->nclients, cl);
     while (k < d->nclients && d->clients[k] != cl)
         k++;
     if (k < d->nclients) {

@@ -1,6 +1,6 @@
 /* loop.c — scafd's single-threaded epoll loop: handlers change state, one step per batch acts on it. */
 #include "loop.h"
-#include "client.h"
+#include "clientrec.h"
 #include "pipeline.h"
 #include "say.h"
 #include "scafd.h"
@@ -284,8 +284,8 @@ static void memory_flush(struct scafd *d)
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_MEMORY};
     int fd;
 
-    if (scaf_memory_flush(&d->memory, scaf_clock_s(CLOCK_MONOTONIC), false) > 0 &&
-        (fd = scaf_memory_writer_fd(&d->memory)) >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+    if (scaf_keep_flush(&d->keep, scaf_clock_s(CLOCK_MONOTONIC), false) > 0 &&
+        (fd = scaf_keep_writer_fd(&d->keep)) >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         scaf_say("cannot watch the memory writer (%s): looked at each second instead", strerror(errno));
 }
 

@@ -207,7 +207,7 @@ static void help(void)
            "SEE ALSO\n"
            "    scaf(1): scaf run, scaf status; docs/daemon.md and docs/memory.md in the\n"
            "    source tree\n",
-           SCAFD_MAX_CLIENTS_LIMIT, SCAF_MEMFILE_MAX_RECORDS, SCAF_MEMORY_PROGRAMS_DEFAULT);
+           SCAFD_MAX_CLIENTS_LIMIT, SCAF_MEMFILE_MAX_RECORDS, SCAF_KEEP_PROGRAMS_DEFAULT);
 }
 
 static int bad(const char *opt, const char *arg, const char *why)
@@ -528,7 +528,7 @@ int main(int argc, char **argv)
     d.killed_sid = -1;
     d.listen_fd = listener.fd = listener.lockfd = -1;
     d.referee_tfd = d.lookout_tfd = d.score_tfd = d.idle_tfd = d.gang_tfd = d.owner_fd = -1;
-    d.memory.dirfd = -1;
+    d.keep.dirfd = -1;
     switch (parse_args(&d, argc, argv)) {
     case PARSE_RUN:
         break;
@@ -588,8 +588,9 @@ int main(int argc, char **argv)
         goto out;
     d.listen_fd = listener.fd;
     /* After the socket: a daemon that cannot serve says that alone, not where it would have remembered. */
-    if (scaf_memory_open(&d.memory, &d.opt.memory) < 0)
+    if (scaf_keep_open(&d.keep, &d.opt.memory) < 0)
         goto out;
+    d.recall = (struct scaf_recall){.keep = &d.keep, .verbose = d.opt.verbose};
     if (d.capacity.quota)
         snprintf(quota, sizeof quota, ", cgroup v%d quota %u from %s", d.capacity.cgroup_version, d.capacity.quota,
                  d.capacity.quota_file);
@@ -599,11 +600,11 @@ int main(int argc, char **argv)
              d.opt.socket, listener.inherited ? " (passed by socket activation)" : "", d.opt.job ? " for job " : "",
              d.opt.job ? d.opt.job : "", d.policy->name, d.capacity.cpus,
              d.capacity.cpu_list_len, quota, d.opt.cpus ? ", --cpus override" : "", d.chunk, d.opt.lookout ? "on" : "off",
-             d.memory.on ? "in " : "off", d.memory.on ? d.memory.dir : "");
+             d.keep.on ? "in " : "off", d.keep.on ? d.keep.dir : "");
     rc = scaf_loop_run(&d);
 out:
     /* What the last departures taught is written before the daemon goes (SIGTERM, --idle-exit, --exit-with). */
-    scaf_memory_close(&d.memory);
+    scaf_keep_close(&d.keep);
     scaf_listener_close(&listener);
     scaf_clients_free(&d);
     scaf_conn_table_free(&d);

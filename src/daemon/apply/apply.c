@@ -1,7 +1,7 @@
 /* apply.c — writes the referee's allocations to the pages that changed, and passes the gangs' turns. */
 #include "apply.h"
 #include "pagewrite.h"
-#include "../client.h"
+#include "../clientrec.h"
 
 #include <string.h>
 

@@ -57,7 +57,7 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
  * acquire (the layer counts an entry only once it is whole), at most
  * SCAF_MEMORY_SITES of it believed, and that many entries of learned[]
  * copied into out[] as they are (the memory checks each one:
- * memory/record.c). Returns how many were copied.
+ * memory/memo.c). Returns how many were copied.
  */
 uint32_t scaf_page_read_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES]);
 

@@ -2,7 +2,7 @@
 #ifndef SCAFD_PREPARE_H
 #define SCAFD_PREPARE_H
 
-#include "../memory/record.h"
+#include "../memory/memo.h"
 
 #include <stdbool.h>
 #include <stdint.h>

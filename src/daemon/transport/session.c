@@ -1,13 +1,13 @@
 /* session.c — connections: reading messages, refusals, the replies that wait for the step; a HELLO or a departure goes to clients.c. */
 #include "session.h"
 #include "reply.h"
-#include "../client.h"
+#include "../clientrec.h"
 #include "../clients.h"
 #include "../say.h"
 #include "../scafd.h"
+#include "../recall/recall.h"
 #include "../report/jsonbuf.h"
 #include "../report/refusals.h"
-#include "../memory/memory.h"
 #include "../report/status.h"
 #include "scaf/clock.h"
 #include "scaf/wire.h"
@@ -308,7 +308,7 @@ static void hello(struct scafd *d, struct scafd_conn *c)
     d->welcomes_due = true;
 }
 
-/* A complete MEMORY request: decoded here, answered by the memory (memory/memory.c) for this peer's uid. */
+/* A complete MEMORY request: decoded here, answered by the recall step (recall/recall.c) for this peer's uid. */
 static void memory(struct scafd *d, struct scafd_conn *c)
 {
     struct scaf_wire_memory_reply r = {0};
@@ -320,7 +320,7 @@ static void memory(struct scafd *d, struct scafd_conn *c)
         refuse(d, c, &why);
         return;
     }
-    scaf_memory_answer(d, c->uid, &m, &r);
+    scaf_recall_answer(&d->recall, d->clients, d->nclients, scafd_available(d), c->uid, &m, &r);
     out = malloc(sizeof *out);
     if (!out) {
         refuse_text(d, c, SCAF_REFUSE_INTERNAL, "out of memory for the reply");

@@ -1,21 +1,25 @@
-/* client.h — a registered client as the whole pipeline sees it: what HELLO said, its page, its last report and share (not an installed interface). */
-#ifndef SCAFD_CLIENT_H
-#define SCAFD_CLIENT_H
+/* clientrec.h — the record of a registered client: what HELLO said, its page, and each stage's part of it (its last report, share, policy state, recall) (not an installed interface). */
+#ifndef SCAFD_CLIENTREC_H
+#define SCAFD_CLIENTREC_H
 
 #include "collect/lookout.h"
 #include "collect/pageread.h"
 #include "decide/idle.h"
 #include "decide/referee.h"
 #include "decide/rigid.h"
-#include "memory/recall.h"
+#include "recall/held.h"
 #include "scaf/proto.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Stored in its connection's slot (transport/session.c), filled and emptied by clients.c; the other files get it
- * through struct scafd's clients[]. */
+/*
+ * Stored in its connection's slot (transport/session.c), filled and emptied by clients.c; the other files get it
+ * through struct scafd's clients[]. Each stage's part is held by value, so this header includes the headers of
+ * those parts' types (collect/, decide/, recall/held.h) and of nothing above them: apply/, report/ and the
+ * recall step, which work over the table, stand above it.
+ */
 struct scaf_client {
     uint32_t id;   /* arrival order, from 1 */
     pid_t pid;     /* SO_PEERCRED: the kernel's word, never the client's */
@@ -33,7 +37,7 @@ struct scaf_client {
     struct scaf_lookout_client lookout;
     struct scaf_client_state state; /* probes, the noise of E, its curve's points (scaf_client_state_step) */
     struct scaf_rigid rigid;        /* teams it ran that the daemon did not choose (scaf_rigid_step) */
-    struct scaf_client_memory memo; /* what the memory recalled of its program, and its run's tally (memory/) */
+    struct scaf_recall_client recall; /* what the memory recalled of its program, and its run's tally (recall/) */
     struct scaf_idle idle;          /* whether it runs nothing now (scaf_idle_step): its share goes to the others */
     bool woke;                      /* a WAKE came since the last turn (transport/session.c) */
     bool cpu_ok;                    /* cpu_ticks was read in this turn's collect */

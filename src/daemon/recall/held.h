@@ -1,15 +1,19 @@
-/* recall.h — a client's part of the memory: what was recalled of its program at its arrival, and what the daemon tallies of its run until it leaves (not an installed interface). */
-#ifndef SCAFD_MEMORY_RECALL_H
-#define SCAFD_MEMORY_RECALL_H
+/* held.h — what the recall step holds in each client's record (clientrec.h): what was recalled of its program at its arrival, and the daemon's tally of its run until it leaves (not an installed interface). */
+#ifndef SCAFD_RECALL_HELD_H
+#define SCAFD_RECALL_HELD_H
 
-#include "record.h"
+#include "../memory/memo.h"
 #include "scaf/proto.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Held in struct scaf_client (client.h); filled by memory/memory.c at arrival, read there at departure. */
-struct scaf_client_memory {
+/*
+ * Held in struct scaf_client by value, so that a client is one piece of storage (its connection's slot). Only
+ * recall/recall.c reads or writes it: decide and status ask through recall.h. A header of its own, below
+ * clientrec.h, because recall.c works over the client table that holds it.
+ */
+struct scaf_recall_client {
     uint64_t key;        /* HELLO's; 0 = none */
     bool kept;           /* the memory is on for it (a key, and its user's memory loaded): learned when it leaves */
     /* Recalled at arrival (runs 0: nothing was known). */
