@@ -166,8 +166,8 @@ cycles: c
 # Coverage-guided fuzzing of the wire codec in both directions and of scafd's page decoder (docs/daemon.md, "Tests"). Not part of `make test`:
 # it runs for FUZZ_S seconds. New inputs go to build-fuzz/corpus; the seeds in tests/fuzz/corpus stay as they are.
 FUZZ_CC ?= clang-14
-FUZZ_SRC := tests/fuzz/fuzz_decode.c src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
-$(FUZZ)/fuzz_decode: $(FUZZ_SRC) include/scaf/wire.h src/daemon/collect/page.h src/daemon/apply/page.h include/scaf/proto.h
+FUZZ_SRC := tests/fuzz/fuzz_decode.c src/common/wire.c src/daemon/collect/pageread.c src/daemon/apply/pagewrite.c
+$(FUZZ)/fuzz_decode: $(FUZZ_SRC) include/scaf/wire.h src/daemon/collect/pageread.h src/daemon/apply/pagewrite.h include/scaf/proto.h
 	mkdir -p $(FUZZ)
 	$(FUZZ_CC) -std=c11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -193,7 +193,7 @@ fuzz-cov:
 		>/dev/null 2>&1
 	llvm-profdata-14 merge -sparse $(FUZZ)/cov/run.profraw -o $(FUZZ)/cov/run.profdata
 	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
-		src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
+		src/common/wire.c src/daemon/collect/pageread.c src/daemon/apply/pagewrite.c
 
 # Churn against the sanitized daemon (docs/daemon.md, "Tests"). Not part of `make test`: it runs for SOAK_S seconds.
 soak: build-all asan

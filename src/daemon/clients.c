@@ -32,7 +32,7 @@ int scaf_clients_init(struct scafd *d)
 void scaf_clients_free(struct scafd *d)
 {
     for (uint32_t i = 0; d->clients && i < d->nclients; i++) {
-        scaf_page_unmap(d->clients[i]->page);
+        scaf_pagewrite_unmap(d->clients[i]->page);
         d->clients[i]->page = NULL;
     }
     free(d->clients);
@@ -105,7 +105,7 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
     memset(cl, 0, sizeof *cl);
     cl->pid = cred.pid;
     cl->uid = cred.uid;
-    memfd = scaf_page_create(d->capacity.cpus, &cl->page);
+    memfd = scaf_pagewrite_create(d->capacity.cpus, &cl->page);
     if (memfd < 0) {
         snprintf(text, sizeof text, "cannot create the shared page: %s", strerror(errno));
         cl->page = NULL;
@@ -119,7 +119,7 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
     cl->max_threads = m->max_threads;
     cl->hello_fixed = (m->flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
     cl->id = ++d->next_id;
-    scaf_page_report_init(&cl->report, cl->max_threads);
+    scaf_pageread_init(&cl->report, cl->max_threads);
     scaf_lookout_client_start(&cl->lookout, cl->pid);
     /* Before it is in the table (its start team counts the others) and before its WELCOME. */
     scaf_recall_arrive(&d->recall, d->clients, d->nclients, scafd_available(d), cl, m->key);
@@ -163,7 +163,7 @@ void scaf_clients_leave(struct scafd *d, struct scaf_client *cl)
         d->killed_sid = cl->sid;
         d->killed_at = scaf_clock_s(CLOCK_MONOTONIC);
     }
-    scaf_page_unmap(cl->page);
+    scaf_pagewrite_unmap(cl->page);
     cl->page = NULL;
     cl->applied = false;
     d->members_changed = true;

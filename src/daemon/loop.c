@@ -111,7 +111,7 @@ static void listen_pause(struct scafd *d)
         return;
     epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listen_fd, &ev);
     d->listen_paused = true;
-    d->paused_at = scaf_conn_count(d);
+    d->paused_at = scaf_session_count(d);
 }
 
 /* Back in epoll once a connection has ended, or at the next lookout tick (another process may have
@@ -120,7 +120,7 @@ static void listen_resume(struct scafd *d, bool tick)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
 
-    if (!d->listen_paused || (!tick && scaf_conn_count(d) >= d->paused_at))
+    if (!d->listen_paused || (!tick && scaf_session_count(d) >= d->paused_at))
         return;
     epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listen_fd, &ev);
     d->listen_paused = false;
@@ -252,10 +252,10 @@ static void step(struct scafd *d)
         scaf_pipeline_run(d, members);
         if (members)
             idle_update(d);
-        scaf_conn_send_welcomes(d);
+        scaf_session_send_welcomes(d);
         if (d->members_changed)
             continue; /* the status replies below must not show a share not yet handed back */
-        scaf_conn_send_status(d);
+        scaf_session_send_status(d);
     } while (d->members_changed);
 }
 
@@ -293,7 +293,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
 {
     switch (ev->data.u64) {
     case TAG_LISTEN:
-        if (scaf_conn_accept(d) == SCAF_CONN_ACCEPT_NO_FDS)
+        if (scaf_session_accept(d) == SCAF_CONN_ACCEPT_NO_FDS)
             listen_pause(d);
         break;
     case TAG_SIGNAL:
@@ -308,7 +308,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         drain(d->lookout_tfd);
         on_lookout(d);
         memory_flush(d);
-        scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
+        scaf_session_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
         listen_resume(d, true);
         if (d->opt.exit_with && d->owner_fd < 0 && kill(d->opt.exit_with, 0) < 0 && errno == ESRCH)
             owner_ended(d);
@@ -335,7 +335,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         }
         break;
     default:
-        scaf_conn_event(d, ev->data.u64, ev->events);
+        scaf_session_event(d, ev->data.u64, ev->events);
         break;
     }
 }

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (scaf_clients_init(&d) < 0 || scaf_conn_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
+    if (scaf_clients_init(&d) < 0 || scaf_session_table_init(&d) < 0 || scaf_pipeline_init(&d) < 0) {
         scaf_say("out of memory for %u clients", d.opt.max_clients);
         goto out;
     }
@@ -130,7 +130,7 @@ out:
     scaf_keep_close(&d.keep);
     scaf_listener_close(&listener);
     scaf_clients_free(&d);
-    scaf_conn_table_free(&d);
+    scaf_session_table_free(&d);
     scaf_pipeline_free(&d);
     scaf_alloclog_close(&d.log);
     scaf_lookout_free(&d.lookout);

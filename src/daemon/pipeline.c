@@ -59,7 +59,7 @@ static void collect(struct scafd *d, bool referee)
 {
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
-        (void)scaf_page_read(c->page, c->max_threads, c->hello_fixed, &c->report);
+        (void)scaf_pageread_report(c->page, c->max_threads, c->hello_fixed, &c->report);
         c->cpu_ok = referee && d->opt.idle_after_s > 0 && scaf_lookout_client_cpu(c->pid, &c->cpu_ticks) == 0;
     }
 }

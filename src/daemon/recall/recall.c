@@ -170,7 +170,7 @@ void scaf_recall_arrive(struct scaf_recall *rc, struct scaf_client *const *clien
     if (ending && rc->verbose)
         scaf_say("client %u (pid %d %s) starts with %u: %u running client%s expected to end early in its run of "
                  "%.1f s", cl->id, (int)cl->pid, cl->name, mm->start_team, ending, ending == 1 ? "" : "s", mm->run_s);
-    scaf_page_write_memory(cl->page, &pm);
+    scaf_pagewrite_memory(cl->page, &pm);
 }
 
 /*
@@ -219,8 +219,8 @@ void scaf_recall_leave(struct scaf_recall *rc, struct scaf_client *const *client
     if (!mm->kept || !cl->page || !(s = scaf_keep_store(rc->keep, cl->uid)))
         return;
     /* The page as it is now (the client is gone; its page is still ours to read), every field checked. */
-    (void)scaf_page_read(cl->page, cl->max_threads, cl->hello_fixed, &rep);
-    n = scaf_page_read_learned(cl->page, raw);
+    (void)scaf_pageread_report(cl->page, cl->max_threads, cl->hello_fixed, &rep);
+    n = scaf_pageread_learned(cl->page, raw);
     seconds = now - mm->arrived_s;
     struct scaf_memo_run run = {
         .now_ns = wall_ns(),
@@ -245,8 +245,8 @@ void scaf_recall_leave(struct scaf_recall *rc, struct scaf_client *const *client
     scaf_store_changed(s);
     if (rc->verbose)
         scaf_say("client %u (pid %d %s) remembered as %s: %s (%s), %u runs, %u sites, %u points%s", cl->id,
-                 (int)cl->pid, cl->name, rec->name, scaf_verdict_name(rec->verdict),
-                 scaf_verdict_source_name(rec->source), rec->runs, rec->nsites, rec->npoints,
+                 (int)cl->pid, cl->name, rec->name, scaf_pageread_verdict_name(rec->verdict),
+                 scaf_pageread_source_name(rec->source), rec->runs, rec->nsites, rec->npoints,
                  evicted ? ", the least recently seen program forgotten" : "");
 }
 
@@ -299,7 +299,7 @@ void scaf_recall_answer(struct scaf_recall *rc, struct scaf_client *const *clien
         r->status = SCAF_MEMORY_OK;
         if (rc->verbose)
             scaf_say("memory of uid %u: %s recorded %s by scaf check", (unsigned)uid, rec->name,
-                     scaf_verdict_name(rec->verdict));
+                     scaf_pageread_verdict_name(rec->verdict));
         break;
     default:
         r->status = SCAF_MEMORY_FAILED; /* the codec passes known ops only */

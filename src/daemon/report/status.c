@@ -38,7 +38,7 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
         scaf_buf_printf(b, "%.6f", r->efficiency);
     scaf_buf_printf(b, ",\"coef\":%.6g,\"estimate\":\"%s\",\"long_region\":%s,\"experiments\":%llu",
                     isfinite(c->alloc.coef) ? c->alloc.coef : 0.0,
-                    memory.standin ? "remembered" : scaf_estimate_name(r->estimate),
+                    memory.standin ? "remembered" : scaf_pageread_estimate_name(r->estimate),
                     r->long_region ? "true" : "false", (unsigned long long)r->experiments);
     scaf_buf_printf(b, ",\"gang\":%u,\"control\":\"%s\",\"rigid_team\":%u,\"wanted\":%u",
                     c->alloc.gang_slot, c->alloc.control == SCAF_CONTROL_CPUSET ? "cpuset" : "threads",
@@ -47,14 +47,14 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     scaf_buf_printf(b, ",\"idle\":%s", c->alloc.idle ? "true" : "false");
     scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", eff_team,
                     c->state.probe.probe_since_ns || c->state.shrink.probe_since_ns ? "true" : "false");
-    scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),
-                    scaf_verdict_source_name(r->source));
+    scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_pageread_verdict_name(r->verdict),
+                    scaf_pageread_source_name(r->source));
     scaf_buf_json_string(b, r->reason);
     /* What the memory knew of its program when it arrived (null: nothing; run_s 0: how long it runs is not
      * known), the share it was offered to start with, and the team the layer started it with (0: as usual). */
     if (memory.runs)
         scaf_buf_printf(b, ",\"memory\":{\"runs\":%u,\"verdict\":\"%s\",\"source\":\"%s\",\"run_s\":%.3f}",
-                        memory.runs, scaf_verdict_name(memory.verdict), scaf_verdict_source_name(memory.source),
+                        memory.runs, scaf_pageread_verdict_name(memory.verdict), scaf_pageread_source_name(memory.source),
                         memory.run_s);
     else
         scaf_buf_printf(b, ",\"memory\":null");
