@@ -7,7 +7,7 @@
 #include "decide/idle.h"
 #include "decide/referee.h"
 #include "decide/rigid.h"
-#include "recall/held.h"
+#include "memory/memo.h"
 #include "scaf/proto.h"
 
 #include <stdbool.h>
@@ -15,10 +15,40 @@
 #include <sys/types.h>
 
 /*
+ * The recall step's part of a client: what was recalled of its program at its arrival, and the daemon's tally of
+ * its run until it leaves. Only recall/recall.c reads or writes it; decide and status ask through recall.h. It is
+ * written here, not in recall/, because the step works over the table of these records and so stands above them.
+ */
+struct scaf_recall_client {
+    uint64_t key;        /* HELLO's; 0 = none */
+    bool kept;           /* the memory is on for it (a key, and its user's memory loaded): learned when it leaves */
+    /* Recalled at arrival (runs 0: nothing was known). */
+    uint32_t runs;
+    uint32_t verdict;    /* enum scaf_verdict */
+    uint32_t source;     /* enum scaf_verdict_source */
+    uint32_t start_team; /* written on its page: its share at arrival */
+    double run_s;        /* how long its runs last, as remembered (0: not known): scaf_start_outlasts */
+    struct scaf_memo_point points[SCAF_MEMO_POINTS]; /* its remembered curve, npoints of them */
+    uint32_t npoints;
+    /* The remembered curve stands in for an estimate until the first measured one (decide/prepare.c). */
+    bool measured;
+    /* This run has measured it from 2 or more threads: the remembered curve is checked (decide/prepare.c). */
+    bool measured_wide;
+    /* When the remembered points were put in its policy state: a point still of that time was not measured. */
+    uint64_t seeded_ns;
+    uint32_t standin_team; /* the point that stood in at the last turn (status: estimate "remembered"); 0 = none */
+    double standin_e;
+    /* Tallied while it runs. */
+    double arrived_s;    /* CLOCK_MONOTONIC of its arrival */
+    double peer_s;       /* the integral of the other busy clients over its run so far (client-seconds) */
+    char name[SCAF_MEMORY_NAME]; /* exe and script basenames, from /proc/PID/cmdline at arrival */
+};
+
+/*
  * Stored in its connection's slot (transport/session.c), filled and emptied by clients.c; the other files get it
- * through struct scafd's clients[]. Each stage's part is held by value, so this header includes the headers of
- * those parts' types (collect/, decide/, recall/held.h) and of nothing above them: apply/, report/ and the
- * recall step, which work over the table, stand above it.
+ * through struct scafd's clients[]. Each stage's part is held by value, so that a client is one piece of
+ * storage: this header includes the headers of those parts' types (collect/, decide/, memory/memo.h) and of
+ * nothing above them; apply/, recall/ and report/, which work over the table, stand above it.
  */
 struct scaf_client {
     uint32_t id;   /* arrival order, from 1 */

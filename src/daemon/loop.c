@@ -37,7 +37,7 @@ enum loop_tag {
 };
 
 /*
- * S seconds as a timespec, S > 0. main.c keeps every option within its documented range; the clamp is
+ * S seconds as a timespec, S > 0. options.c keeps every option within its documented range; the clamp is
  * the backstop that keeps the conversion defined (a double beyond time_t is undefined behaviour) and
  * keeps a positive period from truncating to zero, which would make a periodic timer one-shot.
  */

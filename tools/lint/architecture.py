@@ -44,15 +44,14 @@ END = "<!-- END file list -->"
 C_LIKE = {".c", ".h", ".S", ".cpp", ".cc", ".hpp"}
 
 DAEMON = "src/daemon/"
-# scafd's places, the ground first: a file includes headers of its own place or of places below it. A stage's
-# part of the client record (recall/held.h) stands below clientrec.h, which holds it by value; the stages that
-# work over the client table (apply/, recall/, report/) stand above it.
+# scafd's places, the ground first: a file includes headers of its own place or of places below it. The record
+# of a client (clientrec.h) holds each stage's part of it by value, so it stands above the places of those parts'
+# types and below the stages that work over the table of clients (apply/, recall/, report/).
 DAEMON_LAYERS: tuple[tuple[str, str], ...] = (
     ("src/daemon/say", "stderr lines and stdout tables, for every place"),
     ("src/daemon/memory/", "the store: each user's remembered programs, their file and its writer; no clients"),
     ("src/daemon/collect/", "what is read: capacity, /proc, the pages' client half"),
     ("src/daemon/decide/", "the referee's turn over an explicit snapshot"),
-    ("src/daemon/recall/held.h", "the recall step's part of a client's record"),
     ("src/daemon/clientrec.h", "the record of a registered client: each stage's part of it"),
     ("src/daemon/apply/", "the decision written to the pages"),
     ("src/daemon/recall/", "the recall step: the memory onto a page, learned at departure, asked by decide, status"),
