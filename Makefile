@@ -193,7 +193,7 @@ fuzz-cov:
 		>/dev/null 2>&1
 	llvm-profdata-14 merge -sparse $(FUZZ)/cov/run.profraw -o $(FUZZ)/cov/run.profdata
 	llvm-cov-14 report $(FUZZ)/cov/fuzz_decode -instr-profile=$(FUZZ)/cov/run.profdata \
-		src/common/wire.c src/daemon/collect/page.c src/daemon/apply/page.c
+		src/common/wire.c src/daemon/collect/pageread.c src/daemon/apply/pagewrite.c
 
 # Churn against the sanitized daemon (docs/daemon.md, "Tests"). Not part of `make test`: it runs for SOAK_S seconds.
 soak: build-all asan

@@ -1,7 +1,7 @@
 /* banner.c — malleable kernel that prints omp_get_max_threads() in a banner, then adapts to each region's team. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

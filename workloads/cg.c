@@ -1,7 +1,7 @@
 /* cg.c — conjugate gradient on a random sparse SPD matrix in CSR form, with many short regions (like NPB CG). */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <math.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
 /* chatty.c — parallel regions that print to stdout and append to a file, one line per region instance. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <errno.h>
 #include <fcntl.h>

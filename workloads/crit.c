@@ -1,7 +1,7 @@
 /* crit.c — loop whose every iteration ends in a dominant critical section: efficiency falls as threads rise. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

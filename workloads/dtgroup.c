@@ -1,7 +1,7 @@
 /* dtgroup.c — data.table's shape: a count read once at start sizes per-thread buffers; group-by and order, with thread-numbered scratch inside a dynamic loop. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdatomic.h>

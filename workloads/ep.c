@@ -1,7 +1,7 @@
 /* ep.c — long embarrassingly parallel regions drawing Gaussian pairs (like NPB EP). */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <math.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
 /* explicit.c — boosting rounds of short barrier-heavy regions, each opened with num_threads(n) for an n read once before them, like Cython's prange(num_threads=n). */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* fixed.c — non-malleable bucket sort that sizes per-thread state from omp_get_max_threads() (like NPB IS). */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

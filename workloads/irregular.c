@@ -1,7 +1,7 @@
 /* irregular.c — many tiny regions of tasks with irregular cost, shared out by dynamic scheduling. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

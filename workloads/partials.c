@@ -1,7 +1,7 @@
 /* partials.c — non-malleable: per-thread sum slots sized by omp_get_max_threads(), all summed after each region. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 /* phases.c — a program that changes phase: critical-section bound first, embarrassingly parallel later. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* regions.c — many tiny parallel regions cycling through every libgomp region entry point, for overhead. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* spin.c — wavefront Gauss-Seidel pipeline whose threads busy-wait on their neighbours, like NPB LU. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 /* split.c — non-malleable: work cut into omp_get_max_threads() chunks before its regions, thread t takes chunk t. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 /* stencil.c — 3D 7-point Jacobi iteration with a barrier after every step. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <math.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
 /* stream.c — memory-bound streaming: repeated triads over three large arrays (like STREAM). */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <math.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
 /* tpcarry.c — non-malleable: threadprivate partial sums computed in one region and combined by the team of a later region. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdatomic.h>

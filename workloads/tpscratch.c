@@ -1,7 +1,7 @@
 /* tpscratch.c — malleable line sweeps through threadprivate scratch that each region writes in full before reading it. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdint.h>

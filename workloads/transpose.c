@@ -1,7 +1,7 @@
 /* transpose.c — repeated blocked out-of-place transposes of a large matrix: all-to-all traffic. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdio.h>

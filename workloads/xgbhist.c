@@ -1,7 +1,7 @@
 /* xgbhist.c — non-malleable: XGBoost's hist shape, blocks of rows cut by a count read once at start, per-thread histograms merged by a thread map made for that count. */
 #include "common/args.h"
 #include "common/hash.h"
-#include "common/report.h"
+#include "common/result.h"
 
 #include <omp.h>
 #include <stdatomic.h>

@@ -1,12 +1,12 @@
 /* clients.c — a client's arrival and departure: admission checks, its page and lookout baseline, its place in the table, kill detection. */
 #include "clients.h"
-#include "client.h"
+#include "clientrec.h"
 #include "say.h"
 #include "scafd.h"
 #include "apply/pagewrite.h"
 #include "collect/lookout.h"
 #include "collect/pageread.h"
-#include "memory/memory.h"
+#include "recall/recall.h"
 #include "scaf/clock.h"
 #include "scaf/procfs.h"
 
@@ -32,7 +32,7 @@ int scaf_clients_init(struct scafd *d)
 void scaf_clients_free(struct scafd *d)
 {
     for (uint32_t i = 0; d->clients && i < d->nclients; i++) {
-        scaf_page_unmap(d->clients[i]->page);
+        scaf_pagewrite_unmap(d->clients[i]->page);
         d->clients[i]->page = NULL;
     }
     free(d->clients);
@@ -105,7 +105,7 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
     memset(cl, 0, sizeof *cl);
     cl->pid = cred.pid;
     cl->uid = cred.uid;
-    memfd = scaf_page_create(d->capacity.cpus, &cl->page);
+    memfd = scaf_pagewrite_create(d->capacity.cpus, &cl->page);
     if (memfd < 0) {
         snprintf(text, sizeof text, "cannot create the shared page: %s", strerror(errno));
         cl->page = NULL;
@@ -119,10 +119,10 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
     cl->max_threads = m->max_threads;
     cl->hello_fixed = (m->flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
     cl->id = ++d->next_id;
-    scaf_page_report_init(&cl->report, cl->max_threads);
+    scaf_pageread_init(&cl->report, cl->max_threads);
     scaf_lookout_client_start(&cl->lookout, cl->pid);
     /* Before it is in the table (its start team counts the others) and before its WELCOME. */
-    scaf_memory_arrive(d, cl, m->key);
+    scaf_recall_arrive(&d->recall, d->clients, d->nclients, scafd_available(d), cl, m->key);
     d->clients[d->nclients++] = cl;
     d->members_changed = true;
     if (d->opt.verbose)
@@ -151,7 +151,7 @@ void scaf_clients_leave(struct scafd *d, struct scaf_client *cl)
     uint32_t k = 0;
 
     /* While it is still in the table and its page mapped, killed or not. */
-    scaf_memory_leave(d, cl);
+    scaf_recall_leave(&d->recall, d->clients, d->nclients, cl);
     while (k < d->nclients && d->clients[k] != cl)
         k++;
     if (k < d->nclients) {
@@ -163,7 +163,7 @@ void scaf_clients_leave(struct scafd *d, struct scaf_client *cl)
         d->killed_sid = cl->sid;
         d->killed_at = scaf_clock_s(CLOCK_MONOTONIC);
     }
-    scaf_page_unmap(cl->page);
+    scaf_pagewrite_unmap(cl->page);
     cl->page = NULL;
     cl->applied = false;
     d->members_changed = true;

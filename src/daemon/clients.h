@@ -28,7 +28,7 @@ struct scaf_clients_refusal {
  * peer's identity (SO_PEERCRED: the kernel's word, never the client's), a pid
  * this daemon can see (its PID namespace). Then makes the page, reads the
  * name and session from /proc, takes the lookout baseline, writes the page's
- * memory half (memory/memory.c: the start team, what is remembered of HELLO's
+ * memory half (recall/recall.c: the start team, what is remembered of HELLO's
  * key) and enters `cl` in d->clients (d->members_changed). Returns the page's memfd for the WELCOME,
  * or -1 with *no filled: nothing was registered, the caller refuses and closes.
  */
@@ -37,7 +37,7 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
 
 /*
  * Client `cl` leaves (its connection closed or was dropped): its run learned
- * by the memory (memory/memory.c, from its page), out of the table,
+ * by the memory (recall/recall.c, from its page), out of the table,
  * its CPU time handed to the lookout, a kill noted (d->killed_sid) when it did
  * not end through exit() and its process is gone or dying, its page unmapped.
  * The end-of-batch step gives its share back (d->members_changed).

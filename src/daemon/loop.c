@@ -1,6 +1,6 @@
 /* loop.c — scafd's single-threaded epoll loop: handlers change state, one step per batch acts on it. */
 #include "loop.h"
-#include "client.h"
+#include "clientrec.h"
 #include "pipeline.h"
 #include "say.h"
 #include "scafd.h"
@@ -37,7 +37,7 @@ enum loop_tag {
 };
 
 /*
- * S seconds as a timespec, S > 0. main.c keeps every option within its documented range; the clamp is
+ * S seconds as a timespec, S > 0. options.c keeps every option within its documented range; the clamp is
  * the backstop that keeps the conversion defined (a double beyond time_t is undefined behaviour) and
  * keeps a positive period from truncating to zero, which would make a periodic timer one-shot.
  */
@@ -111,7 +111,7 @@ static void listen_pause(struct scafd *d)
         return;
     epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listen_fd, &ev);
     d->listen_paused = true;
-    d->paused_at = scaf_conn_count(d);
+    d->paused_at = scaf_session_count(d);
 }
 
 /* Back in epoll once a connection has ended, or at the next lookout tick (another process may have
@@ -120,7 +120,7 @@ static void listen_resume(struct scafd *d, bool tick)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
 
-    if (!d->listen_paused || (!tick && scaf_conn_count(d) >= d->paused_at))
+    if (!d->listen_paused || (!tick && scaf_session_count(d) >= d->paused_at))
         return;
     epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listen_fd, &ev);
     d->listen_paused = false;
@@ -252,10 +252,10 @@ static void step(struct scafd *d)
         scaf_pipeline_run(d, members);
         if (members)
             idle_update(d);
-        scaf_conn_send_welcomes(d);
+        scaf_session_send_welcomes(d);
         if (d->members_changed)
             continue; /* the status replies below must not show a share not yet handed back */
-        scaf_conn_send_status(d);
+        scaf_session_send_status(d);
     } while (d->members_changed);
 }
 
@@ -284,8 +284,8 @@ static void memory_flush(struct scafd *d)
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_MEMORY};
     int fd;
 
-    if (scaf_memory_flush(&d->memory, scaf_clock_s(CLOCK_MONOTONIC), false) > 0 &&
-        (fd = scaf_memory_writer_fd(&d->memory)) >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+    if (scaf_keep_flush(&d->keep, scaf_clock_s(CLOCK_MONOTONIC), false) > 0 &&
+        (fd = scaf_keep_writer_fd(&d->keep)) >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         scaf_say("cannot watch the memory writer (%s): looked at each second instead", strerror(errno));
 }
 
@@ -293,7 +293,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
 {
     switch (ev->data.u64) {
     case TAG_LISTEN:
-        if (scaf_conn_accept(d) == SCAF_CONN_ACCEPT_NO_FDS)
+        if (scaf_session_accept(d) == SCAF_CONN_ACCEPT_NO_FDS)
             listen_pause(d);
         break;
     case TAG_SIGNAL:
@@ -308,7 +308,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         drain(d->lookout_tfd);
         on_lookout(d);
         memory_flush(d);
-        scaf_conn_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
+        scaf_session_reap_stalled(d, scaf_clock_s(CLOCK_MONOTONIC));
         listen_resume(d, true);
         if (d->opt.exit_with && d->owner_fd < 0 && kill(d->opt.exit_with, 0) < 0 && errno == ESRCH)
             owner_ended(d);
@@ -335,7 +335,7 @@ static void dispatch(struct scafd *d, const struct epoll_event *ev)
         }
         break;
     default:
-        scaf_conn_event(d, ev->data.u64, ev->events);
+        scaf_session_event(d, ev->data.u64, ev->events);
         break;
     }
 }

@@ -1,6 +1,6 @@
 /* pipeline.c — one referee turn: decode the pages, decide, write the pages that changed, log the result. */
 #include "pipeline.h"
-#include "client.h"
+#include "clientrec.h"
 #include "say.h"
 #include "scafd.h"
 #include "apply/apply.h"
@@ -9,7 +9,7 @@
 #include "decide/idle.h"
 #include "decide/prepare.h"
 #include "decide/referee.h"
-#include "memory/memory.h"
+#include "recall/recall.h"
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
 #include "report/status.h"
@@ -59,7 +59,7 @@ static void collect(struct scafd *d, bool referee)
 {
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
-        (void)scaf_page_read(c->page, c->max_threads, c->hello_fixed, &c->report);
+        (void)scaf_pageread_report(c->page, c->max_threads, c->hello_fixed, &c->report);
         c->cpu_ok = referee && d->opt.idle_after_s > 0 && scaf_lookout_client_cpu(c->pid, &c->cpu_ticks) == 0;
     }
 }
@@ -78,22 +78,16 @@ static int decide(struct scafd *d)
 
     for (uint32_t i = 0; i < d->nclients; i++) {
         struct scaf_client *c = d->clients[i];
-        bool remembered;
-
-        /* The remembered curve stands in until the first measured report, then never again. */
-        if (c->report.estimate >= SCAF_ESTIMATE_MEASURED)
-            c->memo.measured = true;
-        if (c->report.estimate >= SCAF_ESTIMATE_MEASURED && c->report.eff_team >= 2)
-            c->memo.measured_wide = true;
-        remembered = !c->memo.measured && c->memo.npoints > 0;
+        /* The remembered curve stands in until the first measured report (recall/recall.c). */
+        struct scaf_recall_curve remembered = scaf_recall_curve(c);
         struct scaf_prepare_in in = {
             .report = &c->report,
             .max_threads = c->max_threads,
             .alloc = c->applied ? &c->alloc : NULL,
             .uid = c->uid,
-            .remembered = remembered ? c->memo.points : NULL,
-            .nremembered = remembered ? c->memo.npoints : 0,
-            .prior = c->memo.npoints > 0 && !c->memo.measured_wide,
+            .remembered = remembered.points,
+            .nremembered = remembered.npoints,
+            .prior = remembered.prior,
             .woke = c->woke,
             .cpu_ok = c->cpu_ok,
             .cpu_ticks = c->cpu_ticks,
@@ -101,8 +95,7 @@ static int decide(struct scafd *d)
 
         scaf_prepare_client(&in, &c->rigid, &c->state, &c->idle, &turn, &d->rclients[i]);
         c->woke = false;
-        c->memo.standin_team = remembered ? d->rclients[i].pol.eff_team : 0;
-        c->memo.standin_e = remembered ? d->rclients[i].pol.efficiency : 0.0;
+        scaf_recall_stood_in(c, d->rclients[i].pol.eff_team, d->rclients[i].pol.efficiency);
     }
     snap = (struct scaf_referee_snapshot){
         .available = scafd_available(d),
@@ -160,7 +153,7 @@ void scaf_pipeline_run(struct scafd *d, bool members)
         return;
     collect(d, referee);
     if (referee)
-        scaf_memory_turn(d); /* with the idleness that held since the last turn, before decide judges it */
+        scaf_recall_turn(&d->recall, d->clients, d->nclients); /* with the idleness that held since the last turn, before decide judges it */
     if (!referee || decide(d) < 0)
         return; /* a failed policy leaves the pages and log_due as they were */
     if (scaf_apply_run(d->clients, d->nclients, d->rallocs, d->capacity.cpus, &d->gangs) || d->log_due)

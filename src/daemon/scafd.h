@@ -6,8 +6,9 @@
 #include "collect/capacity.h"
 #include "collect/foreign.h"
 #include "collect/lookout.h"
-#include "memory/keep.h"
 #include "decide/idle.h"
+#include "memory/keep.h"
+#include "recall/recall.h"
 #include "report/alloclog.h"
 #include "report/refusals.h"
 #include "report/status.h"
@@ -43,12 +44,12 @@ struct scafd_opts {
     uint32_t user_clients;   /* --shared: the most clients one user may hold (--user-clients) */
     const char *job;         /* --job: the batch system's job this daemon serves (status, log); NULL = none */
     pid_t exit_with;         /* --exit-with: exit once this process has ended and no client is left; 0 = off */
-    struct scaf_memory_opts memory; /* --state-dir, --no-memory, --memory-programs */
+    struct scaf_keep_opts memory; /* --state-dir, --no-memory, --memory-programs */
     int verbose;
 };
 
 struct scafd_conn;            /* transport/session.c */
-struct scaf_client;           /* client.h */
+struct scaf_client;           /* clientrec.h */
 struct scaf_referee_client;   /* decide/referee.h */
 struct scaf_referee_alloc;
 struct scaf_referee_scratch;
@@ -73,7 +74,8 @@ struct scafd {
 
     struct scaf_lookout lookout;
     struct scaf_foreign foreign; /* the non-clients behind the foreign load, named */
-    struct scaf_memory memory;   /* what is remembered of each user's programs (memory/) */
+    struct scaf_keep keep;       /* the store: what is remembered of each user's programs (memory/) */
+    struct scaf_recall recall;   /* the recall step's part: the store it asks, the peer tally (recall/) */
 
     /* turning peers away without being stalled or spun by them (transport/session.c, loop.c) */
     struct scaf_refusals refusals;

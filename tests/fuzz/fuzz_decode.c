@@ -171,7 +171,7 @@ static void check_report(const struct scaf_page_report *r, uint32_t max_threads,
     check(r->source <= SCAF_SOURCE_CHECK);
     check(printable_nul_terminated(r->reason, sizeof r->reason));
     /* The names printed in status and logs exist for every value the report can hold. */
-    check(scaf_verdict_name(r->verdict) && scaf_verdict_source_name(r->source) && scaf_estimate_name(r->estimate));
+    check(scaf_pageread_verdict_name(r->verdict) && scaf_pageread_source_name(r->source) && scaf_pageread_estimate_name(r->estimate));
 }
 
 static void fuzz_page(const uint8_t *data, size_t size)
@@ -192,19 +192,19 @@ static void fuzz_page(const uint8_t *data, size_t size)
     }
     memset(mem, 0, sizeof mem);
     memcpy(mem, data, size < sizeof mem ? size : sizeof mem);
-    scaf_page_report_init(&r, max_threads);
-    (void)scaf_page_read(pg, max_threads, hello_fixed, &r);
+    scaf_pageread_init(&r, max_threads);
+    (void)scaf_pageread_report(pg, max_threads, hello_fixed, &r);
     check_report(&r, max_threads, hello_fixed);
     {
         /* What a departing client learned: never more entries than the page holds, whatever it says. */
         struct scaf_site_memo learned[SCAF_MEMORY_SITES];
-        check(scaf_page_read_learned(pg, learned) <= SCAF_MEMORY_SITES);
+        check(scaf_pageread_learned(pg, learned) <= SCAF_MEMORY_SITES);
     }
     /* The daemon writes its half over whatever the client left there, then reads again. */
-    scaf_page_write(pg, max_threads, SCAF_CONTROL_THREADS, cpuset, 2, 64);
+    scaf_pagewrite_alloc(pg, max_threads, SCAF_CONTROL_THREADS, cpuset, 2, 64);
     check((atomic_load(&pg->seq) & 1) == 0);
-    scaf_page_write_gang(pg, SCAF_GANG_WAIT);
-    (void)scaf_page_read(pg, max_threads, hello_fixed, &r);
+    scaf_pagewrite_gang(pg, SCAF_GANG_WAIT);
+    (void)scaf_pageread_report(pg, max_threads, hello_fixed, &r);
     check_report(&r, max_threads, hello_fixed);
 }
 

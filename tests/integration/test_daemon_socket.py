@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import stat
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import Daemon, daemon_binaries, short_tmpdir
+from conftest import ROOT, Daemon, daemon_binaries, short_tmpdir
 from scaf.lib import paths
 from support import wire
 
@@ -49,6 +50,56 @@ def test_help_is_a_manual() -> None:
                 "--chunk", "--no-lookout", "--shared", "--verbose", "--version", "SIGUSR1", "equipartition"):
         assert opt in r.stdout, opt
     assert run("-h").stdout == r.stdout
+
+
+def option_rows() -> list[dict[str, str]]:
+    """The rows of scafd's options table (src/daemon/options.c), each field as its source writes it."""
+    text = (ROOT / "src" / "daemon" / "options.c").read_text()
+    table = text[text.index("static const struct opt_row rows[] = {"):]
+    table = table[:table.index("\n};\n")]
+    # The file's own macros stand for their values (SCAFD_RATE_MIN, SCAFD_POLICY_DEFAULT, ...).
+    macros = dict(re.findall(r"^#define (\w+) (\S+)$", text, re.MULTILINE))
+    rows = []
+    for entry in re.split(r"\n    \{(?=\.name)", table)[1:]:
+        row = {}
+        for key, value in re.findall(r"\.(\w+) = ((?:\"(?:[^\"\\]|\\.)*\"\s*)+|[^,}]+)", entry):
+            value = macros.get(value.strip(), value.strip())
+            row[key] = re.sub(r'"\s*"', "", value).strip('"') if value.startswith('"') else value
+        rows.append(row)
+    return rows
+
+
+def number(literal: str) -> str:
+    """A C number literal as --help writes it (%g, without the exponent's sign and leading zero)."""
+    return re.sub(r"e\+0?", "e", f"{float(literal):g}")
+
+
+def test_help_has_every_row_of_the_options_table() -> None:
+    """--help is written from the table that parses the options: each row, its argument, range and default."""
+    rows = option_rows()
+    assert len(rows) >= 20 and {"socket", "policy", "memory-programs", "help"} <= {r["name"] for r in rows}
+    out = run("--help").stdout
+    options = out[out.index("\nOPTIONS\n"):out.index("\nSIGNALS\n")]
+    prose = " ".join(options.split())
+    synopsis = " ".join(out[out.index("SYNOPSIS\n"):out.index("\nDESCRIPTION\n")].split())
+    labels = re.findall(r"^    (-\S.*?)(?:  |$)", options, re.MULTILINE)
+    assert len(labels) == len(rows), labels
+    for r in rows:
+        short = f"-{r['shortname'][1]}, " if "shortname" in r else ""
+        label = f"{short}--{r['name']}" + (f" {r['arg']}" if "arg" in r else "")
+        assert label in labels, label
+        assert (f"[-{r['shortname'][1]}" if "shortname" in r else f"[--{r['name']}") in synopsis, r["name"]
+        assert " ".join(r["help"].split()) in prose, r["name"]
+        if "def" not in r and "deftext" in r:
+            assert f"Default: {r['deftext']}." in prose, r["name"]
+        if all(re.fullmatch(r"[0-9.e]+", r.get(b, "x")) for b in ("lo", "hi")) and r["kind"] in ("OPT_U32", "OPT_SECS"):
+            assert f" {number(r['lo'])} to {number(r['hi'])}" in prose, r["name"]
+        if re.fullmatch(r"[0-9.e]+", r.get("def", "x")):
+            assert f"Default: {number(r['def'])}{r.get('deftext', '')}." in prose, r["name"]
+        # The parser knows each row by the same name, and wants a value exactly where --help names one.
+        if "arg" in r:
+            bad = run(f"--{r['name']}")
+            assert bad.returncode == 2 and f"option --{r['name']} needs a value" in bad.stderr, (r["name"], bad.stderr)
 
 
 def test_version() -> None:

@@ -65,3 +65,29 @@ def test_a_file_without_a_purpose_line_is_named(tmp_path: Path) -> None:
 def test_the_document_is_current() -> None:
     r = run(ROOT, "--check")
     assert r.returncode == 0, r.stderr
+
+
+def test_a_daemon_include_that_reaches_up_fails(tmp_path: Path) -> None:
+    files = {
+        "docs/architecture.md": f"{BEGIN}\n{END}\n",
+        "src/daemon/say.h": "/* say.h — lines. */\n",
+        "src/daemon/collect/pageread.h": '/* pageread.h — reads. */\n#include "../say.h"\n',
+        "src/daemon/report/status.c": '/* status.c — shows. */\n#include "../collect/pageread.h"\n',
+    }
+    tree(tmp_path, files)
+    assert run(tmp_path, "--write").returncode == 0
+    doc = (tmp_path / "docs" / "architecture.md").read_text()
+    assert "| `collect/` |" in doc and doc.index("| `collect/` |") < doc.index("| `report/` |")
+    # collect/ stands below report/: reading a report's header from there reaches up.
+    (tmp_path / "src/daemon/collect/pageread.h").write_text(
+        '/* pageread.h — reads. */\n#include "../say.h"\n#include "../report/status.h"\n')
+    (tmp_path / "src/daemon/report/status.h").write_text("/* status.h — shows. */\n")
+    r = run(tmp_path, "--write")
+    assert r.returncode == 1
+    assert "src/daemon/collect/pageread.h: includes src/daemon/report/status.h, which stands above it" in r.stderr
+
+
+def test_a_daemon_file_in_no_place_fails(tmp_path: Path) -> None:
+    tree(tmp_path, {"docs/architecture.md": f"{BEGIN}\n{END}\n", "src/daemon/stray.c": "/* stray.c — lost. */\n"})
+    r = run(tmp_path, "--check")
+    assert r.returncode == 1 and "src/daemon/stray.c: in no place of DAEMON_LAYERS" in r.stderr

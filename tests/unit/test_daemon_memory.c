@@ -1,7 +1,7 @@
 /* test_daemon_memory.c — the memory's pure rules as tables (a run learned, sites cleaned, eviction, the state directory, a remembered curve standing in), and its file on real files: checks, round trip, set aside. */
 #include "../../src/daemon/decide/prepare.h"
 #include "../../src/daemon/memory/file.h"
-#include "../../src/daemon/memory/record.h"
+#include "../../src/daemon/memory/memo.h"
 #include "../../src/daemon/memory/statedir.h"
 #include "../../src/daemon/memory/store.h"
 
@@ -300,27 +300,27 @@ static void test_evict(void)
 
 static void test_store(void)
 {
-    struct scaf_memo_store s = {0};
+    struct scaf_store s = {0};
     uint64_t evicted;
     struct scaf_memo_record *a;
 
-    a = scaf_memo_store_add(&s, 1, 10, 2, &evicted);
+    a = scaf_store_add(&s, 1, 10, 2, &evicted);
     CHECK(a && a->key == 1 && s.count == 1 && s.dirty && evicted == 0, "add 1");
     s.dirty = false;
-    CHECK(scaf_memo_store_add(&s, 1, 99, 2, &evicted) == a && !s.dirty, "add 1 again: the same record, unchanged");
-    scaf_memo_store_add(&s, 2, 20, 2, &evicted);
-    scaf_memo_store_add(&s, 3, 30, 2, &evicted);
-    CHECK(s.count == 2 && evicted == 1 && !scaf_memo_store_find(&s, 1) && scaf_memo_store_find(&s, 2) &&
-              scaf_memo_store_find(&s, 3),
+    CHECK(scaf_store_add(&s, 1, 99, 2, &evicted) == a && !s.dirty, "add 1 again: the same record, unchanged");
+    scaf_store_add(&s, 2, 20, 2, &evicted);
+    scaf_store_add(&s, 3, 30, 2, &evicted);
+    CHECK(s.count == 2 && evicted == 1 && !scaf_store_find(&s, 1) && scaf_store_find(&s, 2) &&
+              scaf_store_find(&s, 3),
           "the third of two evicts the least recently seen: evicted %llu", (unsigned long long)evicted);
-    CHECK(scaf_memo_store_forget(&s, 9) == 0 && scaf_memo_store_forget(&s, 2) == 1 && s.count == 1,
+    CHECK(scaf_store_forget(&s, 9) == 0 && scaf_store_forget(&s, 2) == 1 && s.count == 1,
           "forget one");
-    CHECK(scaf_memo_store_find(&s, 0) == NULL, "key 0 is never found");
-    scaf_memo_store_add(&s, 4, 5, 8, &evicted);
-    scaf_memo_store_add(&s, 5, 50, 8, &evicted);
-    CHECK(scaf_memo_store_trim(&s, 2) == 1 && !scaf_memo_store_find(&s, 4), "trim to 2 drops the oldest");
-    CHECK(scaf_memo_store_forget_all(&s) == 2 && s.count == 0, "forget all");
-    scaf_memo_store_free(&s);
+    CHECK(scaf_store_find(&s, 0) == NULL, "key 0 is never found");
+    scaf_store_add(&s, 4, 5, 8, &evicted);
+    scaf_store_add(&s, 5, 50, 8, &evicted);
+    CHECK(scaf_store_trim(&s, 2) == 1 && !scaf_store_find(&s, 4), "trim to 2 drops the oldest");
+    CHECK(scaf_store_forget_all(&s) == 2 && s.count == 0, "forget all");
+    scaf_store_free(&s);
 }
 
 /* ---- the state directory ---- */

@@ -86,14 +86,14 @@ static void table(void)
         enum scaf_page_read_result res;
 
         /* The report a previous turn decoded whole. */
-        scaf_page_report_init(&rep, r->max_threads);
+        scaf_pageread_init(&rep, r->max_threads);
         rep.eff_team = 2;
         rep.efficiency = 0.5;
         rep.estimate = SCAF_ESTIMATE_MEASURED;
         if (r->result == SCAF_PAGE_WHOLE)
-            scaf_page_report_init(&rep, r->max_threads);
+            scaf_pageread_init(&rep, r->max_threads);
         write_row(&pg, r);
-        res = scaf_page_read(&pg, r->max_threads, r->hello_fixed, &rep);
+        res = scaf_pageread_report(&pg, r->max_threads, r->hello_fixed, &rep);
         CHECK(res == r->result, "%s: result %d, want %d", r->name, res, r->result);
         CHECK(rep.fixed_team == r->want_fixed, "%s: fixed_team %u, want %u", r->name, rep.fixed_team, r->want_fixed);
         CHECK(rep.eff_team == r->want_eff_team, "%s: eff_team %u, want %u", r->name, rep.eff_team,
@@ -117,17 +117,17 @@ static void reason(void)
     struct scaf_page_report rep;
 
     memset(&pg, 0, sizeof pg);
-    scaf_page_report_init(&rep, 4);
+    scaf_pageread_init(&rep, 4);
     snprintf(pg.reason, sizeof pg.reason, "omp_get_num_threads\tin\nsolve");
-    scaf_page_read(&pg, 4, false, &rep);
+    scaf_pageread_report(&pg, 4, false, &rep);
     CHECK(strcmp(rep.reason, "omp_get_num_threads in solve") == 0, "control bytes become spaces: '%s'", rep.reason);
 
     memset(pg.reason, 'x', sizeof pg.reason); /* no NUL at all */
-    scaf_page_read(&pg, 4, false, &rep);
+    scaf_pageread_report(&pg, 4, false, &rep);
     CHECK(strlen(rep.reason) == SCAF_REASON_MAX - 1, "unterminated reason is cut: %zu", strlen(rep.reason));
 
     atomic_store(&pg.reason_seq, 3); /* being rewritten */
-    scaf_page_read(&pg, 4, false, &rep);
+    scaf_pageread_report(&pg, 4, false, &rep);
     CHECK(rep.reason[0] == 0, "a reason being rewritten reads as empty: '%s'", rep.reason);
 }
 
@@ -165,14 +165,14 @@ static void concurrent_writer(void)
     pthread_t t;
     unsigned long mixed = 0, reads = 0;
 
-    scaf_page_report_init(&rep, 8);
+    scaf_pageread_init(&rep, 8);
     if (pthread_create(&t, NULL, writer_main, &w) != 0) {
         fail("pthread_create", "no writer thread");
         return;
     }
     /* Every decoded report is one the client published whole, or the one before: never a mix. */
     while (reads < 200000 || atomic_load(&w.rounds) < 1000) {
-        scaf_page_read(&pg, 8, false, &rep);
+        scaf_pageread_report(&pg, 8, false, &rep);
         reads++;
         bool none = rep.estimate == SCAF_ESTIMATE_NONE && rep.eff_team == 0 && rep.efficiency == -1.0;
         bool a = rep.eff_team == 2 && rep.efficiency == 0.5 && rep.estimate == SCAF_ESTIMATE_MEASURED;
@@ -199,8 +199,8 @@ static void wanted(void)
 
         memset(&pg, 0, sizeof pg);
         atomic_store(&pg.wanted, cases[i].written);
-        scaf_page_report_init(&rep, 8);
-        scaf_page_read(&pg, 8, false, &rep);
+        scaf_pageread_init(&rep, 8);
+        scaf_pageread_report(&pg, 8, false, &rep);
         CHECK(rep.wanted == cases[i].want, "wanted %u read as %u, want %u", cases[i].written, rep.wanted,
               cases[i].want);
     }

@@ -646,7 +646,7 @@ static void collect(void)
         struct scaf_referee_alloc prev = {.share = 3, .coef = 1.5};
         struct scaf_referee_client out;
 
-        scaf_page_report_init(&rep, cases[t].max_threads);
+        scaf_pageread_init(&rep, cases[t].max_threads);
         rep.verdict = cases[t].verdict;
         rep.fixed_team = cases[t].fixed_team;
         rep.estimate = cases[t].estimate;
@@ -678,7 +678,7 @@ static void collect(void)
         struct scaf_page_report rep;
         struct scaf_referee_client out;
 
-        scaf_page_report_init(&rep, wants[t].max_threads);
+        scaf_pageread_init(&rep, wants[t].max_threads);
         rep.verdict = wants[t].verdict;
         rep.fixed_team = wants[t].fixed_team;
         rep.wanted = wants[t].wanted;

@@ -393,7 +393,7 @@ static void messages(void)
               strcmp(r.text, "client table full") == 0,
           "REFUSE fields");
 
-    memfd = scaf_page_create(4, &pg);
+    memfd = scaf_pagewrite_create(4, &pg);
     CHECK(memfd >= 0 && pg && pg->magic == SCAF_PAGE_MAGIC && atomic_load(&pg->threads) == 1, "page made");
     CHECK(scaf_reply_welcome(sv[0], 7, 4, memfd) == 0, "WELCOME sent");
     CHECK(recvmsg(sv[1], &msg, MSG_WAITALL) == (ssize_t)sizeof w, "WELCOME arrives whole");
@@ -413,7 +413,7 @@ static void messages(void)
     CHECK(scaf_reply_welcome(sv[0], 8, 4, memfd) < 0, "WELCOME to a closed peer fails");
     close(sv[0]);
     close(memfd);
-    scaf_page_unmap(pg);
+    scaf_pagewrite_unmap(pg);
 
     struct scaf_msg_header h = scaf_wire_encode_status_reply(100);
     CHECK(h.magic == SCAF_PROTO_MAGIC && h.version == SCAF_PROTO_VERSION && h.type == SCAF_MSG_STATUS_REPLY &&

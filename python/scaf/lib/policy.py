@@ -398,7 +398,7 @@ class _CClientState(ctypes.Structure):
     _fields_ = [("probe", _CProbe), ("noise", _CNoise), ("points", _CPoints), ("shrink", _CShrink)]
 
 
-# scafd's default --probe-interval (src/daemon/main.c).
+# scafd's default --probe-interval (src/daemon/options.c).
 PROBE_INTERVAL_S = 10.0
 
 

@@ -1,7 +1,7 @@
 /* apply.c — writes the referee's allocations to the pages that changed, and passes the gangs' turns. */
 #include "apply.h"
 #include "pagewrite.h"
-#include "../client.h"
+#include "../clientrec.h"
 
 #include <string.h>
 
@@ -37,13 +37,13 @@ bool scaf_apply_run(struct scaf_client *const *clients, uint32_t n, const struct
         bool differs = !c->applied || !same_alloc(&c->alloc, a);
 
         if (differs || c->page_nclients != n)
-            scaf_page_write(c->page, a->threads, a->control, a->cpuset, n, cpus);
+            scaf_pagewrite_alloc(c->page, a->threads, a->control, a->cpuset, n, cpus);
         changed |= differs;
         c->alloc = *a;
         c->applied = true;
         c->page_nclients = n;
-        scaf_page_write_gang(c->page, gang_state(g, a->gang_slot));
-        scaf_page_write_idle(c->page, a->idle);
+        scaf_pagewrite_gang(c->page, gang_state(g, a->gang_slot));
+        scaf_pagewrite_idle(c->page, a->idle);
     }
     return changed;
 }
@@ -56,6 +56,6 @@ void scaf_apply_gang_tick(struct scaf_client *const *clients, uint32_t n, struct
     for (uint32_t i = 0; i < n; i++) {
         struct scaf_client *c = clients[i];
         if (c->applied)
-            scaf_page_write_gang(c->page, gang_state(g, c->alloc.gang_slot));
+            scaf_pagewrite_gang(c->page, gang_state(g, c->alloc.gang_slot));
     }
 }

@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int scaf_page_create(uint32_t cpus, struct scaf_page **out)
+int scaf_pagewrite_create(uint32_t cpus, struct scaf_page **out)
 {
     struct scaf_page *pg;
     int fd = memfd_create("scaf-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -33,13 +33,13 @@ fail:
     return -1;
 }
 
-void scaf_page_unmap(struct scaf_page *pg)
+void scaf_pagewrite_unmap(struct scaf_page *pg)
 {
     if (pg)
         munmap(pg, SCAF_PAGE_SIZE);
 }
 
-void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
+void scaf_pagewrite_alloc(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
                      uint32_t nclients, uint32_t cpus)
 {
     uint32_t s = atomic_load_explicit(&pg->seq, memory_order_relaxed);
@@ -58,7 +58,7 @@ void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, c
     syscall(SYS_futex, &pg->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang)
+void scaf_pagewrite_gang(struct scaf_page *pg, uint32_t gang)
 {
     /* One word, outside the seqlock: the layer reads it alone at a region entry and waits on it. */
     if (atomic_load_explicit(&pg->gang, memory_order_relaxed) == gang)
@@ -67,7 +67,7 @@ void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang)
     syscall(SYS_futex, &pg->gang, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_recall *m)
+void scaf_pagewrite_memory(struct scaf_page *pg, const struct scaf_page_recall *m)
 {
     uint32_t n = m->nsites > SCAF_MEMORY_SITES ? SCAF_MEMORY_SITES : m->nsites;
 
@@ -82,7 +82,7 @@ void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_recall 
     pg->known_sites = m->sites ? n : 0;
 }
 
-void scaf_page_write_idle(struct scaf_page *pg, uint32_t idle)
+void scaf_pagewrite_idle(struct scaf_page *pg, uint32_t idle)
 {
     /* One word, read alone by the layer at each outermost region (relaxed: a region that misses the
      * store by a moment is counted by the regions counter at the next turn anyway). */

@@ -11,17 +11,17 @@
  * a SIGBUS here, nor grow it), mapped at *out, threads 1 until the referee
  * writes. Returns the memfd for the WELCOME, or -1 with errno.
  */
-int scaf_page_create(uint32_t cpus, struct scaf_page **out);
-void scaf_page_unmap(struct scaf_page *pg);
+int scaf_pagewrite_create(uint32_t cpus, struct scaf_page **out);
+void scaf_pagewrite_unmap(struct scaf_page *pg);
 
 /* Seqlock write of the daemon half, then a FUTEX_WAKE for the client's helper thread. */
-void scaf_page_write(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
+void scaf_pagewrite_alloc(struct scaf_page *pg, uint32_t threads, uint32_t control, const uint64_t *cpuset,
                      uint32_t nclients, uint32_t cpus);
 /* The gang word (enum scaf_gang), outside the seqlock; woken only when it changes. */
-void scaf_page_write_gang(struct scaf_page *pg, uint32_t gang);
+void scaf_pagewrite_gang(struct scaf_page *pg, uint32_t gang);
 /* The idle word, outside the seqlock: 0, or the client's idle period. Nobody waits on it: the layer
  * reads it at each region. */
-void scaf_page_write_idle(struct scaf_page *pg, uint32_t idle);
+void scaf_pagewrite_idle(struct scaf_page *pg, uint32_t idle);
 
 /* The daemon's memory half of a page (protocol 6, docs/memory.md). */
 struct scaf_page_recall {
@@ -34,6 +34,6 @@ struct scaf_page_recall {
 };
 
 /* Writes the memory half once, before the WELCOME is sent and never after: the layer reads it without a seqlock. */
-void scaf_page_write_memory(struct scaf_page *pg, const struct scaf_page_recall *m);
+void scaf_pagewrite_memory(struct scaf_page *pg, const struct scaf_page_recall *m);
 
 #endif

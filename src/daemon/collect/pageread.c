@@ -8,7 +8,7 @@
 /* A seqlock read that keeps finding the writer busy gives up: the daemon never waits for a client. */
 #define PAGE_READ_TRIES 3
 
-void scaf_page_report_init(struct scaf_page_report *r, uint32_t max_threads)
+void scaf_pageread_init(struct scaf_page_report *r, uint32_t max_threads)
 {
     memset(r, 0, sizeof *r);
     r->fixed_team = max_threads;
@@ -62,7 +62,7 @@ static void read_reason(const struct scaf_page *pg, char *out)
     out[0] = 0;
 }
 
-enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
+enum scaf_page_read_result scaf_pageread_report(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
                                           struct scaf_page_report *r)
 {
     uint32_t flags = atomic_load_explicit(&pg->client_flags, memory_order_relaxed);
@@ -108,7 +108,7 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
     return whole ? SCAF_PAGE_WHOLE : SCAF_PAGE_TORN;
 }
 
-uint32_t scaf_page_read_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES])
+uint32_t scaf_pageread_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES])
 {
     uint32_t n = atomic_load_explicit(&pg->learned_sites, memory_order_acquire);
 
@@ -118,18 +118,18 @@ uint32_t scaf_page_read_learned(const struct scaf_page *pg, struct scaf_site_mem
     return n;
 }
 
-const char *scaf_verdict_name(uint32_t v)
+const char *scaf_pageread_verdict_name(uint32_t v)
 {
     return v == SCAF_VERDICT_FIXED ? "fixed" : v == SCAF_VERDICT_MALLEABLE ? "malleable" : "undecided";
 }
 
-const char *scaf_verdict_source_name(uint32_t s)
+const char *scaf_pageread_source_name(uint32_t s)
 {
     static const char *const names[] = {"default", "evidence", "user", "rules", "check"};
     return s < sizeof names / sizeof names[0] ? names[s] : "default";
 }
 
-const char *scaf_estimate_name(uint32_t e)
+const char *scaf_pageread_estimate_name(uint32_t e)
 {
     switch (e) {
     case SCAF_ESTIMATE_ASSUMED:

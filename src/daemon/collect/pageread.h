@@ -42,15 +42,15 @@ enum scaf_page_read_result {
 };
 
 /* The report of a client that has written nothing yet. */
-void scaf_page_report_init(struct scaf_page_report *r, uint32_t max_threads);
+void scaf_pageread_init(struct scaf_page_report *r, uint32_t max_threads);
 
 /*
  * Decodes the client half of `pg` into *r. `max_threads` and `hello_fixed` are
  * what the client said at HELLO. *r must hold the previous report (or a fresh
- * one from scaf_page_report_init): when the efficiency report stays torn after
+ * one from scaf_pageread_init): when the efficiency report stays torn after
  * a few tries, its fields are left as they were.
  */
-enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
+enum scaf_page_read_result scaf_pageread_report(const struct scaf_page *pg, uint32_t max_threads, bool hello_fixed,
                                           struct scaf_page_report *r);
 
 /*
@@ -58,12 +58,12 @@ enum scaf_page_read_result scaf_page_read(const struct scaf_page *pg, uint32_t m
  * acquire (the layer counts an entry only once it is whole), at most
  * SCAF_MEMORY_SITES of it believed, and that many entries of learned[]
  * copied into out[] as they are (the memory checks each one:
- * memory/record.c). Returns how many were copied.
+ * memory/memo.c). Returns how many were copied.
  */
-uint32_t scaf_page_read_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES]);
+uint32_t scaf_pageread_learned(const struct scaf_page *pg, struct scaf_site_memo out[SCAF_MEMORY_SITES]);
 
-const char *scaf_verdict_name(uint32_t verdict);
-const char *scaf_verdict_source_name(uint32_t source);
-const char *scaf_estimate_name(uint32_t estimate);
+const char *scaf_pageread_verdict_name(uint32_t verdict);
+const char *scaf_pageread_source_name(uint32_t source);
+const char *scaf_pageread_estimate_name(uint32_t estimate);
 
 #endif

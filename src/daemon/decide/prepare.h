@@ -2,7 +2,7 @@
 #ifndef SCAFD_PREPARE_H
 #define SCAFD_PREPARE_H
 
-#include "../memory/record.h"
+#include "../memory/memo.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,7 +31,7 @@ struct scaf_prepare_in {
     uint32_t max_threads;                   /* from HELLO */
     const struct scaf_referee_alloc *alloc; /* as last written to its page; NULL before the first */
     uid_t uid;
-    /* Its curve as the memory kept it (memory/recall.h), until its first measured report; NULL = none. */
+    /* Its curve as the memory kept it (recall/recall.c), until its first measured report; NULL = none. */
     const struct scaf_memo_point *remembered;
     uint32_t nremembered;
     /* It arrived with a remembered curve, and this run has not measured it from 2 or more threads yet. */

@@ -2,7 +2,7 @@
 #ifndef SCAFD_MEMORY_FILE_H
 #define SCAFD_MEMORY_FILE_H
 
-#include "record.h"
+#include "memo.h"
 
 #include <assert.h>
 #include <stddef.h>

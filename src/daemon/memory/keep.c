@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int scaf_memory_open(struct scaf_memory *m, const struct scaf_memory_opts *o)
+int scaf_keep_open(struct scaf_keep *m, const struct scaf_keep_opts *o)
 {
     enum scaf_statedir_from from;
     const char *kill = getenv("SCAFD_TEST_MEMORY_KILL_AT");
@@ -22,7 +22,7 @@ int scaf_memory_open(struct scaf_memory *m, const struct scaf_memory_opts *o)
     memset(m, 0, sizeof *m);
     m->dirfd = -1;
     m->writer.fd = -1;
-    m->programs = o->programs ? o->programs : SCAF_MEMORY_PROGRAMS_DEFAULT;
+    m->programs = o->programs ? o->programs : SCAF_KEEP_PROGRAMS_DEFAULT;
     /* For tests only: a daemon that dies this many bytes into writing a memory file, and a disk that stalls. */
     m->hooks.kill_at = kill && *kill ? strtoll(kill, NULL, 10) : -1;
     m->hooks.hold = hold && *hold ? hold : NULL;
@@ -50,7 +50,7 @@ int scaf_memory_open(struct scaf_memory *m, const struct scaf_memory_opts *o)
 }
 
 /* One line for a file that is not believed, and the file out of the way. */
-static void set_aside(struct scaf_memory *m, uid_t uid, const char *why)
+static void set_aside(struct scaf_keep *m, uid_t uid, const char *why)
 {
     char name[64], aside[128];
 
@@ -64,7 +64,7 @@ static void set_aside(struct scaf_memory *m, uid_t uid, const char *why)
 }
 
 /* A store for uid, loaded from its file. */
-static void load(struct scaf_memory *m, struct scaf_memo_store *s)
+static void load(struct scaf_keep *m, struct scaf_store *s)
 {
     struct scaf_memo_record *recs = NULL;
     uint32_t n = 0, gone;
@@ -72,9 +72,9 @@ static void load(struct scaf_memory *m, struct scaf_memo_store *s)
 
     switch (scaf_memfile_load(m->dirfd, s->uid, &recs, &n, why, sizeof why)) {
     case SCAF_MEMFILE_LOADED:
-        scaf_memo_store_adopt(s, recs, n);
+        scaf_store_adopt(s, recs, n);
         /* A file written under a larger --memory-programs keeps the most recently seen. */
-        gone = scaf_memo_store_trim(s, m->programs);
+        gone = scaf_store_trim(s, m->programs);
         if (gone)
             scaf_say("memory of uid %u: %u programs forgotten to keep --memory-programs %u", (unsigned)s->uid, gone,
                      m->programs);
@@ -92,9 +92,9 @@ static void load(struct scaf_memory *m, struct scaf_memo_store *s)
     }
 }
 
-struct scaf_memo_store *scaf_memory_store(struct scaf_memory *m, uid_t uid)
+struct scaf_store *scaf_keep_store(struct scaf_keep *m, uid_t uid)
 {
-    struct scaf_memo_store *s;
+    struct scaf_store *s;
 
     if (!m->on)
         return NULL;
@@ -103,7 +103,7 @@ struct scaf_memo_store *scaf_memory_store(struct scaf_memory *m, uid_t uid)
             return m->stores[i].unreadable ? NULL : &m->stores[i];
     if (m->nstores == m->capstores) {
         uint32_t cap = m->capstores ? m->capstores * 2 : 4;
-        struct scaf_memo_store *grown = realloc(m->stores, (size_t)cap * sizeof *grown);
+        struct scaf_store *grown = realloc(m->stores, (size_t)cap * sizeof *grown);
         if (!grown)
             return NULL;
         m->stores = grown;
@@ -117,7 +117,7 @@ struct scaf_memo_store *scaf_memory_store(struct scaf_memory *m, uid_t uid)
 }
 
 /* A write of s that ended: `changes` is the change count its copy had; what came after stays to be written. */
-static void written(struct scaf_memory *m, struct scaf_memo_store *s, bool ok, uint64_t changes)
+static void written(struct scaf_keep *m, struct scaf_store *s, bool ok, uint64_t changes)
 {
     if (!ok) {
         s->failing = true;
@@ -130,7 +130,7 @@ static void written(struct scaf_memory *m, struct scaf_memo_store *s, bool ok, u
 }
 
 /* The child's outcome, if it has ended (or, with `wait`, once it has). */
-static void settle(struct scaf_memory *m, bool wait)
+static void settle(struct scaf_keep *m, bool wait)
 {
     uint32_t i = m->writer.store;
     uint64_t changes = m->writer.changes;
@@ -140,7 +140,7 @@ static void settle(struct scaf_memory *m, bool wait)
         written(m, &m->stores[i], ok == 1, changes);
 }
 
-int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
+int scaf_keep_flush(struct scaf_keep *m, double now, bool force)
 {
     char why[256];
 
@@ -152,9 +152,9 @@ int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
             return 0;
     }
     for (uint32_t i = 0; i < m->nstores; i++) {
-        struct scaf_memo_store *s = &m->stores[i];
+        struct scaf_store *s = &m->stores[i];
 
-        if (!s->dirty || s->unreadable || (!force && now - s->written_at < SCAF_MEMORY_WRITE_EVERY_S))
+        if (!s->dirty || s->unreadable || (!force && now - s->written_at < SCAF_KEEP_WRITE_EVERY_S))
             continue;
         s->written_at = now;
         /* One child at a time; the next table at the next flush. A fork that fails writes in place. */
@@ -172,16 +172,16 @@ int scaf_memory_flush(struct scaf_memory *m, double now, bool force)
     return 0;
 }
 
-int scaf_memory_writer_fd(const struct scaf_memory *m)
+int scaf_keep_writer_fd(const struct scaf_keep *m)
 {
     return m->writer.fd;
 }
 
-void scaf_memory_close(struct scaf_memory *m)
+void scaf_keep_close(struct scaf_keep *m)
 {
-    scaf_memory_flush(m, scaf_clock_s(CLOCK_MONOTONIC), true);
+    scaf_keep_flush(m, scaf_clock_s(CLOCK_MONOTONIC), true);
     for (uint32_t i = 0; i < m->nstores; i++)
-        scaf_memo_store_free(&m->stores[i]);
+        scaf_store_free(&m->stores[i]);
     free(m->stores);
     m->stores = NULL;
     m->nstores = m->capstores = 0;

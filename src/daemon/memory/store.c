@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct scaf_memo_record *scaf_memo_store_find(struct scaf_memo_store *s, uint64_t key)
+struct scaf_memo_record *scaf_store_find(struct scaf_store *s, uint64_t key)
 {
     for (uint32_t i = 0; key && i < s->count; i++)
         if (s->recs[i].key == key)
@@ -14,17 +14,17 @@ struct scaf_memo_record *scaf_memo_store_find(struct scaf_memo_store *s, uint64_
 }
 
 /* Removes record i; the last takes its place (the table has no order). */
-static void remove_at(struct scaf_memo_store *s, uint32_t i)
+static void remove_at(struct scaf_store *s, uint32_t i)
 {
     s->recs[i] = s->recs[s->count - 1];
     s->count--;
-    scaf_memo_store_changed(s);
+    scaf_store_changed(s);
 }
 
-struct scaf_memo_record *scaf_memo_store_add(struct scaf_memo_store *s, uint64_t key, int64_t now_ns, uint32_t max,
+struct scaf_memo_record *scaf_store_add(struct scaf_store *s, uint64_t key, int64_t now_ns, uint32_t max,
                                              uint64_t *evicted)
 {
-    struct scaf_memo_record *rec = scaf_memo_store_find(s, key);
+    struct scaf_memo_record *rec = scaf_store_find(s, key);
 
     *evicted = 0;
     if (rec)
@@ -35,7 +35,7 @@ struct scaf_memo_record *scaf_memo_store_add(struct scaf_memo_store *s, uint64_t
         uint32_t i = (uint32_t)scaf_memo_evict_choice(s->recs, s->count);
         *evicted = s->recs[i].key;
         remove_at(s, i);
-        /* A table loaded larger than max shrinks on the way (scaf_memo_store_trim does it at load). */
+        /* A table loaded larger than max shrinks on the way (scaf_store_trim does it at load). */
         while (s->count >= max)
             remove_at(s, (uint32_t)scaf_memo_evict_choice(s->recs, s->count));
     }
@@ -55,13 +55,13 @@ struct scaf_memo_record *scaf_memo_store_add(struct scaf_memo_store *s, uint64_t
     }
     rec = &s->recs[s->count++];
     scaf_memo_record_init(rec, key, now_ns);
-    scaf_memo_store_changed(s);
+    scaf_store_changed(s);
     return rec;
 }
 
-uint32_t scaf_memo_store_forget(struct scaf_memo_store *s, uint64_t key)
+uint32_t scaf_store_forget(struct scaf_store *s, uint64_t key)
 {
-    struct scaf_memo_record *rec = scaf_memo_store_find(s, key);
+    struct scaf_memo_record *rec = scaf_store_find(s, key);
 
     if (!rec)
         return 0;
@@ -69,17 +69,17 @@ uint32_t scaf_memo_store_forget(struct scaf_memo_store *s, uint64_t key)
     return 1;
 }
 
-uint32_t scaf_memo_store_forget_all(struct scaf_memo_store *s)
+uint32_t scaf_store_forget_all(struct scaf_store *s)
 {
     uint32_t n = s->count;
 
     s->count = 0;
     if (n)
-        scaf_memo_store_changed(s);
+        scaf_store_changed(s);
     return n;
 }
 
-uint32_t scaf_memo_store_trim(struct scaf_memo_store *s, uint32_t max)
+uint32_t scaf_store_trim(struct scaf_store *s, uint32_t max)
 {
     uint32_t gone = 0;
 
@@ -90,14 +90,14 @@ uint32_t scaf_memo_store_trim(struct scaf_memo_store *s, uint32_t max)
     return gone;
 }
 
-void scaf_memo_store_adopt(struct scaf_memo_store *s, struct scaf_memo_record *recs, uint32_t n)
+void scaf_store_adopt(struct scaf_store *s, struct scaf_memo_record *recs, uint32_t n)
 {
     free(s->recs);
     s->recs = recs;
     s->count = s->cap = recs ? n : 0;
 }
 
-void scaf_memo_store_free(struct scaf_memo_store *s)
+void scaf_store_free(struct scaf_store *s)
 {
     free(s->recs);
     s->recs = NULL;

@@ -44,7 +44,7 @@ static void close_from(int from)
         close((int)fd);
 }
 
-static _Noreturn void child(int dirfd, const char *dir, const struct scaf_memo_store *s, bool quiet,
+static _Noreturn void child(int dirfd, const char *dir, const struct scaf_store *s, bool quiet,
                             const struct scaf_memfile_hooks *hooks)
 {
     char why[256];
@@ -60,7 +60,7 @@ static _Noreturn void child(int dirfd, const char *dir, const struct scaf_memo_s
 }
 
 int scaf_memwriter_start(struct scaf_memwriter *w, int dirfd, const char *dir, uint32_t index,
-                         const struct scaf_memo_store *s, bool quiet, const struct scaf_memfile_hooks *hooks)
+                         const struct scaf_store *s, bool quiet, const struct scaf_memfile_hooks *hooks)
 {
     struct scaf_memfile_hooks h = hooks ? *hooks : (struct scaf_memfile_hooks){.kill_at = -1};
     pid_t pid;

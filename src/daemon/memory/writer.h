@@ -26,7 +26,7 @@ struct scaf_memwriter {
  * failed (the caller writes in place).
  */
 int scaf_memwriter_start(struct scaf_memwriter *w, int dirfd, const char *dir, uint32_t index,
-                         const struct scaf_memo_store *s, bool quiet, const struct scaf_memfile_hooks *hooks);
+                         const struct scaf_store *s, bool quiet, const struct scaf_memfile_hooks *hooks);
 
 /*
  * Whether the child has ended, waiting for it when `wait`: 1 it wrote the

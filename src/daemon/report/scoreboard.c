@@ -1,6 +1,6 @@
 /* scoreboard.c — -t SECS: a table of clients and their threads, like the original scafd's. */
 #include "scoreboard.h"
-#include "../client.h"
+#include "../clientrec.h"
 
 void scaf_scoreboard_print(struct scaf_client *const *clients, uint32_t nclients, FILE *f)
 {

@@ -1,7 +1,8 @@
 /* status.c — the daemon's state as JSON: the STATUS_REPLY body and each --log line. */
 #include "status.h"
-#include "../client.h"
+#include "../clientrec.h"
 #include "../collect/foreign.h"
+#include "../recall/recall.h"
 #include "scaf/startenv.h"
 
 #include <errno.h>
@@ -12,8 +13,8 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
 {
     const struct scaf_page_report *r = &c->report;
     /* Until its first measured report, the curve the memory kept stands in for its estimate (decide/prepare.c). */
-    bool remembered = c->memo.standin_team > 0 && !c->memo.measured && r->estimate < SCAF_ESTIMATE_MEASURED;
-    uint32_t eff_team = remembered ? c->memo.standin_team : r->eff_team;
+    struct scaf_recall_view memory = scaf_recall_view(c);
+    uint32_t eff_team = memory.standin ? memory.eff_team : r->eff_team;
     bool first = true;
 
     scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"name\":", c->id, (int)c->pid, (unsigned)c->uid);
@@ -29,15 +30,15 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
         }
     scaf_buf_printf(b, "],\"nlwp\":%u,\"max_threads\":%u,\"last_team\":%u,\"regions\":%llu,\"efficiency\":",
                     c->lookout.nlwp, c->max_threads, r->last_team, (unsigned long long)r->regions);
-    if (remembered)
-        scaf_buf_printf(b, "%.6f", c->memo.standin_e);
+    if (memory.standin)
+        scaf_buf_printf(b, "%.6f", memory.efficiency);
     else if (r->estimate == SCAF_ESTIMATE_NONE)
         scaf_buf_printf(b, "null");
     else
         scaf_buf_printf(b, "%.6f", r->efficiency);
     scaf_buf_printf(b, ",\"coef\":%.6g,\"estimate\":\"%s\",\"long_region\":%s,\"experiments\":%llu",
                     isfinite(c->alloc.coef) ? c->alloc.coef : 0.0,
-                    remembered ? "remembered" : scaf_estimate_name(r->estimate),
+                    memory.standin ? "remembered" : scaf_pageread_estimate_name(r->estimate),
                     r->long_region ? "true" : "false", (unsigned long long)r->experiments);
     scaf_buf_printf(b, ",\"gang\":%u,\"control\":\"%s\",\"rigid_team\":%u,\"wanted\":%u",
                     c->alloc.gang_slot, c->alloc.control == SCAF_CONTROL_CPUSET ? "cpuset" : "threads",
@@ -46,18 +47,18 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     scaf_buf_printf(b, ",\"idle\":%s", c->alloc.idle ? "true" : "false");
     scaf_buf_printf(b, ",\"eff_threads\":%u,\"probing\":%s", eff_team,
                     c->state.probe.probe_since_ns || c->state.shrink.probe_since_ns ? "true" : "false");
-    scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_verdict_name(r->verdict),
-                    scaf_verdict_source_name(r->source));
+    scaf_buf_printf(b, ",\"verdict\":\"%s\",\"verdict_source\":\"%s\",\"reason\":", scaf_pageread_verdict_name(r->verdict),
+                    scaf_pageread_source_name(r->source));
     scaf_buf_json_string(b, r->reason);
     /* What the memory knew of its program when it arrived (null: nothing; run_s 0: how long it runs is not
      * known), the share it was offered to start with, and the team the layer started it with (0: as usual). */
-    if (c->memo.runs)
+    if (memory.runs)
         scaf_buf_printf(b, ",\"memory\":{\"runs\":%u,\"verdict\":\"%s\",\"source\":\"%s\",\"run_s\":%.3f}",
-                        c->memo.runs, scaf_verdict_name(c->memo.verdict), scaf_verdict_source_name(c->memo.source),
-                        c->memo.run_s);
+                        memory.runs, scaf_pageread_verdict_name(memory.verdict), scaf_pageread_source_name(memory.source),
+                        memory.run_s);
     else
         scaf_buf_printf(b, ",\"memory\":null");
-    scaf_buf_printf(b, ",\"start_team\":%u,\"started_with\":%u,\"runtimes\":[", c->memo.start_team, r->started_with);
+    scaf_buf_printf(b, ",\"start_team\":%u,\"started_with\":%u,\"runtimes\":[", memory.start_team, r->started_with);
     first = true;
     for (int i = 0; i < SCAF_RT_COUNT; i++)
         if (r->runtimes & (1u << i)) {

@@ -1,13 +1,13 @@
 /* session.c — connections: reading messages, refusals, the replies that wait for the step; a HELLO or a departure goes to clients.c. */
 #include "session.h"
 #include "reply.h"
-#include "../client.h"
+#include "../clientrec.h"
 #include "../clients.h"
 #include "../say.h"
 #include "../scafd.h"
+#include "../recall/recall.h"
 #include "../report/jsonbuf.h"
 #include "../report/refusals.h"
-#include "../memory/memory.h"
 #include "../report/status.h"
 #include "scaf/clock.h"
 #include "scaf/wire.h"
@@ -70,12 +70,12 @@ static bool registered(const struct scafd_conn *c)
     return c->state == CONN_WELCOMING || c->state == CONN_CLIENT;
 }
 
-int scaf_conn_table_init(struct scafd *d)
+int scaf_session_table_init(struct scafd *d)
 {
     d->nconns = d->opt.max_clients + CONN_EXTRA;
     d->conns = calloc(d->nconns, sizeof *d->conns);
     if (!d->conns) {
-        scaf_conn_table_free(d);
+        scaf_session_table_free(d);
         errno = ENOMEM;
         return -1;
     }
@@ -86,7 +86,7 @@ int scaf_conn_table_init(struct scafd *d)
     return 0;
 }
 
-void scaf_conn_table_free(struct scafd *d)
+void scaf_session_table_free(struct scafd *d)
 {
     for (uint32_t i = 0; d->conns && i < d->nconns; i++) {
         struct scafd_conn *c = &d->conns[i];
@@ -308,7 +308,7 @@ static void hello(struct scafd *d, struct scafd_conn *c)
     d->welcomes_due = true;
 }
 
-/* A complete MEMORY request: decoded here, answered by the memory (memory/memory.c) for this peer's uid. */
+/* A complete MEMORY request: decoded here, answered by the recall step (recall/recall.c) for this peer's uid. */
 static void memory(struct scafd *d, struct scafd_conn *c)
 {
     struct scaf_wire_memory_reply r = {0};
@@ -320,7 +320,7 @@ static void memory(struct scafd *d, struct scafd_conn *c)
         refuse(d, c, &why);
         return;
     }
-    scaf_memory_answer(d, c->uid, &m, &r);
+    scaf_recall_answer(&d->recall, d->clients, d->nclients, scafd_available(d), c->uid, &m, &r);
     out = malloc(sizeof *out);
     if (!out) {
         refuse_text(d, c, SCAF_REFUSE_INTERNAL, "out of memory for the reply");
@@ -412,7 +412,7 @@ static void on_readable(struct scafd *d, struct scafd_conn *c)
     }
 }
 
-void scaf_conn_event(struct scafd *d, uint64_t tag, uint32_t events)
+void scaf_session_event(struct scafd *d, uint64_t tag, uint32_t events)
 {
     /* NULL: the connection was closed earlier in this batch (its slot may be reused). */
     struct scafd_conn *c = from_tag(d, tag);
@@ -432,7 +432,7 @@ void scaf_conn_event(struct scafd *d, uint64_t tag, uint32_t events)
         on_readable(d, c);
 }
 
-void scaf_conn_send_welcomes(struct scafd *d)
+void scaf_session_send_welcomes(struct scafd *d)
 {
     if (!d->welcomes_due)
         return;
@@ -455,7 +455,7 @@ void scaf_conn_send_welcomes(struct scafd *d)
     }
 }
 
-void scaf_conn_send_status(struct scafd *d)
+void scaf_session_send_status(struct scafd *d)
 {
     if (!d->status_due)
         return;
@@ -503,7 +503,7 @@ static void turn_away(struct scafd *d, int fd, enum scaf_refusal_kind kind, cons
     close(fd);
 }
 
-enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
+enum scaf_session_accept_result scaf_session_accept(struct scafd *d)
 {
     /* Bounded, so a connection storm cannot starve the clients already here. */
     for (int round = 0; round < 64; round++) {
@@ -574,12 +574,12 @@ enum scaf_conn_accept_result scaf_conn_accept(struct scafd *d)
     return SCAF_CONN_ACCEPT_OK;
 }
 
-uint32_t scaf_conn_count(const struct scafd *d)
+uint32_t scaf_session_count(const struct scafd *d)
 {
     return d->nopen + d->nclients;
 }
 
-void scaf_conn_reap_stalled(struct scafd *d, double now)
+void scaf_session_reap_stalled(struct scafd *d, double now)
 {
     for (uint32_t i = 0; i < d->nconns; i++) {
         struct scafd_conn *c = &d->conns[i];

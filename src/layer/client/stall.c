@@ -21,7 +21,7 @@
 #define WINDOW_NS 1000000000ull
 
 /* One watched region. `t0` is the claim: written last by the region's thread, cleared at its end. */
-struct slot {
+struct watch {
     _Atomic uint64_t t0; /* CLOCK_MONOTONIC at entry, 0 = free */
     _Atomic int tid;
     void (*_Atomic fn)(void *);
@@ -29,7 +29,7 @@ struct slot {
     _Atomic unsigned team, asked;
 };
 
-static struct slot slots[SLOTS];
+static struct watch slots[SLOTS];
 
 /* The helper's own view of each slot (helper thread only): the window it is judging. */
 static struct {

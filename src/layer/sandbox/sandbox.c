@@ -63,13 +63,14 @@ pid_t scaf_sandbox_fork(void)
 #define PRIVATIZE_MAX (1u << 20)
 #define MAX_SHARED 128
 
-struct range {
+/* One writable shared mapping of /proc/self/maps, and whether it may be read. */
+struct shared_map {
     uintptr_t lo, hi;
     int readable;
 };
 
 struct shared_ranges {
-    struct range r[MAX_SHARED];
+    struct shared_map r[MAX_SHARED];
     int n;
 };
 
@@ -82,7 +83,7 @@ static int keep_shared(const struct scaf_map *m, void *arg)
         return 0;
     if (sr->n >= MAX_SHARED)
         return 1;
-    sr->r[sr->n++] = (struct range){m->lo, m->hi, m->perms[0] == 'r'};
+    sr->r[sr->n++] = (struct shared_map){m->lo, m->hi, m->perms[0] == 'r'};
     return 0;
 }
 
@@ -90,7 +91,7 @@ static int keep_shared(const struct scaf_map *m, void *arg)
 static int isolate_shared_mappings(void)
 {
     struct shared_ranges sr = {.n = 0};
-    struct range *rs = sr.r;
+    struct shared_map *rs = sr.r;
     int n;
 
     /* Collect first, change later: /proc/self/maps is generated while we read it. */

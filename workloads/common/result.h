@@ -1,6 +1,6 @@
-/* report.h — timing, team-size tracking and the result lines every workload prints. */
-#ifndef WL_REPORT_H
-#define WL_REPORT_H
+/* result.h — timing, team-size tracking and the result lines every workload prints. */
+#ifndef WL_RESULT_H
+#define WL_RESULT_H
 
 #include <stdint.h>
 

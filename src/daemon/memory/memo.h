@@ -1,6 +1,6 @@
-/* record.h — one program as the memory keeps it, and the pure rules that change it: a run learned, scaf check's verdict, the sites a page may carry (not an installed interface). */
-#ifndef SCAFD_MEMORY_RECORD_H
-#define SCAFD_MEMORY_RECORD_H
+/* memo.h — one program as the memory keeps it, and the pure rules that change it: a run learned, scaf check's verdict, the sites a page may carry (not an installed interface). */
+#ifndef SCAFD_MEMORY_MEMO_H
+#define SCAFD_MEMORY_MEMO_H
 
 #include "scaf/proto.h"
 

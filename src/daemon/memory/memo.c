@@ -1,5 +1,5 @@
-/* record.c — the pure rules of one remembered program: a run learned, scaf check's verdict, a page's sites cleaned, the record evicted first. */
-#include "record.h"
+/* memo.c — the pure rules of one remembered program: a run learned, scaf check's verdict, a page's sites cleaned, the record evicted first. */
+#include "memo.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,19 +1,19 @@
-/* memory.c — the daemon's memory of programs between runs: recalled onto a client's page at arrival, learned from it at departure, answered to MEMORY requests (docs/memory.md). */
-#include "memory.h"
-#include "keep.h"
-#include "record.h"
-#include "store.h"
-#include "../client.h"
+/* recall.c — the recall step: a client's program recalled onto its page at arrival, its run learned from the page at departure, MEMORY requests answered, the remembered curve handed to decide and shown by status (docs/memory.md). */
+#include "recall.h"
+#include "../clientrec.h"
 #include "../say.h"
-#include "../scafd.h"
 #include "../apply/pagewrite.h"
 #include "../collect/foreign.h"
 #include "../collect/pageread.h"
+#include "../memory/keep.h"
+#include "../memory/memo.h"
+#include "../memory/store.h"
 #include "scaf/clock.h"
 #include "scaf/policy.h"
 #include "scaf/procfs.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static int64_t wall_ns(void)
@@ -30,21 +30,21 @@ static bool running(const struct scaf_client *c)
 /*
  * Each client's peer time up to `now`: since the last count every client here
  * has run beside the running others. Called before the table changes and at
- * each referee turn before idleness is judged again (scaf_memory_turn), so
+ * each referee turn before idleness is judged again (scaf_recall_turn), so
  * that a run's mean of other busy clients (docs/memory.md, "peers") weighs
  * each stretch by how long it lasted, with whom was idle over it.
  */
-static void tally(struct scafd *d, double now)
+static void tally(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t nclients, double now)
 {
-    double dt = now - d->memory.tally_s;
+    double dt = now - rc->tally_s;
     uint32_t n = 0;
 
-    for (uint32_t i = 0; i < d->nclients; i++)
-        n += running(d->clients[i]);
+    for (uint32_t i = 0; i < nclients; i++)
+        n += running(clients[i]);
     if (n > 0 && dt > 0)
-        for (uint32_t i = 0; i < d->nclients; i++)
-            d->clients[i]->memo.peer_s += (double)(n - running(d->clients[i])) * dt;
-    d->memory.tally_s = now;
+        for (uint32_t i = 0; i < nclients; i++)
+            clients[i]->recall.peer_s += (double)(n - running(clients[i])) * dt;
+    rc->tally_s = now;
 }
 
 /* A record's run time in seconds (0: not known). */
@@ -62,7 +62,7 @@ static double run_s(const struct scaf_memo_record *rec)
 static bool holds_all(const struct scaf_client *c, uint32_t available)
 {
     bool fixed = c->report.verdict == SCAF_VERDICT_FIXED ||
-                 (c->report.verdict == SCAF_VERDICT_UNDECIDED && c->memo.verdict == SCAF_VERDICT_FIXED);
+                 (c->report.verdict == SCAF_VERDICT_UNDECIDED && c->recall.verdict == SCAF_VERDICT_FIXED);
     uint32_t team = c->report.started_with ? c->report.started_with : c->report.fixed_team;
 
     return fixed && team >= available;
@@ -75,18 +75,18 @@ static bool holds_all(const struct scaf_client *c, uint32_t available)
  * on `available` contexts. *ending (unless NULL) gets how many running ones
  * were left out as about to end.
  */
-static uint32_t busy(const struct scafd *d, const struct scaf_client *except, uint32_t available, double newcomer_s,
-                     uint32_t *ending)
+static uint32_t busy(struct scaf_client *const *clients, uint32_t nclients, const struct scaf_client *except,
+                     uint32_t available, double newcomer_s, uint32_t *ending)
 {
     double now = scaf_clock_s(CLOCK_MONOTONIC);
     uint32_t n = 0, left = 0;
 
-    for (uint32_t i = 0; i < d->nclients; i++) {
-        const struct scaf_client *c = d->clients[i];
+    for (uint32_t i = 0; i < nclients; i++) {
+        const struct scaf_client *c = clients[i];
 
         if (c == except || !running(c))
             continue;
-        if (scaf_start_outlasts(now - c->memo.arrived_s, c->memo.run_s, newcomer_s, holds_all(c, available)))
+        if (scaf_start_outlasts(now - c->recall.arrived_s, c->recall.run_s, newcomer_s, holds_all(c, available)))
             n++;
         else
             left++;
@@ -96,9 +96,9 @@ static uint32_t busy(const struct scafd *d, const struct scaf_client *except, ui
     return n;
 }
 
-void scaf_memory_turn(struct scafd *d)
+void scaf_recall_turn(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t n)
 {
-    tally(d, scaf_clock_s(CLOCK_MONOTONIC));
+    tally(rc, clients, n, scaf_clock_s(CLOCK_MONOTONIC));
 }
 
 /* How status names the program: exe and script basenames from /proc/PID/cmdline (collect/foreign.c's rule). */
@@ -118,31 +118,32 @@ static void seed_points(struct scaf_client *cl)
 {
     uint64_t now = scaf_clock_ns(CLOCK_MONOTONIC);
 
-    for (uint32_t i = 0; i < cl->memo.npoints && i < SCAF_POINTS_MAX; i++) {
-        cl->state.points.p[i] = cl->memo.points[i].team;
-        cl->state.points.e[i] = cl->memo.points[i].efficiency_ppm / 1e6;
+    for (uint32_t i = 0; i < cl->recall.npoints && i < SCAF_POINTS_MAX; i++) {
+        cl->state.points.p[i] = cl->recall.points[i].team;
+        cl->state.points.e[i] = cl->recall.points[i].efficiency_ppm / 1e6;
         cl->state.points.seen_ns[i] = now;
     }
-    cl->memo.seeded_ns = now;
+    cl->recall.seeded_ns = now;
 }
 
-void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
+void scaf_recall_arrive(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t n, uint32_t available,
+                        struct scaf_client *cl, uint64_t key)
 {
-    struct scaf_client_memory *mm = &cl->memo;
+    struct scaf_recall_client *mm = &cl->recall;
     struct scaf_page_recall pm = {0};
     struct scaf_memo_record *rec = NULL;
-    struct scaf_memo_store *s;
+    struct scaf_store *s;
     double now = scaf_clock_s(CLOCK_MONOTONIC);
-    uint32_t peers = 0, available = scafd_available(d), others, ending;
+    uint32_t peers = 0, others, ending;
 
-    tally(d, now);
+    tally(rc, clients, n, now);
     memset(mm, 0, sizeof *mm);
     mm->key = key;
     mm->arrived_s = now;
-    if (key && (s = scaf_memory_store(&d->memory, cl->uid))) {
+    if (key && (s = scaf_keep_store(rc->keep, cl->uid))) {
         mm->kept = true;
         program_name(cl, mm->name, sizeof mm->name);
-        rec = scaf_memo_store_find(s, key);
+        rec = scaf_store_find(s, key);
     }
     if (rec) {
         /* Seen now: a program that runs is the last to be evicted (the file learns it at the next write). */
@@ -163,13 +164,13 @@ void scaf_memory_arrive(struct scafd *d, struct scaf_client *cl, uint64_t key)
         seed_points(cl);
     }
     /* Every client gets its share at arrival; the layer applies it when the program keeps its team. */
-    others = busy(d, cl, available, mm->run_s, &ending);
+    others = busy(clients, n, cl, available, mm->run_s, &ending);
     mm->start_team = scaf_start_team(available, others, peers, cl->max_threads);
     pm.start_team = mm->start_team;
-    if (ending && d->opt.verbose)
+    if (ending && rc->verbose)
         scaf_say("client %u (pid %d %s) starts with %u: %u running client%s expected to end early in its run of "
                  "%.1f s", cl->id, (int)cl->pid, cl->name, mm->start_team, ending, ending == 1 ? "" : "s", mm->run_s);
-    scaf_page_write_memory(cl->page, &pm);
+    scaf_pagewrite_memory(cl->page, &pm);
 }
 
 /*
@@ -189,11 +190,11 @@ static uint32_t measured_points(const struct scaf_client *cl, const struct scaf_
 
     if (now)
         out[n++] = (struct scaf_memo_point){last->eff_team, scaf_efficiency_to_ppm(last->efficiency)};
-    if (!cl->memo.measured)
+    if (!cl->recall.measured)
         return n;
     for (uint32_t i = 0; i < SCAF_POINTS_MAX && n < SCAF_MEMO_POINTS; i++) {
         uint32_t ppm = scaf_efficiency_to_ppm(cl->state.points.e[i]);
-        bool seeded = cl->memo.seeded_ns && cl->state.points.seen_ns[i] == cl->memo.seeded_ns;
+        bool seeded = cl->recall.seeded_ns && cl->state.points.seen_ns[i] == cl->recall.seeded_ns;
 
         if (cl->state.points.p[i] >= 2 && ppm > 0 && !seeded && !(now && cl->state.points.p[i] == last->eff_team))
             out[n++] = (struct scaf_memo_point){cl->state.points.p[i], ppm};
@@ -201,24 +202,25 @@ static uint32_t measured_points(const struct scaf_client *cl, const struct scaf_
     return n;
 }
 
-void scaf_memory_leave(struct scafd *d, struct scaf_client *cl)
+void scaf_recall_leave(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t nclients,
+                       struct scaf_client *cl)
 {
-    struct scaf_client_memory *mm = &cl->memo;
+    struct scaf_recall_client *mm = &cl->recall;
     struct scaf_site_memo raw[SCAF_MEMORY_SITES], sites[SCAF_MEMORY_SITES];
     struct scaf_memo_point points[SCAF_MEMO_POINTS];
     struct scaf_page_report rep = cl->report;
     struct scaf_memo_record *rec;
-    struct scaf_memo_store *s;
+    struct scaf_store *s;
     double now = scaf_clock_s(CLOCK_MONOTONIC), seconds;
     uint64_t evicted;
     uint32_t n;
 
-    tally(d, now);
-    if (!mm->kept || !cl->page || !(s = scaf_memory_store(&d->memory, cl->uid)))
+    tally(rc, clients, nclients, now);
+    if (!mm->kept || !cl->page || !(s = scaf_keep_store(rc->keep, cl->uid)))
         return;
     /* The page as it is now (the client is gone; its page is still ours to read), every field checked. */
-    (void)scaf_page_read(cl->page, cl->max_threads, cl->hello_fixed, &rep);
-    n = scaf_page_read_learned(cl->page, raw);
+    (void)scaf_pageread_report(cl->page, cl->max_threads, cl->hello_fixed, &rep);
+    n = scaf_pageread_learned(cl->page, raw);
     seconds = now - mm->arrived_s;
     struct scaf_memo_run run = {
         .now_ns = wall_ns(),
@@ -233,80 +235,122 @@ void scaf_memory_leave(struct scafd *d, struct scaf_client *cl)
         .peers = seconds > 0 ? mm->peer_s / seconds : 0.0,
         .seconds = seconds,
     };
-    rec = scaf_memo_store_add(s, mm->key, run.now_ns, d->memory.programs, &evicted);
+    rec = scaf_store_add(s, mm->key, run.now_ns, rc->keep->programs, &evicted);
     if (!rec) {
         scaf_say("memory of uid %u: out of memory: the run of client %u (%s) is not remembered", (unsigned)cl->uid,
                  cl->id, cl->name);
         return;
     }
     scaf_memo_learn(rec, &run);
-    scaf_memo_store_changed(s);
-    if (d->opt.verbose)
+    scaf_store_changed(s);
+    if (rc->verbose)
         scaf_say("client %u (pid %d %s) remembered as %s: %s (%s), %u runs, %u sites, %u points%s", cl->id,
-                 (int)cl->pid, cl->name, rec->name, scaf_verdict_name(rec->verdict),
-                 scaf_verdict_source_name(rec->source), rec->runs, rec->nsites, rec->npoints,
+                 (int)cl->pid, cl->name, rec->name, scaf_pageread_verdict_name(rec->verdict),
+                 scaf_pageread_source_name(rec->source), rec->runs, rec->nsites, rec->npoints,
                  evicted ? ", the least recently seen program forgotten" : "");
 }
 
-void scaf_memory_answer(struct scafd *d, uid_t uid, const struct scaf_wire_memory *req,
-                        struct scaf_wire_memory_reply *r)
+void scaf_recall_answer(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t n, uint32_t available,
+                        uid_t uid, const struct scaf_wire_memory *req, struct scaf_wire_memory_reply *r)
 {
-    struct scaf_memo_store *s;
+    struct scaf_store *s;
     struct scaf_memo_record *rec;
     uint64_t evicted;
 
     *r = (struct scaf_wire_memory_reply){.op = req->op, .status = SCAF_MEMORY_OFF};
-    if (!d->memory.on) {
+    if (!rc->keep->on) {
         /* No memory, but the share is no memory's: every runtime of a program about to start gets it. */
-        if (req->op == SCAF_MEMORY_RECALL) {
-            uint32_t available = scafd_available(d);
-
-            r->start_team = scaf_start_team(available, busy(d, NULL, available, run_s(NULL), NULL), 0, req->max_threads);
-        }
+        if (req->op == SCAF_MEMORY_RECALL)
+            r->start_team = scaf_start_team(available, busy(clients, n, NULL, available, run_s(NULL), NULL), 0,
+                                            req->max_threads);
         return;
     }
-    s = scaf_memory_store(&d->memory, uid);
+    s = scaf_keep_store(rc->keep, uid);
     if (!s) {
         r->status = SCAF_MEMORY_FAILED;
         return;
     }
     switch (req->op) {
     case SCAF_MEMORY_RECALL:
-        rec = scaf_memo_store_find(s, req->key);
+        rec = scaf_store_find(s, req->key);
         r->status = rec ? SCAF_MEMORY_OK : SCAF_MEMORY_UNKNOWN;
         if (rec) {
             r->runs = rec->runs;
             r->verdict = rec->verdict;
             r->source = rec->source;
         }
-        {
-            uint32_t available = scafd_available(d);
-
-            r->start_team = scaf_start_team(available, busy(d, NULL, available, run_s(rec), NULL),
-                                            rec ? scaf_memo_peers(rec) : 0, req->max_threads);
-        }
+        r->start_team = scaf_start_team(available, busy(clients, n, NULL, available, run_s(rec), NULL),
+                                        rec ? scaf_memo_peers(rec) : 0, req->max_threads);
         break;
     case SCAF_MEMORY_FORGET:
-        r->forgotten = req->key ? scaf_memo_store_forget(s, req->key) : scaf_memo_store_forget_all(s);
+        r->forgotten = req->key ? scaf_store_forget(s, req->key) : scaf_store_forget_all(s);
         r->status = req->key && !r->forgotten ? SCAF_MEMORY_UNKNOWN : SCAF_MEMORY_OK;
-        if (d->opt.verbose && r->forgotten)
+        if (rc->verbose && r->forgotten)
             scaf_say("memory of uid %u: %u programs forgotten", (unsigned)uid, r->forgotten);
         break;
     case SCAF_MEMORY_REMEMBER:
-        rec = scaf_memo_store_add(s, req->key, wall_ns(), d->memory.programs, &evicted);
+        rec = scaf_store_add(s, req->key, wall_ns(), rc->keep->programs, &evicted);
         if (!rec) {
             r->status = SCAF_MEMORY_FAILED;
             break;
         }
         scaf_memo_remember(rec, req->verdict, req->name, wall_ns());
-        scaf_memo_store_changed(s);
+        scaf_store_changed(s);
         r->status = SCAF_MEMORY_OK;
-        if (d->opt.verbose)
+        if (rc->verbose)
             scaf_say("memory of uid %u: %s recorded %s by scaf check", (unsigned)uid, rec->name,
-                     scaf_verdict_name(rec->verdict));
+                     scaf_pageread_verdict_name(rec->verdict));
         break;
     default:
         r->status = SCAF_MEMORY_FAILED; /* the codec passes known ops only */
         break;
     }
+}
+
+/* Whether the remembered curve stands in: it has points, and no report of this run was measured yet. */
+static bool stands_in(const struct scaf_recall_client *m)
+{
+    return !m->measured && m->npoints > 0;
+}
+
+struct scaf_recall_curve scaf_recall_curve(struct scaf_client *c)
+{
+    struct scaf_recall_client *m = &c->recall;
+
+    /* The remembered curve stands in until the first measured report, then never again. */
+    if (c->report.estimate >= SCAF_ESTIMATE_MEASURED)
+        m->measured = true;
+    if (c->report.estimate >= SCAF_ESTIMATE_MEASURED && c->report.eff_team >= 2)
+        m->measured_wide = true;
+    return (struct scaf_recall_curve){
+        .points = stands_in(m) ? m->points : NULL,
+        .npoints = stands_in(m) ? m->npoints : 0,
+        .prior = m->npoints > 0 && !m->measured_wide,
+    };
+}
+
+void scaf_recall_stood_in(struct scaf_client *c, uint32_t team, double efficiency)
+{
+    struct scaf_recall_client *m = &c->recall;
+
+    m->standin_team = stands_in(m) ? team : 0;
+    m->standin_e = stands_in(m) ? efficiency : 0.0;
+}
+
+struct scaf_recall_view scaf_recall_view(const struct scaf_client *c)
+{
+    const struct scaf_recall_client *m = &c->recall;
+    /* A report measured since the last turn ends the stand-in now, before decide has seen it. */
+    bool standin = m->standin_team > 0 && !m->measured && c->report.estimate < SCAF_ESTIMATE_MEASURED;
+
+    return (struct scaf_recall_view){
+        .standin = standin,
+        .eff_team = standin ? m->standin_team : 0,
+        .efficiency = standin ? m->standin_e : 0.0,
+        .runs = m->runs,
+        .verdict = m->verdict,
+        .source = m->source,
+        .run_s = m->run_s,
+        .start_team = m->start_team,
+    };
 }

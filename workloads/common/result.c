@@ -1,5 +1,5 @@
-/* report.c — timing, team-size tracking and the result lines every workload prints. */
-#include "report.h"
+/* result.c — timing, team-size tracking and the result lines every workload prints. */
+#include "result.h"
 
 #include <inttypes.h>
 #include <omp.h>
