@@ -93,7 +93,8 @@ static double curve_speedup(const struct curve *c, double p)
  * coherency, and a curve that keeps rising is the reading that takes nothing
  * away); a second point that does not contradict the report is a measured
  * point of the curve either way. Without a report: the curve of last round
- * (prev_coef = E(2) = 1 / (1 + sigma)), no measured point. Probed clients
+ * (prev_coef = E(2) = 1 / (1 + sigma + 2 kappa), read back as
+ * sigma alone), no measured point. Probed clients
  * are unknown.
  */
 static enum fit client_model(const struct scaf_policy_client *cl, double shift, struct curve *c)
@@ -124,8 +125,20 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
             ev[0] = 1.0;
         if (!(ev[0] >= E_MIN))
             ev[0] = E_MIN;
-        if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0)
+        if (!two && ev[0] * p[0] < 1.0) {
+            /*
+             * One point slower than serial: the curve peaked somewhere in 1..p'. Amdahl through it would fall
+             * from the first thread on and hold the client at one chunk until a probe; the coherency-only
+             * curve through it (sigma 0) peaks at sqrt(1 / kappa), the largest peak the point allows, and a
+             * memory-bound program measured at a whole large machine (E 0.0025 at 256, S 0.63, peak 12.6)
+             * goes straight to its peak, where its next report fits the true curve. A program that only gets
+             * slower is measured there at once and falls back to one chunk: at p' = 2 the peak is at 1.
+             */
+            c->u.sigma = 0.0;
+            c->u.kappa = (1.0 / ev[0] - 1.0) / ((double)p[0] * (p[0] - 1.0));
+        } else if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0) {
             return FIT_NONE;
+        }
         c->n = other ? 2 : 1;
         for (uint32_t k = 0, j = other && p[1] < p[0] ? 1 : 0; k < c->n; k++, j = 1 - j) {
             c->p[k] = p[j];
@@ -424,7 +437,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         bound[i] = most && most < in->available ? most : in->available;
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
-            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma) : 0.0;
+            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma + 2.0 * m[i].u.kappa) : 0.0; /* E(2) */
     }
     if (k > in->available) {
         if (undamped)

@@ -152,8 +152,11 @@ class Simulation:
         self.work = np.array([p.work_s if r == MAIN else np.inf for p, r in zip(P, role, strict=True)])
         self.region = np.array([p.region_s for p in P])  # serial seconds per parallel region
         self.max_threads = np.array([sc.team(p) for p in P], dtype=np.int64)  # its bound: the count it would read
-        self.malleable = np.array([p.malleable for p in P])
-        self.runtime = np.array([p.team_kind == "runtime" for p in P])
+        # oracle-dynamic is the bound no scheduler passes: it may resize every team, a fixed one included (the
+        # best start team it could hand a fixed program is the share it would give it).
+        every = config == "oracle-dynamic"
+        self.malleable = np.array([p.malleable or every for p in P])
+        self.runtime = np.array([p.team_kind == "runtime" and not every for p in P])
         self.noise = np.array([p.noise for p in P])
         self.oversub = np.array([mach.oversub_slowdown if p.oversub_slowdown is None else p.oversub_slowdown
                                  for p in P])
@@ -220,7 +223,7 @@ class Simulation:
         self.rates_fixed = None
         if config == "oracle-dynamic":
             # rates_fixed: the current phase's, like self.curves; phase_rates[j, k]: every phase's.
-            pr = np.stack([oracle.rate_table(sc, tabs[:, k]) for k in range(tabs.shape[1])], axis=1)
+            pr = np.stack([oracle.rate_table(sc, tabs[:, k], resizable=True) for k in range(tabs.shape[1])], axis=1)
             self.phase_rates = pr[self.owner]
             self.rates_fixed = self.phase_rates[:, 0].copy()
         self.oracle_bound = np.array(oracle.max_threads(sc))[self.owner]  # the oracles' bound per client
@@ -591,7 +594,7 @@ class Simulation:
         team = np.where(self.malleable, self.team, self.fixed_team)
         ready = self.present & ~self.in_gap & (self.done >= self.armed - EPS)
         # In a gang, a region runs in its gang's turn: its efficiency is the rate in the turn.
-        x = np.clip(np.where(team > 0, r * self.turn_factor / np.maximum(team, 1), 0.0) + self.noise_now, 0.0, 1.0)
+        x = np.clip(np.where(team > 0, r * self.turn_factor / np.maximum(team, 1), 0.0) * (1.0 + self.noise_now), 0.0, 1.0)
         first = ready & np.isnan(est)
         est[first] = x[first]
         a = 1.0 - math.exp(-dt / self.tau) if self.tau > 0 else 1.0

@@ -209,16 +209,18 @@ def interp_rows(tab: np.ndarray, x: np.ndarray) -> np.ndarray:
     return tab[rows, i] * (1.0 - frac) + tab[rows, i + 1] * frac
 
 
-def fixed_rate(sc: Scenario, tab: np.ndarray, j: int, p: int) -> float:
-    """Progress rate of program j alone on p contexts with no other oversubscription."""
+def fixed_rate(sc: Scenario, tab: np.ndarray, j: int, p: int, resizable: bool = False) -> float:
+    """Progress rate of program j alone on p contexts with no other oversubscription (`resizable`: its team
+    follows p even when it is fixed)."""
     pr = sc.programs[j]
     if p <= 0:
         return 0.0
     s = float(tab[j, min(p, sc.machine.contexts)])
     team = sc.team(pr)
-    if not pr.malleable and team > p:
+    malleable = pr.malleable or resizable
+    if not malleable and team > p:
         k = pr.oversub_slowdown if pr.oversub_slowdown is not None else sc.machine.oversub_slowdown
         s /= 1.0 + k * (team / p - 1.0)
-    elif pr.malleable:
+    elif malleable:
         s = float(tab[j, min(p, team, sc.machine.contexts)])
     return s
