@@ -1,5 +1,4 @@
-"""The simulator's prediction for each pair measured on the 16-CPU loans, from the programs' own solo runs, beside
-the measurement.
+"""The simulator's prediction of each 16-CPU pair from the programs' solo runs, beside the measurement.
 
 Reads the raw logs that stood under docs/results until commit 3a4be15 (`git show`; docs/results.md, "Raw
 logs"): each program's solo wall seconds at 1/4/8/16 threads (the first loan's probe-scaling.txt) and the
