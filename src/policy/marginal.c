@@ -26,6 +26,15 @@
  */
 #define DAMP_Z 2.0
 #define DAMP_SD_UNKNOWN 0.05
+/*
+ * ... or DAMP_SD_REL of E when that is less: an estimate is a ratio of
+ * measured times, and its error is a fraction of it (the sd measured on the
+ * 2-vCPU VM: 0.03-0.12 at E 0.5-0.95). A client just moved to a large team
+ * and measured at E 0.007 is not read at E 0.107 for the 2 s its sd takes to
+ * be known. Damping only: whether a client is slower than serial is still
+ * judged with DAMP_SD_UNKNOWN (a verdict that leaves contexts idle).
+ */
+#define DAMP_SD_REL 0.1
 #define DAMP_REL 0.01
 
 /* Gains within this relative distance are ties: equal clients then alternate, as equipartition would. */
@@ -241,6 +250,16 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
  * when that curve falls it stays down, and the caller's probes
  * (src/policy/probe.c) measure it again at a larger team now and then.
  */
+/* How much the client's E wanders, for damping: as the caller measured it, else the default for its E. */
+static double e_sd(const struct scaf_policy_client *cl)
+{
+    double rel = DAMP_SD_REL * cl->efficiency;
+
+    if (isfinite(cl->e_sd) && cl->e_sd > 0.0)
+        return cl->e_sd;
+    return isfinite(rel) && rel >= 0.0 && rel < DAMP_SD_UNKNOWN ? rel : DAMP_SD_UNKNOWN;
+}
+
 static int slower_than_serial(const struct scaf_policy_client *cl, const struct curve *c)
 {
     if (cl->eff_team >= 2 && isfinite(cl->efficiency) && cl->efficiency >= 0.0) {
@@ -339,7 +358,7 @@ static int keep_prev(const struct scaf_policy_input *in, const struct work *w, c
     for (uint32_t i = 0; i < w->k; i++) {
         const struct scaf_policy_client *cl = &in->clients[i];
         uint32_t lo = w->chunk < w->bound[i] ? w->chunk : w->bound[i];
-        double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
+        double sd = e_sd(cl);
 
         if (cl->probe || cl->prev < lo || cl->prev > w->bound[i] || (w->fit[i] == FIT_NONE && cl->prev != a[i]))
             return 0;

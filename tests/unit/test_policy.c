@@ -147,6 +147,13 @@ static const struct tcase cases[] = {
     {"noise: a move within 2 sd of E is not followed", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0.35), FN(8, 0.5, 8, 0.35)}, {8, 8}},
     {"noise: the same move, quiet estimates", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0.01), FN(8, 0.5, 8, 0.01)}, {14, 2}},
     {"noise: unknown sd is read as 0.05", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0), FN(8, 0.5, 8, 0)}, {14, 2}},
+    /*
+     * Unknown sd at a small E is a tenth of E: a client just moved to 14 threads reads E 0.01 (S 0.14), its sd not
+     * known yet. Read at E + 0.1 (0.05 absolute) it would be at S 1.54 and held there against the other's small
+     * gain; read at E + 0.002 it is slower than serial, and both moves go through at once.
+     */
+    {"noise: unknown sd at a small E is a tenth of it", "speedup", 16, 1, 2, {FN(14, 0.01, 14, 0), FN(2, 0.55, 2, 0.01)}, {1, 15}},
+    {"noise: a known sd at a small E stands", "speedup", 16, 1, 2, {FN(14, 0.01, 14, 0.05), FN(2, 0.55, 2, 0.01)}, {14, 2}},
     {"noise: E that wanders over its whole range never moves", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 5.0), FN(8, 0.2, 8, 5.0)}, {8, 8}},
     {"damping keeps prev", "speedup", 16, 1, 2, {F(8, 0.9, 10, 0, 0), F(8, 0.5, 6, 0, 0)}, {10, 6}},
     {"damping lets a real change through", "speedup", 16, 1, 2, {F(8, 0.9, 8, 0, 0), F(8, 0.2, 8, 0, 0)}, {15, 1}},
