@@ -9,6 +9,7 @@
 #include "decide/idle.h"
 #include "decide/prepare.h"
 #include "decide/referee.h"
+#include "decide/turn.h"
 #include "recall/recall.h"
 #include "report/alloclog.h"
 #include "report/jsonbuf.h"
@@ -26,7 +27,8 @@ int scaf_pipeline_init(struct scafd *d)
     d->rclients = calloc(d->opt.max_clients, sizeof *d->rclients);
     d->rallocs = calloc(d->opt.max_clients, sizeof *d->rallocs);
     d->rscratch = calloc(1, sizeof *d->rscratch);
-    if (!d->rclients || !d->rallocs || !d->rscratch ||
+    d->dclients = calloc(d->opt.max_clients, sizeof *d->dclients);
+    if (!d->rclients || !d->rallocs || !d->rscratch || !d->dclients ||
         scaf_referee_scratch_reserve(d->rscratch, d->opt.max_clients) < 0) {
         scaf_pipeline_free(d);
         errno = ENOMEM;
@@ -45,6 +47,8 @@ void scaf_pipeline_free(struct scafd *d)
     if (d->rscratch)
         scaf_referee_scratch_free(d->rscratch);
     free(d->rscratch);
+    free(d->dclients);
+    d->dclients = NULL;
     d->rclients = NULL;
     d->rallocs = NULL;
     d->rscratch = NULL;
@@ -64,53 +68,57 @@ static void collect(struct scafd *d, bool referee)
     }
 }
 
-/* decide: each client prepared as the referee's input (decide/prepare.c), then the referee on that snapshot. */
+/* decide: what the daemon knows of each client, then the one pure entry point (decide/turn.c) the simulator also drives. */
 static int decide(struct scafd *d)
 {
-    struct scaf_referee_snapshot snap;
-    struct scaf_prepare_turn turn = {
-        .now_ns = scaf_clock_ns(CLOCK_MONOTONIC),
-        .probe_interval_ns = (uint64_t)(d->opt.probe_interval_s * 1e9),
-        .chunk = d->chunk,
-        .cpus = d->capacity.cpus,
-        .idle_rule = d->opt.idle_after_s > 0 ? &d->idle_rule : NULL,
-    };
-
-    for (uint32_t i = 0; i < d->nclients; i++) {
-        struct scaf_client *c = d->clients[i];
-        /* The remembered curve stands in until the first measured report (recall/recall.c). */
-        struct scaf_recall_curve remembered = scaf_recall_curve(c);
-        struct scaf_prepare_in in = {
-            .report = &c->report,
-            .max_threads = c->max_threads,
-            .alloc = c->applied ? &c->alloc : NULL,
-            .uid = c->uid,
-            .remembered = remembered.points,
-            .nremembered = remembered.npoints,
-            .prior = remembered.prior,
-            .woke = c->woke,
-            .cpu_ok = c->cpu_ok,
-            .cpu_ticks = c->cpu_ticks,
-        };
-
-        scaf_prepare_client(&in, &c->rigid, &c->state, &c->idle, &turn, &d->rclients[i]);
-        c->woke = false;
-        scaf_recall_stood_in(c, d->rclients[i].pol.eff_team, d->rclients[i].pol.efficiency);
-    }
-    snap = (struct scaf_referee_snapshot){
+    struct scaf_decide_in in = {
+        .turn = {
+            .now_ns = scaf_clock_ns(CLOCK_MONOTONIC),
+            .probe_interval_ns = (uint64_t)(d->opt.probe_interval_s * 1e9),
+            .chunk = d->chunk,
+            .cpus = d->capacity.cpus,
+            .idle_rule = d->opt.idle_after_s > 0 ? &d->idle_rule : NULL,
+        },
         .available = scafd_available(d),
-        .cpus = d->capacity.cpus,
-        .chunk = d->chunk,
-        .nclients = d->nclients,
-        .clients = d->rclients,
         .cpu_list = d->capacity.cpu_list,
         .cpu_list_len = d->capacity.cpu_list_len,
         .gang = d->opt.gang_quantum_s > 0,
         .kernel_places = d->opt.place_kernel,
         .per_user = d->opt.shared,
         .min_gain = d->opt.min_gain,
+        .nclients = d->nclients,
+        .clients = d->dclients,
     };
-    if (scaf_referee_decide(d->policy, &snap, d->rscratch, d->rallocs) < 0) {
+    int rc;
+
+    for (uint32_t i = 0; i < d->nclients; i++) {
+        struct scaf_client *c = d->clients[i];
+        /* The remembered curve stands in until the first measured report (recall/recall.c). */
+        struct scaf_recall_curve remembered = scaf_recall_curve(c);
+
+        d->dclients[i] = (struct scaf_decide_client){
+            .in = {
+                .report = &c->report,
+                .max_threads = c->max_threads,
+                .alloc = c->applied ? &c->alloc : NULL,
+                .uid = c->uid,
+                .remembered = remembered.points,
+                .nremembered = remembered.npoints,
+                .prior = remembered.prior,
+                .woke = c->woke,
+                .cpu_ok = c->cpu_ok,
+                .cpu_ticks = c->cpu_ticks,
+            },
+            .rigid = &c->rigid,
+            .state = &c->state,
+            .idle = &c->idle,
+        };
+        c->woke = false;
+    }
+    rc = scaf_decide_turn(d->policy, &in, d->rclients, d->rscratch, d->rallocs);
+    for (uint32_t i = 0; i < d->nclients; i++)
+        scaf_recall_stood_in(d->clients[i], d->rclients[i].pol.eff_team, d->rclients[i].pol.efficiency);
+    if (rc < 0) {
         scaf_say("policy %s failed (%s); allocations unchanged", d->policy->name, strerror(errno));
         return -1;
     }

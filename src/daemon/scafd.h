@@ -53,6 +53,7 @@ struct scaf_client;           /* clientrec.h */
 struct scaf_referee_client;   /* decide/referee.h */
 struct scaf_referee_alloc;
 struct scaf_referee_scratch;
+struct scaf_decide_client;    /* decide/turn.h */
 
 struct scafd {
     struct scafd_opts opt;
@@ -88,6 +89,7 @@ struct scafd {
     struct scaf_referee_client *rclients;
     struct scaf_referee_alloc *rallocs;
     struct scaf_referee_scratch *rscratch; /* the referee's per-turn arrays, sized once for max_clients */
+    struct scaf_decide_client *dclients;   /* each client as the turn's decide call gets it (decide/turn.h) */
     struct scaf_gangs gangs; /* which gangs take turns, and whose turn it is (apply/apply.c) */
     struct scaf_idle_rule idle_rule; /* when a client is idle (--idle-after, the clock's ticks) */
     struct scaf_alloclog log;

@@ -26,6 +26,15 @@
  */
 #define DAMP_Z 2.0
 #define DAMP_SD_UNKNOWN 0.05
+/*
+ * ... or DAMP_SD_REL of E when that is less: an estimate is a ratio of
+ * measured times, and its error is a fraction of it (the sd measured on the
+ * 2-vCPU VM: 0.03-0.12 at E 0.5-0.95). A client just moved to a large team
+ * and measured at E 0.007 is not read at E 0.107 for the 2 s its sd takes to
+ * be known. Damping only: whether a client is slower than serial is still
+ * judged with DAMP_SD_UNKNOWN (a verdict that leaves contexts idle).
+ */
+#define DAMP_SD_REL 0.1
 #define DAMP_REL 0.01
 
 /* Gains within this relative distance are ties: equal clients then alternate, as equipartition would. */
@@ -93,7 +102,8 @@ static double curve_speedup(const struct curve *c, double p)
  * coherency, and a curve that keeps rising is the reading that takes nothing
  * away); a second point that does not contradict the report is a measured
  * point of the curve either way. Without a report: the curve of last round
- * (prev_coef = E(2) = 1 / (1 + sigma)), no measured point. Probed clients
+ * (prev_coef = E(2) = 1 / (1 + sigma + 2 kappa), read back as
+ * sigma alone), no measured point. Probed clients
  * are unknown.
  */
 static enum fit client_model(const struct scaf_policy_client *cl, double shift, struct curve *c)
@@ -124,8 +134,20 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
             ev[0] = 1.0;
         if (!(ev[0] >= E_MIN))
             ev[0] = E_MIN;
-        if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0)
+        if (!two && ev[0] * p[0] < 1.0) {
+            /*
+             * One point slower than serial: the curve peaked somewhere in 1..p'. Amdahl through it would fall
+             * from the first thread on and hold the client at one chunk until a probe; the coherency-only
+             * curve through it (sigma 0) peaks at sqrt(1 / kappa), the largest peak the point allows, and a
+             * memory-bound program measured at a whole large machine (E 0.0025 at 256, S 0.63, peak 12.6)
+             * goes straight to its peak, where its next report fits the true curve. A program that only gets
+             * slower is measured there at once and falls back to one chunk: at p' = 2 the peak is at 1.
+             */
+            c->u.sigma = 0.0;
+            c->u.kappa = (1.0 / ev[0] - 1.0) / ((double)p[0] * (p[0] - 1.0));
+        } else if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0) {
             return FIT_NONE;
+        }
         c->n = other ? 2 : 1;
         for (uint32_t k = 0, j = other && p[1] < p[0] ? 1 : 0; k < c->n; k++, j = 1 - j) {
             c->p[k] = p[j];
@@ -228,6 +250,16 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
  * when that curve falls it stays down, and the caller's probes
  * (src/policy/probe.c) measure it again at a larger team now and then.
  */
+/* How much the client's E wanders, for damping: as the caller measured it, else the default for its E. */
+static double e_sd(const struct scaf_policy_client *cl)
+{
+    double rel = DAMP_SD_REL * cl->efficiency;
+
+    if (isfinite(cl->e_sd) && cl->e_sd > 0.0)
+        return cl->e_sd;
+    return isfinite(rel) && rel >= 0.0 && rel < DAMP_SD_UNKNOWN ? rel : DAMP_SD_UNKNOWN;
+}
+
 static int slower_than_serial(const struct scaf_policy_client *cl, const struct curve *c)
 {
     if (cl->eff_team >= 2 && isfinite(cl->efficiency) && cl->efficiency >= 0.0) {
@@ -326,7 +358,7 @@ static int keep_prev(const struct scaf_policy_input *in, const struct work *w, c
     for (uint32_t i = 0; i < w->k; i++) {
         const struct scaf_policy_client *cl = &in->clients[i];
         uint32_t lo = w->chunk < w->bound[i] ? w->chunk : w->bound[i];
-        double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
+        double sd = e_sd(cl);
 
         if (cl->probe || cl->prev < lo || cl->prev > w->bound[i] || (w->fit[i] == FIT_NONE && cl->prev != a[i]))
             return 0;
@@ -424,7 +456,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         bound[i] = most && most < in->available ? most : in->available;
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
-            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma) : 0.0;
+            coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma + 2.0 * m[i].u.kappa) : 0.0; /* E(2) */
     }
     if (k > in->available) {
         if (undamped)

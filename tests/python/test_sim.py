@@ -152,30 +152,42 @@ def test_unmodified_time_sharing_loses_to_equipartition() -> None:
     assert all(p.finish_s is not None for p in un.programs + eq.programs)
 
 
-def test_non_malleable_program_is_held_by_cpuset() -> None:
-    sc = scenario.parse("""
+FIXED_BESIDE_FLEX = """
 [machine]
 contexts = 16
+gangs = GANGS
 [[program]]
 name = "fixed"
 work_s = 50
-malleable = false
+team = "fixed"
 curve = { kind = "amdahl", parallel_fraction = 0.99 }
 [[program]]
 name = "flex"
 work_s = 50
 curve = { kind = "amdahl", parallel_fraction = 0.99 }
-""")
-    r = engine.run(sc, "equipartition")
-    tl = r.timeline
+"""
+
+
+def test_a_fixed_team_that_does_not_fit_takes_turns_and_is_never_squeezed() -> None:
+    """Cold, the fixed program reads the whole machine and keeps 16 threads: the daemon's referee never confines it
+    to fewer CPUs; with gangs the two take turns of the whole machine, without them the fixed team runs unconfined
+    and the malleable one keeps one chunk."""
+    sc = scenario.parse(FIXED_BESIDE_FLEX.replace("GANGS", "true"))
+    sim = engine.Simulation(sc, "equipartition")
+    while sim.step() and sim.t < 5.0:
+        pass
+    assert sim.started_with[0] == 0 and sim.fixed_team[0] == 16  # nothing said it keeps its team: its own count
+    assert list(sim.gang) == [1, 2] and list(sim.share) == [16, 16] and (sim.cpuset == 16).all()
+    assert list(sim.turn_factor) == [2.0, 2.0]
+    turns = sim.run()
+    unconf = engine.run(scenario.parse(FIXED_BESIDE_FLEX.replace("GANGS", "false")), "equipartition")
+    tl = unconf.timeline
     assert tl is not None
-    both = (tl.share > 0).all(axis=1)
-    assert both.any()
-    # its team stays 16 threads, its cpuset (allocation) is 8
-    assert (tl.team[both, 0] == 16).all() and (tl.share[both, 0] == 8).all()
-    assert (tl.team[both, 1] <= 8).all()
-    # 16 threads on 8 contexts progress slower than 8 threads on 8
-    assert r.programs[0].period_speedup < r.programs[1].period_speedup  # type: ignore[operator]
+    # From its first region on (before it, the fixed program is undecided: steered like any other).
+    both = (tl.share > 0).all(axis=1) & (tl.time > 0.5)
+    assert both.any() and (tl.team[both, 0] == 16).all() and (tl.share[both, 1] == 1).all()
+    # Turns of the whole machine beat 17 threads time-slicing on 16 contexts, for both.
+    assert turns.sum_speedup > unconf.sum_speedup  # type: ignore[operator]
 
 
 def test_allocation_changes_wait_for_region_boundaries() -> None:

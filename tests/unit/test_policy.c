@@ -93,7 +93,10 @@ static const struct tcase cases[] = {
     {"nobody gains: only the one within noise of serial takes the rest", "speedup", 8, 1, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0)}, {1, 7}},
     {"both slower than serial: the rest stays idle", "speedup", 8, 1, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.1, 0, 0, 0)}, {1, 1}},
     {"alone, slower than serial at 2: one thread", "speedup", 2, 1, 1, {F(2, 0.3, 0, 0, 0)}, {1}},
-    {"alone, slower than serial at 8 on 16 (sd 0.01): one thread", "speedup", 16, 1, 1, {FN(8, 0.1, 0, 0.01)}, {1}},
+    /* S(8) = 0.8: the curve peaked below 8; the coherency-only curve through the point peaks at 2.5 (S(3) 1.53). */
+    {"alone, slower than serial at 8 on 16 (sd 0.01): the peak the point allows", "speedup", 16, 1, 1, {FN(8, 0.1, 0, 0.01)}, {3}},
+    /* E 0.0025 at 256 (S 0.63), a memory-bound program on a whole large machine: straight to the peak, 13. */
+    {"alone, slower than serial at 256: the peak the point allows", "speedup", 256, 1, 1, {FN(256, 0.0025, 0, 0.0005)}, {13}},
     {"alone at 8, sd unknown: 0.05 is 0.4 of speedup, within noise", "speedup", 16, 1, 1, {F(8, 0.1, 0, 0, 0)}, {16}},
     {"alone at 2 and slower: drops to one despite damping", "speedup", 2, 1, 1, {F(2, 0.3, 2, 0, 0)}, {1}},
     {"alone, slower only within noise: takes all", "speedup", 2, 1, 1, {FN(2, 0.45, 0, 0.05)}, {2}},
@@ -105,7 +108,8 @@ static const struct tcase cases[] = {
     {"E > 1 read as 1", "speedup", 8, 1, 2, {F(4, 1.5, 0, 0, 0), F(4, 1.0, 0, 0, 0)}, {4, 4}},
     {"equal E, equal p' = equipartition", "speedup", 16, 1, 3, {F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0), F(5, 0.8, 0, 0, 0)}, {6, 5, 5}},
     {"bound excess to the others", "speedup", 16, 1, 3, {F(8, 0.9, 0, 3, 0), F(8, 0.5, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {3, 7, 6}},
-    {"known non-scalers, unknown newcomer", "speedup", 12, 1, 3, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {1, 1, 10}},
+    /* S(4) 0.4 peaks at 1.15 (one thread), S(4) 0.8 at 1.7 (S(2) 1.2): each at the peak its point allows. */
+    {"known non-scalers, unknown newcomer", "speedup", 12, 1, 3, {F(4, 0.1, 0, 0, 0), F(4, 0.2, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {1, 2, 9}},
     /*
      * Saturation seen: E 0.304 at 16 and 0.119 at 32 (S 4.9 then 3.8: the larger team is slower). The USL
      * curve through both peaks near 13, and the speedup policy leaves the rest idle.
@@ -143,6 +147,13 @@ static const struct tcase cases[] = {
     {"noise: a move within 2 sd of E is not followed", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0.35), FN(8, 0.5, 8, 0.35)}, {8, 8}},
     {"noise: the same move, quiet estimates", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0.01), FN(8, 0.5, 8, 0.01)}, {14, 2}},
     {"noise: unknown sd is read as 0.05", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 0), FN(8, 0.5, 8, 0)}, {14, 2}},
+    /*
+     * Unknown sd at a small E is a tenth of E: a client just moved to 14 threads reads E 0.01 (S 0.14), its sd not
+     * known yet. Read at E + 0.1 (0.05 absolute) it would be at S 1.54 and held there against the other's small
+     * gain; read at E + 0.002 it is slower than serial, and both moves go through at once.
+     */
+    {"noise: unknown sd at a small E is a tenth of it", "speedup", 16, 1, 2, {FN(14, 0.01, 14, 0), FN(2, 0.55, 2, 0.01)}, {1, 15}},
+    {"noise: a known sd at a small E stands", "speedup", 16, 1, 2, {FN(14, 0.01, 14, 0.05), FN(2, 0.55, 2, 0.01)}, {14, 2}},
     {"noise: E that wanders over its whole range never moves", "speedup", 16, 1, 2, {FN(8, 0.9, 8, 5.0), FN(8, 0.2, 8, 5.0)}, {8, 8}},
     {"damping keeps prev", "speedup", 16, 1, 2, {F(8, 0.9, 10, 0, 0), F(8, 0.5, 6, 0, 0)}, {10, 6}},
     {"damping lets a real change through", "speedup", 16, 1, 2, {F(8, 0.9, 8, 0, 0), F(8, 0.2, 8, 0, 0)}, {15, 1}},
@@ -204,7 +215,7 @@ static void run_model(void)
     struct cl c[4] = {F(8, 0.9, 0, 0, 0), F(1, 1.0, 0, 0, -0.25), F(4, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)};
     struct scaf_policy_client cl[4];
     struct scaf_policy_input in = {16, 1, 4, cl, 0};
-    double coef[4], exact[4], c0 = 1.0 / (1.0 + (1.0 / 0.9 - 1.0) / 7.0), c2 = 1.0 / (1.0 + (1.0 / 0.1 - 1.0) / 3.0);
+    double coef[4], exact[4], c0 = 1.0 / (1.0 + (1.0 / 0.9 - 1.0) / 7.0), c2 = 1.0 / (1.0 + 2.0 * (1.0 / 0.1 - 1.0) / 12.0);
     char msg[200];
 
     to_clients(c, 4, cl);
@@ -212,7 +223,11 @@ static void run_model(void)
         fail("model", strerror(errno));
         return;
     }
-    /* coef = E(2) of the fitted curve, 1 / (1 + sigma); 0 = no curve (a prev_coef outside (0, 1], unknown). */
+    /*
+     * coef = E(2) of the fitted curve, 1 / (1 + sigma + 2 kappa); 0 = no curve (a prev_coef outside (0, 1],
+     * unknown). The third client is slower than serial (S(4) = 0.4): its curve is the coherency-only one through
+     * the point, kappa = (1 / E - 1) / (p' (p' - 1)).
+     */
     if (!near(coef[0], c0) || coef[1] != 0 || !near(coef[2], c2) || coef[3] != 0) {
         snprintf(msg, sizeof(msg), "coef %.6f %.6f %.6f %.6f, want %.6f 0 %.6f 0", coef[0], coef[1], coef[2], coef[3],
                  c0, c2);

@@ -52,6 +52,12 @@ def policy_lib() -> Path:
     return lib_dir() / "libscaf_policy.so"
 
 
+def decide_lib() -> Path:
+    """libscaf_decide.so: the daemon's decide stage (src/daemon/decide/), the policies and the start rule, for the
+    simulator (python/scaf/lib/decide.py)."""
+    return lib_dir() / "libscaf_decide.so"
+
+
 def launch_lib() -> Path:
     """libscaf_launch.so: the program key the layer sends in its HELLO (include/scaf/progkey.h), the start rule
     (include/scaf/startrule.h) and the runtimes' start environment (include/scaf/startenv.h)."""

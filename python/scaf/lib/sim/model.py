@@ -13,6 +13,16 @@ if TYPE_CHECKING:  # numpy is imported inside functions: `scaf --help` must stay
 # static oracle and the tests use.
 CONFIGS = ("unmodified", "equipartition", "speedup", "consumption", "oracle-static", "oracle-dynamic")
 POLICY_CONFIGS = ("equipartition", "speedup", "consumption")
+# Configurations that can be asked for by name but are not in the default table: "static" is the static split a
+# user would set by hand (OMP_NUM_THREADS = an equal share of the machine for each program, from its start).
+EXTRA_CONFIGS = ("static",)
+
+# What a program does with its team (docs/simulator.md, "Programs"): steered at every outermost region; fixed
+# once started (the layer's verdict, or the user's word); or a runtime that reads its count once, at start (a
+# pool of polars, onnxruntime, the JVM), which scaf starts with its share.
+TEAM_KINDS = ("malleable", "fixed", "runtime")
+FIXED_BY = ("evidence", "user")
+MEMORY_KINDS = ("cold", "warm")
 
 # Calibrated in docs/simulator.md ("Calibration"): the value that brings the
 # unmodified Σspeedup of cg-lu-36 and three-way-64 closest (least squares on
@@ -71,13 +81,23 @@ class Program:
     curve: Curve  # the curve of its first phase (its only one unless `phases` is given)
     work_s: float  # total serial work: its run time on one thread
     arrival_s: float = 0.0
-    malleable: bool = True
     threads: int = 0  # default team (what OpenMP would start); 0 = machine contexts
     region_s: float = 0.1  # serial work per outermost region: allocations change only between regions
     noise: float = 0.0  # standard deviation of the noise added to each efficiency report
     oversub_slowdown: float | None = None  # None = the machine's
     source: str = ""
     phases: tuple[Phase, ...] = ()  # () = one phase, `curve`, for the whole work
+    team_kind: str = "malleable"  # TEAM_KINDS
+    fixed_by: str = "evidence"  # a fixed team: found by the layer at its first region, or said by the user (--fixed)
+    memory: str = "cold"  # "warm": the daemon remembers it from a previous run of the same scenario
+    workers: int = 0  # > 0: a process pool of that many worker clients beside a parent client that waits
+    tasks: int = 0  # a pool's work in this many equal tasks, each handed to the first free worker
+    task_gap_s: float = 0.0  # a pool worker's pause between two tasks (no region, next to no CPU)
+
+    @property
+    def malleable(self) -> bool:
+        """Its team follows the daemon's count at every outermost region."""
+        return self.team_kind == "malleable"
 
     def curves(self) -> list[Curve]:
         """The curve of each phase in order."""
@@ -95,6 +115,7 @@ class Machine:
     chunk: int = 0  # 0 = smt
     rate_hz: float = 4.0
     oversub_slowdown: float = DEFAULT_OVERSUB_SLOWDOWN
+    gangs: bool = True  # scafd --gang-quantum > 0: fixed teams that do not fit take turns
 
     @property
     def effective_chunk(self) -> int:
@@ -188,16 +209,18 @@ def interp_rows(tab: np.ndarray, x: np.ndarray) -> np.ndarray:
     return tab[rows, i] * (1.0 - frac) + tab[rows, i + 1] * frac
 
 
-def fixed_rate(sc: Scenario, tab: np.ndarray, j: int, p: int) -> float:
-    """Progress rate of program j alone on p contexts with no other oversubscription."""
+def fixed_rate(sc: Scenario, tab: np.ndarray, j: int, p: int, resizable: bool = False) -> float:
+    """Progress rate of program j alone on p contexts with no other oversubscription (`resizable`: its team
+    follows p even when it is fixed)."""
     pr = sc.programs[j]
     if p <= 0:
         return 0.0
     s = float(tab[j, min(p, sc.machine.contexts)])
     team = sc.team(pr)
-    if not pr.malleable and team > p:
+    malleable = pr.malleable or resizable
+    if not malleable and team > p:
         k = pr.oversub_slowdown if pr.oversub_slowdown is not None else sc.machine.oversub_slowdown
         s /= 1.0 + k * (team / p - 1.0)
-    elif pr.malleable:
+    elif malleable:
         s = float(tab[j, min(p, team, sc.machine.contexts)])
     return s

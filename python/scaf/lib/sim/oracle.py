@@ -12,12 +12,13 @@ if TYPE_CHECKING:
 MAX_STATIC_PROGRAMS = 3
 
 
-def rate_table(sc: Scenario, tab: np.ndarray) -> np.ndarray:
-    """rates[j, p]: program j's progress on p contexts (p = 0..N) with nobody oversubscribing it."""
+def rate_table(sc: Scenario, tab: np.ndarray, resizable: bool = False) -> np.ndarray:
+    """rates[j, p]: program j's progress on p contexts (p = 0..N) with nobody oversubscribing it; `resizable`:
+    every team follows p (oracle-dynamic's bound), else a fixed team runs its own count inside p."""
     import numpy as np
 
     n = sc.machine.contexts
-    return np.array([[fixed_rate(sc, tab, j, p) for p in range(n + 1)] for j in range(len(sc.programs))])
+    return np.array([[fixed_rate(sc, tab, j, p, resizable) for p in range(n + 1)] for j in range(len(sc.programs))])
 
 
 def static_rates(sc: Scenario, tab: np.ndarray) -> np.ndarray:

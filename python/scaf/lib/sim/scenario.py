@@ -14,6 +14,9 @@ from scaf.lib.sim.model import (
     CURVE_KINDS,
     DEFAULT_OVERSUB_SLOWDOWN,
     DEFAULT_TAU_S,
+    FIXED_BY,
+    MEMORY_KINDS,
+    TEAM_KINDS,
     Curve,
     Feedback,
     Machine,
@@ -26,6 +29,8 @@ SCENARIO_DIR = Path(__file__).resolve().parents[4] / "scenarios"
 NAME_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 MAX_CONTEXTS = 4096
 MAX_PROGRAMS = 1024
+MAX_WORKERS = 256
+MAX_TASKS = 100000
 
 
 class ScenarioError(ValueError):
@@ -224,12 +229,29 @@ def _phases(ctx: _Ctx, prog: dict, path: tuple, work_s: float) -> tuple[Phase, .
     return tuple(out)
 
 
+def _choice(ctx: _Ctx, table: dict, path: tuple, key: str, choices: tuple[str, ...], default: str) -> str:
+    v = _get(ctx, table, path, key, str, default)
+    if v not in choices:
+        raise ctx.fail((*path, key), f"must be one of {', '.join(repr(c) for c in choices)}, got {v!r}")
+    return v
+
+
+def _team_kind(ctx: _Ctx, prog: dict, path: tuple) -> str:
+    """`team = "malleable" | "fixed" | "runtime"`; the older `malleable = false` says "fixed"."""
+    if "malleable" in prog and "team" in prog:
+        raise ctx.fail((*path, "malleable"), "give team (malleable, fixed or runtime) or malleable, not both")
+    if "malleable" in prog:
+        return "malleable" if _get(ctx, prog, path, "malleable", bool) else "fixed"
+    return _choice(ctx, prog, path, "team", TEAM_KINDS, "malleable")
+
+
 def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
     path = ("program", idx)
     if not isinstance(prog, dict):
         raise ctx.fail(path, "must be a table ([[program]])")
     _no_unknown(ctx, prog, path, {"name", "curve", "phases", "work_s", "arrival_s", "malleable", "threads",
-                                  "region_s", "noise", "oversub_slowdown", "source"})
+                                  "region_s", "noise", "oversub_slowdown", "source", "team", "fixed_by", "memory",
+                                  "workers", "tasks", "task_gap_s"})
     name = _get(ctx, prog, path, "name", str)
     if not NAME_RE.match(name):
         raise ctx.fail((*path, "name"), f"must be 1-64 characters of letters, digits, _ . + -, got {name!r}")
@@ -242,13 +264,34 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
         curve = phases[0].curve
     else:
         curve = _curve(ctx, prog, path)
+    kind = _team_kind(ctx, prog, path)
+    fixed_by = _choice(ctx, prog, path, "fixed_by", FIXED_BY, "evidence")
+    if "fixed_by" in prog and kind != "fixed":
+        raise ctx.fail((*path, "fixed_by"), f"only a fixed team says who fixed it (team = \"fixed\"), "
+                                            f"this one is {kind}")
+    workers = _get(ctx, prog, path, "workers", int, 0, lo=0, hi=MAX_WORKERS)
+    tasks = task_gap = 0
+    if workers:
+        if phases:
+            raise ctx.fail((*path, "phases"), "a pool's tasks have one curve: give curve, not phases")
+        tasks = _get(ctx, prog, path, "tasks", int, lo=1, hi=MAX_TASKS)
+        task_gap = _get(ctx, prog, path, "task_gap_s", float, 0.0, lo=0.0)
+    else:
+        for key in ("tasks", "task_gap_s"):
+            if key in prog:
+                raise ctx.fail((*path, key), "only a pool has tasks: set workers (its worker processes) too")
     return Program(
         name=name,
+        team_kind=kind,
+        fixed_by=fixed_by,
+        memory=_choice(ctx, prog, path, "memory", MEMORY_KINDS, "cold"),
+        workers=workers,
+        tasks=tasks,
+        task_gap_s=task_gap,
         curve=curve,
         phases=phases if len(phases) > 1 else (),
         work_s=work_s,
         arrival_s=_get(ctx, prog, path, "arrival_s", float, 0.0, lo=0.0),
-        malleable=_get(ctx, prog, path, "malleable", bool, True),
         threads=_get(ctx, prog, path, "threads", int, machine.contexts, lo=1, hi=machine.contexts),
         region_s=_get(ctx, prog, path, "region_s", float, 0.1, lo=0.0, lo_open=True),
         noise=_get(ctx, prog, path, "noise", float, 0.0, lo=0.0, hi=10.0),
@@ -294,7 +337,7 @@ def parse(text: str, file: str = "<scenario>") -> Scenario:
     _no_unknown(ctx, meta, ("scenario",), {"name", "description", "source", "seed", "max_time_s"})
     m = _table(ctx, doc, (), "machine", required=True)
     mp = ("machine",)
-    _no_unknown(ctx, m, mp, {"contexts", "smt", "chunk", "rate_hz", "oversub_slowdown"})
+    _no_unknown(ctx, m, mp, {"contexts", "smt", "chunk", "rate_hz", "oversub_slowdown", "gangs"})
     contexts = _get(ctx, m, mp, "contexts", int, lo=1, hi=MAX_CONTEXTS)
     smt = _get(ctx, m, mp, "smt", int, 1, lo=1, hi=16)
     if contexts % smt:
@@ -305,6 +348,7 @@ def parse(text: str, file: str = "<scenario>") -> Scenario:
         chunk=_get(ctx, m, mp, "chunk", int, 0, lo=1, hi=contexts) if "chunk" in m else 0,
         rate_hz=_get(ctx, m, mp, "rate_hz", float, 4.0, lo=0.01, hi=1000.0),
         oversub_slowdown=_get(ctx, m, mp, "oversub_slowdown", float, DEFAULT_OVERSUB_SLOWDOWN, lo=0.0),
+        gangs=_get(ctx, m, mp, "gangs", bool, True),
     )
     fb = _table(ctx, doc, (), "feedback", required=False)
     _no_unknown(ctx, fb, ("feedback",), {"tau_s", "lazy"})
@@ -319,6 +363,10 @@ def parse(text: str, file: str = "<scenario>") -> Scenario:
     if len(progs) > MAX_PROGRAMS:
         raise ctx.fail(("program",), f"at most {MAX_PROGRAMS} programs, got {len(progs)}")
     programs = [_program(ctx, p, i, machine) for i, p in enumerate(progs)]
+    clients = sum(p.workers + 1 if p.workers else 1 for p in programs)
+    if clients > MAX_PROGRAMS:
+        raise ctx.fail(("program",), f"at most {MAX_PROGRAMS} clients (a pool is its workers and its parent), "
+                                     f"got {clients}")
     seen: dict[str, int] = {}
     for i, p in enumerate(programs):
         if p.name in seen:
