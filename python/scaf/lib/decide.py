@@ -28,18 +28,19 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING
 
-from scaf.lib import paths
+from scaf.lib import paths, proto
 from scaf.lib.policy import _CClient, _CClientState
 
 if TYPE_CHECKING:
     import numpy as np
 
-ESTIMATE_NONE, ESTIMATE_ASSUMED, ESTIMATE_MEASURED = 0, 1, 2  # enum scaf_estimate
-VERDICT_UNDECIDED, VERDICT_MALLEABLE, VERDICT_FIXED = 0, 1, 2  # enum scaf_verdict
-SOURCE_DEFAULT, SOURCE_EVIDENCE = 0, 1  # enum scaf_verdict_source
-CONTROL_THREADS, CONTROL_CPUSET = 0, 1  # enum scaf_control
-CPUSET_WORDS = 16  # SCAF_CPUSET_WORDS
-REASON_MAX = 200  # SCAF_REASON_MAX
+# proto.h's, read from the C side (scaf.lib.proto, scaf_wire_constant): the page's words are the wire format's.
+ESTIMATE_NONE, ESTIMATE_ASSUMED, ESTIMATE_MEASURED = proto.ESTIMATE_NONE, proto.ESTIMATE_ASSUMED, proto.ESTIMATE_MEASURED
+VERDICT_UNDECIDED, VERDICT_MALLEABLE, VERDICT_FIXED = proto.VERDICT_UNDECIDED, proto.VERDICT_MALLEABLE, proto.VERDICT_FIXED
+SOURCE_DEFAULT, SOURCE_EVIDENCE = proto.SOURCE_DEFAULT, proto.SOURCE_EVIDENCE
+CONTROL_THREADS, CONTROL_CPUSET = proto.CONTROL_THREADS, proto.CONTROL_CPUSET
+CPUSET_WORDS = proto.CPUSET_WORDS
+REASON_MAX = proto.REASON_MAX
 POINTS_MAX = 4  # SCAF_MEMO_POINTS, SCAF_POINTS_MAX
 
 # scafd's defaults (src/daemon/main.c, decide/idle.h): --probe-interval 10 s, --idle-after 0.25 s, the idle
