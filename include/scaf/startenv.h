@@ -58,6 +58,16 @@ struct scaf_startenv_runtime {
                           * threads sleep loses more by a count fixed below the machine (every moment it runs
                           * alone) than by time-slicing: it starts with its own count (docs/runtimes.md has the
                           * measurements) */
+    /* Loaded objects that mean its pool runs on a runtime the layer steers, so that it follows the share and
+     * is no fixed team: `on_openmp`, its work is OpenMP regions (numba's omppool); `on_tbb`, it is oneTBB's,
+     * which follows once that oneTBB asks TCM for its workers (numba's tbbpool). Globs as `objects`; NULL: none */
+    const char *on_openmp;
+    const char *on_tbb;
+};
+
+enum scaf_startenv_carrier {
+    SCAF_CARRIER_OPENMP = 0, /* the row's on_openmp */
+    SCAF_CARRIER_TBB = 1,    /* the row's on_tbb */
 };
 
 /* The table, SCAF_RT_COUNT rows in the order of enum scaf_startenv_id. */
@@ -95,6 +105,10 @@ uint32_t scaf_startenv_bits(const char *names);
 
 /* The bits (1 << enum scaf_startenv_id) of the runtimes whose objects match the basename `name`. Pure. */
 uint32_t scaf_startenv_objects(const char *name);
+
+/* The bits of the runtimes whose pool runs on `carrier` (enum scaf_startenv_carrier) when the object of basename
+ * `name` is loaded. Pure. */
+uint32_t scaf_startenv_carried(const char *name, int carrier);
 
 /* The bits of the runtimes that the executable of basename `name` loads after its start (java: the JVM). Pure. */
 uint32_t scaf_startenv_programs(const char *name);

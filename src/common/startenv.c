@@ -19,8 +19,11 @@ static const struct scaf_startenv_runtime table[SCAF_RT_COUNT] = {
                         NULL, SCAF_FOLLOW_START},
     [SCAF_RT_ONNXRUNTIME] = {"onnxruntime", "ORT_INTRA_OP_NUM_THREADS", "%u", 0, NULL, NULL,
                              "onnxruntime_pybind11_state*.so:libonnxruntime.so*", NULL, SCAF_FOLLOW_START, NULL, 0, 1},
+    /* Its prange rounds run on the first pool its import finds: oneTBB, OpenMP or its own workqueue, which alone
+     * keeps the count it read. */
     [SCAF_RT_NUMBA] = {"numba", "NUMBA_NUM_THREADS", "%u", 0, NULL, NULL,
-                       "workqueue.cpython-*.so:omppool.cpython-*.so:tbbpool.cpython-*.so", NULL, SCAF_FOLLOW_START},
+                       "workqueue.cpython-*.so:omppool.cpython-*.so:tbbpool.cpython-*.so", NULL, SCAF_FOLLOW_START,
+                       .on_openmp = "omppool.cpython-*.so", .on_tbb = "tbbpool.cpython-*.so"},
     /* numexpr takes OMP_NUM_THREADS when its own variable is not set. */
     [SCAF_RT_NUMEXPR] = {"numexpr", "NUMEXPR_NUM_THREADS", "%u", 0, NULL, "OMP_NUM_THREADS",
                          "interpreter.cpython-*.so", NULL, SCAF_FOLLOW_START},
@@ -126,6 +129,18 @@ uint32_t scaf_startenv_objects(const char *name)
         return 0;
     for (int i = 0; i < SCAF_RT_COUNT; i++)
         if (matches(table[i].objects, name))
+            bits |= 1u << i;
+    return bits;
+}
+
+uint32_t scaf_startenv_carried(const char *name, int carrier)
+{
+    uint32_t bits = 0;
+
+    if (!name || !*name)
+        return 0;
+    for (int i = 0; i < SCAF_RT_COUNT; i++)
+        if (matches(carrier == SCAF_CARRIER_TBB ? table[i].on_tbb : table[i].on_openmp, name))
             bits |= 1u << i;
     return bits;
 }

@@ -382,7 +382,7 @@ PROGRAMS: list[Program] = [
               "and a product of 1200x1200 seeded matrices, as a pair with a second copy of itself; sums to 7 digits"),
         pattern=("OpenBLAS's exec_blas regions (libopenblas.so.0), whose work items wait for each other; "
                  "omp_get_max_threads() from libblas.so.3 and liblapack.so.3 at every call, answered the share"),
-        why=("two copies once never finished under scaf (issue 45): a region given fewer threads than OpenBLAS's "
+        why=("two copies once never finished under scaf: a region given fewer threads than OpenBLAS's "
              "items deadlocks; its regions now keep the team OpenBLAS asks for"),
     ),
     Program(

@@ -105,6 +105,15 @@ static void recognises(void)
         CHECK(b == objects[i].bits, "%s: %#x, want %#x", objects[i].name ? objects[i].name : "(null)", b,
               objects[i].bits);
     }
+    CHECK(scaf_startenv_carried("omppool.cpython-311-x86_64-linux-gnu.so", SCAF_CARRIER_OPENMP) == 1u << SCAF_RT_NUMBA,
+          "numba on OpenMP");
+    CHECK(scaf_startenv_carried("tbbpool.cpython-311-x86_64-linux-gnu.so", SCAF_CARRIER_TBB) == 1u << SCAF_RT_NUMBA,
+          "numba on oneTBB");
+    CHECK(scaf_startenv_carried("tbbpool.cpython-311-x86_64-linux-gnu.so", SCAF_CARRIER_OPENMP) == 0, "not OpenMP");
+    CHECK(scaf_startenv_carried("workqueue.cpython-311-x86_64-linux-gnu.so", SCAF_CARRIER_TBB) == 0 &&
+              scaf_startenv_carried("workqueue.cpython-311-x86_64-linux-gnu.so", SCAF_CARRIER_OPENMP) == 0,
+          "numba's own workqueue is carried by nothing");
+    CHECK(scaf_startenv_carried(NULL, SCAF_CARRIER_TBB) == 0, "no name");
     CHECK(scaf_startenv_markers(go_exe, sizeof go_exe) == 1u << SCAF_RT_GO, "a Go executable");
     CHECK(scaf_startenv_markers(rust_exe, sizeof rust_exe) == 1u << SCAF_RT_RAYON, "a rayon executable");
     CHECK(scaf_startenv_markers("nothing here", 12) == 0, "no marker");

@@ -246,8 +246,6 @@ static void *helper_main(void *arg)
         scaf_pool_poll(p);
         /* Permits (oneTBB's arenas) are renegotiated here, from this thread only: core/permit.h. */
         scaf_permit_poll(p);
-        /* After the permits: numba's oneTBB follows the share once it opened one (core/runtimes.h). */
-        scaf_runtimes_publish(p);
         scaf_page_sleep(p, seq, scaf_page_idle(p) ? IDLE_TICK_MS : TICK_MS);
         watch_idle(p, &watch);
         scaf_estimate_long_region_check(0);

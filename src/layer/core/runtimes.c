@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <fnmatch.h>
-
 #include "bound.h"
 #include "page.h"
 #include "say.h"
@@ -16,23 +14,12 @@
 #include "scaf/startenv.h"
 
 static _Atomic uint32_t found;
-/*
- * numba runs its prange rounds on one of three pools, the first its import finds: oneTBB, OpenMP or its own
- * workqueue. Only the last keeps the count it read; on OpenMP every round is a region the layer sizes, and on
- * a oneTBB that asks TCM for its workers the permits follow the share (docs/runtimes.md).
- */
-enum { NUMBA_ON_OMP = 1u, NUMBA_ON_TBB = 2u };
-static _Atomic uint32_t numba_on;
+/* Runtimes whose pool runs on OpenMP regions, or on oneTBB, by the objects loaded (startenv.h's on_*). */
+static _Atomic uint32_t on_openmp, on_tbb;
 /* A oneTBB of the process opened a TCM permit (core/permit.c says so): it asks TCM for its workers. */
 static _Atomic int tcm_asked;
-
-void scaf_runtimes_tcm_asked(void)
-{
-    atomic_store_explicit(&tcm_asked, 1, memory_order_relaxed);
-}
-
 struct seen {
-    uint32_t bits, numba_on;
+    uint32_t bits, on_openmp, on_tbb;
 };
 /* Each runtime's count as its variable said at start, 0 = not set (read once: the pool reads it when built). */
 static unsigned user_count[SCAF_RT_COUNT];
@@ -85,21 +72,20 @@ static int by_name(struct dl_phdr_info *info, size_t size, void *arg)
         return 0;
     base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
     ((struct seen *)arg)->bits |= scaf_startenv_objects(base);
-    if (fnmatch("omppool.cpython-*.so", base, 0) == 0)
-        ((struct seen *)arg)->numba_on |= NUMBA_ON_OMP;
-    else if (fnmatch("tbbpool.cpython-*.so", base, 0) == 0)
-        ((struct seen *)arg)->numba_on |= NUMBA_ON_TBB;
+    ((struct seen *)arg)->on_openmp |= scaf_startenv_carried(base, SCAF_CARRIER_OPENMP);
+    ((struct seen *)arg)->on_tbb |= scaf_startenv_carried(base, SCAF_CARRIER_TBB);
     return 0;
 }
 
 uint32_t scaf_runtimes_scan(void)
 {
-    struct seen seen = {0, 0};
+    struct seen seen = {0, 0, 0};
     uint32_t before, added;
     char names[160];
 
     dl_iterate_phdr(by_name, &seen);
-    atomic_fetch_or(&numba_on, seen.numba_on);
+    atomic_fetch_or(&on_openmp, seen.on_openmp);
+    atomic_fetch_or(&on_tbb, seen.on_tbb);
     before = atomic_fetch_or(&found, seen.bits);
     added = seen.bits & ~before;
     if (added) {
@@ -114,16 +100,22 @@ uint32_t scaf_runtimes_scan(void)
 uint32_t scaf_runtimes_follow(void)
 {
     const struct scaf_startenv_runtime *t = scaf_startenv_table();
-    uint32_t bits = scaf_runtimes_bits(), on = atomic_load_explicit(&numba_on, memory_order_relaxed), out = 0;
+    uint32_t bits = scaf_runtimes_bits(), out = atomic_load_explicit(&on_openmp, memory_order_relaxed);
 
-    for (int i = 0; i < SCAF_RT_COUNT; i++)
-        if ((bits & (1u << i)) && t[i].follow == SCAF_FOLLOW_LAYER)
-            out |= 1u << i;
     /* A oneTBB that never opened a permit is one that does not ask TCM (Debian's 2021.8): it keeps its count. */
-    if ((bits & (1u << SCAF_RT_NUMBA)) &&
-        ((on & NUMBA_ON_OMP) || ((on & NUMBA_ON_TBB) && atomic_load_explicit(&tcm_asked, memory_order_relaxed))))
-        out |= 1u << SCAF_RT_NUMBA;
-    return out;
+    if (atomic_load_explicit(&tcm_asked, memory_order_relaxed))
+        out |= atomic_load_explicit(&on_tbb, memory_order_relaxed);
+    for (int i = 0; i < SCAF_RT_COUNT; i++)
+        if (t[i].follow == SCAF_FOLLOW_LAYER)
+            out |= 1u << i;
+    return out & bits;
+}
+
+void scaf_runtimes_tcm_asked(void)
+{
+    /* Once: the team the page plans around may lose a pool that runs on this oneTBB. */
+    if (!atomic_exchange_explicit(&tcm_asked, 1, memory_order_relaxed))
+        scaf_runtimes_publish(scaf_page_get());
 }
 
 unsigned scaf_runtimes_team(void)

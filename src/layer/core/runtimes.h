@@ -26,7 +26,7 @@ uint32_t scaf_runtimes_bits(void);
 uint32_t scaf_runtimes_scan(void);
 
 /* Of those, the ones whose pool follows the share now through the layer: the table's SCAF_FOLLOW_LAYER rows
- * (Arrow), and numba once its rounds run on OpenMP or on a oneTBB that opened a TCM permit. */
+ * (Arrow), and those whose pool runs on OpenMP, or on a oneTBB that opened a TCM permit (its on_* objects). */
 uint32_t scaf_runtimes_follow(void);
 
 /* A oneTBB of the process opened a TCM permit (from core/permit.c): numba's, if it runs on oneTBB, follows. */
@@ -40,7 +40,7 @@ void scaf_runtimes_tcm_asked(void);
 unsigned scaf_runtimes_team(void);
 
 /* Writes the bits, those that follow and the team into `page` (at every (re)connect, when a runtime is found,
- * and at each of the helper's polls: a permit may open after the scan). */
+ * and when the first TCM permit opens); nothing without a page. */
 void scaf_runtimes_publish(struct scaf_page *page);
 
 #endif
