@@ -411,6 +411,23 @@ static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_
         used += share[i];
     }
     /*
+     * An unknown client is learnt only from a team of two chunks or more: a
+     * report from one thread says nothing of scaling, and a probe waits for
+     * one from two. Where its equal share is one chunk (more clients than half
+     * the chunks) it would stay unknown for good beside known clients, at one
+     * chunk however well it scales; so it gets two while the known clients'
+     * first chunks leave room.
+     */
+    for (uint32_t i = 0; i < w->k; i++) {
+        uint32_t two = 2 * w->chunk;
+
+        if (w->fit[i] == FIT_NONE && share[i] < two && bound[i] >= two &&
+            !holds(&in->clients[i], w->chunk, bound[i]) && used + (two - share[i]) <= in->available) {
+            used += two - share[i];
+            share[i] = two;
+        }
+    }
+    /*
      * For concave curves (every USL curve is concave in p) one chunk at a time
      * to the largest gain per context is the allocation that maximizes the
      * summed speedup (less min_gain per context used).
