@@ -227,7 +227,7 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
 /*
  * Shrink probes (src/policy/probe.c): a client that has held the same
  * allocation of 2 chunks or more for `interval_ns` x E / SCAF_SHRINK_E_MAX (at
- * least a quarter of `interval_ns`), runs at E below
+ * least `hold_min_ns`), runs at E below
  * SCAF_SHRINK_E_MAX there, and has no second point of its curve x1.5 away
  * (alt_team) is run for one probe at half its allocation, so that the policy gets
  * the second point that shows whether its curve has peaked (a memory-bound
