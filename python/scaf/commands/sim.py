@@ -22,6 +22,12 @@ configurations:
   consumption     the real consumption policy (--min-gain): it may leave contexts idle
   oracle-static   the best fixed partition, by exhaustive search (2-3 programs)
   oracle-dynamic  greedy marginal gain on the true curves at every tick
+  static          asked for by name: the static split, OMP_NUM_THREADS = an equal
+                  share for each program from its start, a pool's share split
+                  between its workers
+  framework       asked for by name: each pool's own rule (rule = "loky":
+                  cpu_count() // workers threads per worker; "dask": one), the
+                  other programs plain; a pool's makespan is compared with it
 
 examples:
   scaf sim list
@@ -57,13 +63,13 @@ def _list_floats(text: str) -> list[float]:
 
 
 def _configs(text: str) -> list[str]:
-    from scaf.lib.sim.model import CONFIGS
+    from scaf.lib.sim.model import CONFIGS, EXTRA_CONFIGS
 
     vals = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [v for v in vals if v not in CONFIGS]
+    bad = [v for v in vals if v not in (*CONFIGS, *EXTRA_CONFIGS)]
     if not vals or bad:
         raise argparse.ArgumentTypeError(f"unknown configuration {', '.join(bad) or text!r}; "
-                                         f"choose from {', '.join(CONFIGS)}")
+                                         f"choose from {', '.join((*CONFIGS, *EXTRA_CONFIGS))}")
     return vals
 
 
@@ -218,7 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     con = _console()
     con.print(report.table(sc, results))
-    for line in report.notes(results) + report.closeness(sc, results):
+    for line in report.notes(results) + report.closeness(sc, results) + report.pools(sc, results):
         con.print(line)
     if sc.expect_source:
         con.print(f"[dim]original numbers: {sc.expect_source}[/dim]")

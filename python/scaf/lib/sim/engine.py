@@ -170,7 +170,7 @@ class Simulation:
         self.next_bound = self.phase_end[:, 0].copy()
         # Pools: tasks left per program, each task's serial work and the pause between two of a worker's.
         self.queue = np.array([p.tasks if p.workers else 0 for p in progs], dtype=np.int64)
-        self.task_s = np.array([p.work_s / p.tasks if p.workers else 0.0 for p in progs])
+        self.task_work = [p.task_work() if p.workers else [] for p in progs]  # each task's serial seconds, in order
         self.gap_s = np.array([p.task_gap_s for p in progs])
         self.task_end = np.full(n, np.inf)  # a worker's work done at which its task ends
         self.gap_until = np.full(n, np.inf)  # a pausing worker's next task starts then (inf: none is left)
@@ -231,6 +231,12 @@ class Simulation:
             # OMP_NUM_THREADS = an equal share of the machine for each program, a pool's split between its workers.
             share = max(self.cpus // max(self.nprog, 1), 1)
             self.fixed_team = np.array([max(share // max(progs[j].workers, 1), 1) for j in owner], dtype=np.int64)
+        elif config == "framework":
+            # A pool's workers as its own rule starts them; every other program (and a pool's parent) plain.
+            self.fixed_team = np.array([
+                (1 if progs[j].rule == "dask" else max(self.cpus // progs[j].workers, 1)) if r == WORKER
+                else int(self.max_threads[c]) for c, (j, r) in enumerate(zip(owner, role, strict=True))],
+                dtype=np.int64)
         # The clock.
         self.t = 0.0
         self.tick_k = 0
@@ -291,8 +297,9 @@ class Simulation:
     def _next_task(self, c: int, j: int) -> None:
         """A pool worker takes the next task, or waits for the pool to end when none is left."""
         if self.queue[j] > 0:
+            work = self.task_work[j][len(self.task_work[j]) - int(self.queue[j])]
             self.queue[j] -= 1
-            self.task_end[c] = self.done[c] + self.task_s[j]
+            self.task_end[c] = self.done[c] + work
             self.in_gap[c] = False
             if self.idle_now[c]:
                 # Its first region finds `idle` on its page and sends a WAKE: the referee is due at once.
@@ -336,7 +343,7 @@ class Simulation:
         idx = idx[np.argsort(self.rank[idx], kind="stable")]
         if self.config == "unmodified":
             out = self.max_threads[idx]
-        elif self.config == "static":
+        elif self.config in ("static", "framework"):
             out = self.fixed_team[idx]
         elif self.config == "fixed":
             assert self.partition is not None
@@ -404,7 +411,7 @@ class Simulation:
         import numpy as np
 
         busy = self.present & ~self.in_gap
-        fixed = ~self.malleable | self.runtime | (self.config == "static")
+        fixed = ~self.malleable | self.runtime | (self.config in ("static", "framework"))
         return np.where(fixed, np.minimum(self.fixed_team, self.cpuset), self.team) * busy
 
     def _rates_of(self, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

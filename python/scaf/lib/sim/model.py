@@ -14,8 +14,13 @@ if TYPE_CHECKING:  # numpy is imported inside functions: `scaf --help` must stay
 CONFIGS = ("unmodified", "equipartition", "speedup", "consumption", "oracle-static", "oracle-dynamic")
 POLICY_CONFIGS = ("equipartition", "speedup", "consumption")
 # Configurations that can be asked for by name but are not in the default table: "static" is the static split a
-# user would set by hand (OMP_NUM_THREADS = an equal share of the machine for each program, from its start).
-EXTRA_CONFIGS = ("static",)
+# user would set by hand (OMP_NUM_THREADS = an equal share of the machine for each program, from its start);
+# "framework" is each pool's own rule (its `rule`: loky's cpu_count() // workers threads per worker, Dask's one),
+# every other program its default team, as the user runs them without scaf.
+EXTRA_CONFIGS = ("static", "framework")
+# A pool's own rule for its workers' threads: joblib/loky gives each cpu_count() // workers; a Dask
+# LocalCluster(threads_per_worker=1) one (its nanny sets OMP_NUM_THREADS to the worker's threads).
+POOL_RULES = ("loky", "dask")
 
 # What a program does with its team (docs/simulator.md, "Programs"): steered at every outermost region; fixed
 # once started (the layer's verdict, or the user's word); or a runtime that reads its count once, at start (a
@@ -91,7 +96,15 @@ class Program:
     fixed_by: str = "evidence"  # a fixed team: found by the layer at its first region, or said by the user (--fixed)
     memory: str = "cold"  # "warm": the daemon remembers it from a previous run of the same scenario
     workers: int = 0  # > 0: a process pool of that many worker clients beside a parent client that waits
-    tasks: int = 0  # a pool's work in this many equal tasks, each handed to the first free worker
+    tasks: int = 0  # a pool's work in this many tasks, each handed to the first free worker
+    task_sizes: tuple[float, ...] = ()  # their relative sizes in the order handed out; () = all equal
+    rule: str = "loky"  # POOL_RULES: the threads the pool's own rule gives each worker (the `framework` configuration)
+
+    def task_work(self) -> list[float]:
+        """Each task's serial seconds, in the order the pool hands them out: work_s split by task_sizes."""
+        sizes = self.task_sizes or (1.0,) * self.tasks
+        total = sum(sizes)
+        return [self.work_s * s / total for s in sizes]
     task_gap_s: float = 0.0  # a pool worker's pause between two tasks (no region, next to no CPU)
 
     @property

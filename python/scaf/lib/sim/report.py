@@ -94,6 +94,27 @@ def notes(results: list[Result]) -> list[str]:
     return [f"{r.config}: {r.note}" for r in results if r.note]
 
 
+def pools(sc: Scenario, results: list[Result]) -> list[str]:
+    """Per pool, with `framework` (else `static`) among the configurations: each configuration's makespan (the pool's
+    finish less its arrival) against that one's: the pool's own rule (`rule`), else the static split."""
+    base = next((r for r in results if r.config == "framework"), None) or next(
+        (r for r in results if r.config == "static"), None)
+    lines = []
+    for j, prog in enumerate(sc.programs):
+        if not prog.workers or base is None or base.programs[j].finish_s is None:
+            continue
+        ref = base.programs[j].finish_s - prog.arrival_s
+        cells = []
+        for r in results:
+            end = r.programs[j].finish_s
+            if r is not base and end is not None:
+                cells.append(f"{r.config} {(end - prog.arrival_s) / ref:.3f}")
+        what = f"framework ({prog.rule}'s rule)" if base.config == "framework" else "static"
+        lines.append(f"pool {prog.name}: makespan {ref:.2f} s under {what}; "
+                     f"÷ {base.config}: {', '.join(cells)}")
+    return lines
+
+
 def closeness(sc: Scenario, results: list[Result]) -> list[str]:
     """One line per configuration with an original Σ: how close the simulation comes."""
     lines = []

@@ -16,6 +16,7 @@ from scaf.lib.sim.model import (
     DEFAULT_TAU_S,
     FIXED_BY,
     MEMORY_KINDS,
+    POOL_RULES,
     TEAM_KINDS,
     Curve,
     Feedback,
@@ -245,13 +246,26 @@ def _team_kind(ctx: _Ctx, prog: dict, path: tuple) -> str:
     return _choice(ctx, prog, path, "team", TEAM_KINDS, "malleable")
 
 
+def _tasks(ctx: _Ctx, prog: Any, path: tuple) -> tuple[int, tuple[float, ...]]:
+    """`tasks = N` (N equal tasks) or `tasks = [s, ...]` (one task per size, relative, in the order handed out)."""
+    val = prog.get("tasks")
+    if not isinstance(val, list):
+        return _get(ctx, prog, path, "tasks", int, lo=1, hi=MAX_TASKS), ()
+    if not 1 <= len(val) <= MAX_TASKS:
+        raise ctx.fail((*path, "tasks"), f"a list of 1 to {MAX_TASKS} task sizes, got {len(val)}")
+    for i, s in enumerate(val):
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
+            raise ctx.fail((*path, "tasks", i), f"a task's size must be a number > 0, got {s!r}")
+    return len(val), tuple(float(s) for s in val)
+
+
 def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
     path = ("program", idx)
     if not isinstance(prog, dict):
         raise ctx.fail(path, "must be a table ([[program]])")
     _no_unknown(ctx, prog, path, {"name", "curve", "phases", "work_s", "arrival_s", "malleable", "threads",
                                   "region_s", "noise", "oversub_slowdown", "source", "team", "fixed_by", "memory",
-                                  "workers", "tasks", "task_gap_s"})
+                                  "workers", "tasks", "task_gap_s", "rule"})
     name = _get(ctx, prog, path, "name", str)
     if not NAME_RE.match(name):
         raise ctx.fail((*path, "name"), f"must be 1-64 characters of letters, digits, _ . + -, got {name!r}")
@@ -271,13 +285,14 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
                                             f"this one is {kind}")
     workers = _get(ctx, prog, path, "workers", int, 0, lo=0, hi=MAX_WORKERS)
     tasks = task_gap = 0
+    sizes: tuple[float, ...] = ()
     if workers:
         if phases:
             raise ctx.fail((*path, "phases"), "a pool's tasks have one curve: give curve, not phases")
-        tasks = _get(ctx, prog, path, "tasks", int, lo=1, hi=MAX_TASKS)
+        tasks, sizes = _tasks(ctx, prog, path)
         task_gap = _get(ctx, prog, path, "task_gap_s", float, 0.0, lo=0.0)
     else:
-        for key in ("tasks", "task_gap_s"):
+        for key in ("tasks", "task_gap_s", "rule"):
             if key in prog:
                 raise ctx.fail((*path, key), "only a pool has tasks: set workers (its worker processes) too")
     return Program(
@@ -287,6 +302,8 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
         memory=_choice(ctx, prog, path, "memory", MEMORY_KINDS, "cold"),
         workers=workers,
         tasks=tasks,
+        task_sizes=sizes,
+        rule=_choice(ctx, prog, path, "rule", POOL_RULES, "loky"),
         task_gap_s=task_gap,
         curve=curve,
         phases=phases if len(phases) > 1 else (),
