@@ -129,6 +129,20 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
             other = ev[big] <= ev[small];
             two = other && (ev[big] * p[big] <= ev[small] * p[small] || (double)p[big] >= FAR * p[small]);
         }
+        if (shift != 0.0 && other && ev[0] > 0.0) {
+            /*
+             * Damping's pessimistic reading moves the whole curve, both
+             * points by the same factor: moved alone, the report against an
+             * unmoved second point close by (an SMT pair's 10 and 8 threads)
+             * bends the slope between them by far more than the shift, and a
+             * 0.36 loss read as 0.82 held two programs off equipartition.
+             */
+            double f = (ev[0] + shift) / ev[0];
+
+            ev[1] = f > 0.0 ? ev[1] * f : E_MIN;
+            if (ev[1] > 1.0)
+                ev[1] = 1.0;
+        }
         ev[0] += shift;
         if (ev[0] > 1.0)
             ev[0] = 1.0;
@@ -375,9 +389,11 @@ static int keep_prev(const struct scaf_policy_input *in, const struct work *w, c
      * idle (four pool workers measured at 3 threads and E 0.44 kept 3 each of
      * 16 contexts once their parent went idle, below equipartition's 4). It
      * cannot oscillate: the next move from the whole allocation takes from
-     * someone and is damped.
+     * someone and is damped. A client alone is damped as before: what it
+     * left idle, it left past a peak (a memory-bound program held at 13 of
+     * 256 jumped back to 256 whenever its second point expired).
      */
-    if (same || !takes || sum > in->available)
+    if (same || (!takes && w->k > 1) || sum > in->available)
         return 0;
     now = objective(in, w->fit, shift, a, min_gain);
     before = objective(in, w->fit, shift, prev, min_gain);

@@ -16,6 +16,8 @@
 #define FN(P, E, PREV, SD) {.p = (P), .e = (E), .prev = (PREV), .e_sd = (SD)}
 /* The same, with a second point of the curve (E at another team size). */
 #define FA(P, E, ALTP, ALTE) {.p = (P), .e = (E), .alt_p = (ALTP), .alt_e = (ALTE)}
+/* Two points, a previous allocation and the noise of E measured by the caller. */
+#define FAN(P, E, ALTP, ALTE, PREV, SD) {.p = (P), .e = (E), .alt_p = (ALTP), .alt_e = (ALTE), .prev = (PREV), .e_sd = (SD)}
 /* The same, probed this round. */
 #define FP(P, E, PREV, BOUND, COEF) {.p = (P), .e = (E), .prev = (PREV), .bound = (BOUND), .prev_coef = (COEF), .probe = 1}
 
@@ -89,6 +91,8 @@ static const struct tcase cases[] = {
     {"damping: a move that takes from nobody hands out what was idle", "speedup", 16, 1, 4, {F(3, 0.443, 3, 0, 0), F(3, 0.443, 3, 0, 0), F(3, 0.443, 3, 0, 0), F(3, 0.443, 3, 0, 0)}, {4, 4, 4, 4}},
     {"damping: a move within noise that takes from one is held", "speedup", 16, 1, 2, {F(8, 0.5, 8, 0, 0), F(8, 0.55, 8, 0, 0)}, {8, 8}},
     {"damping: from an allocation that left contexts idle, the move goes", "speedup", 16, 1, 2, {F(8, 0.5, 6, 0, 0), F(8, 0.55, 6, 0, 0)}, {7, 9}},
+    {"damping reads both points of a curve pessimistically: an SMT pair back to 8 + 8", "speedup", 16, 2, 2, {FAN(10, 0.776, 8, 0.925, 10, 0.023), FAN(6, 0.6, 8, 0.525, 6, 0.018)}, {8, 8}},
+    {"damping: alone, a growth noise could explain is still held", "speedup", 128, 1, 1, {FN(64, 0.05, 64, 0.01)}, {64}},
     {"p'=1: a prev_coef outside (0, 1] is none", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, -0.5), F(4, 0.9, 0, 0, 0)}, {4, 4}},
     {"E p' < 1 gets one chunk", "speedup", 8, 1, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.9, 0, 0, 0)}, {1, 7}},
     {"E p' < 1, chunk 2", "speedup", 8, 2, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.9, 0, 0, 0)}, {2, 6}},
