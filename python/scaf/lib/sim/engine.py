@@ -98,6 +98,9 @@ def simulate(sc: Scenario, config: str, *, partition: list[int] | None = None, r
                       memory=memory).run(label)
 
 
+# Configurations whose every team is set once, at start, as a user sets it without scaf (Simulation.fixed_team).
+SET_TEAMS = ("static", "framework")
+
 class Simulation:
     """One configuration of one scenario, stepped from event to event.
 
@@ -343,7 +346,7 @@ class Simulation:
         idx = idx[np.argsort(self.rank[idx], kind="stable")]
         if self.config == "unmodified":
             out = self.max_threads[idx]
-        elif self.config in ("static", "framework"):
+        elif self.config in SET_TEAMS:
             out = self.fixed_team[idx]
         elif self.config == "fixed":
             assert self.partition is not None
@@ -411,7 +414,7 @@ class Simulation:
         import numpy as np
 
         busy = self.present & ~self.in_gap
-        fixed = ~self.malleable | self.runtime | (self.config in ("static", "framework"))
+        fixed = ~self.malleable | self.runtime | (self.config in SET_TEAMS)
         return np.where(fixed, np.minimum(self.fixed_team, self.cpuset), self.team) * busy
 
     def _rates_of(self, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -99,13 +99,13 @@ class Program:
     tasks: int = 0  # a pool's work in this many tasks, each handed to the first free worker
     task_sizes: tuple[float, ...] = ()  # their relative sizes in the order handed out; () = all equal
     rule: str = "loky"  # POOL_RULES: the threads the pool's own rule gives each worker (the `framework` configuration)
+    task_gap_s: float = 0.0  # a pool worker's pause between two tasks (no region, next to no CPU)
 
     def task_work(self) -> list[float]:
         """Each task's serial seconds, in the order the pool hands them out: work_s split by task_sizes."""
         sizes = self.task_sizes or (1.0,) * self.tasks
         total = sum(sizes)
         return [self.work_s * s / total for s in sizes]
-    task_gap_s: float = 0.0  # a pool worker's pause between two tasks (no region, next to no CPU)
 
     @property
     def malleable(self) -> bool:

@@ -294,7 +294,7 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
     else:
         for key in ("tasks", "task_gap_s", "rule"):
             if key in prog:
-                raise ctx.fail((*path, key), "only a pool has tasks: set workers (its worker processes) too")
+                raise ctx.fail((*path, key), f"only a pool has {key}: set workers (its worker processes) too")
     return Program(
         name=name,
         team_kind=kind,
