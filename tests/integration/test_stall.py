@@ -35,6 +35,7 @@ class Prog:
         d = short_tmpdir()
         self.out, self.err = os.path.join(d, "out"), os.path.join(d, "err")
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
+            self.t0 = time.monotonic()
             self.proc = subprocess.Popen([str(SCAF), "run", "--no-start", "--socket", socket, "--", *argv],
                                          stdout=o, stderr=e, env=dict(os.environ, **ENV, **(env or {})))
 
@@ -44,15 +45,18 @@ class Prog:
     def stderr(self) -> str:
         return Path(self.err).read_text()
 
-    def wait_stderr(self, text: str, timeout: float) -> None:
+    def wait_for(self, text: str, timeout: float, stream: str = "stderr") -> float:
+        """Wait until `text` is in the stream; return the seconds since the program started."""
+        read = self.stderr if stream == "stderr" else self.stdout
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if text in self.stderr():
-                return
+            if text in read():
+                return time.monotonic() - self.t0
             if self.proc.poll() is not None:
                 break
             time.sleep(0.1)
-        pytest.fail(f"no {text!r} on stderr (exit {self.proc.poll()}): {self.stderr()[-3000:]}")
+        pytest.fail(f"no {text!r} on {stream} (exit {self.proc.poll()}) after {time.monotonic() - self.t0:.0f} s: "
+                    f"stdout {self.stdout()[-500:]!r}\nstderr {self.stderr()[-3000:]}")
 
     def finish(self, timeout: float = 120) -> str:
         try:
@@ -97,7 +101,10 @@ def test_items_that_wait_for_each_other_stall_once_and_keep_their_team_from_then
     first = Prog(d.socket, [exe, "items", "1000000"])
     progs.append(first)
     # The first look runs at the team the program saw; the next instance, steered to 2 of 4, never returns.
-    first.wait_stderr(SAID, timeout=120)
+    # The net looks at it once it has run ten times what the first look says it takes at 2 threads (the
+    # first look's time, twice): on a loaded machine where the first look was slow, that is later.
+    first_look_s = first.wait_for("round=1 ", timeout=120, stream="stdout")
+    first.wait_for(SAID, timeout=60 + 30 * first_look_s)
     err = first.stderr()
     line = next(ln for ln in err.splitlines() if SAID in ln)
     # Said whatever SCAF_VERBOSE says, naming the program, the region and the team it had.
