@@ -53,10 +53,25 @@ struct scaf_policy_client {
     double alt_efficiency;
     uint32_t alt_team;
     uint32_t reserved; /* 0 */
+    /*
+     * A third measured point: the team size nearest the report's besides
+     * alt_team (side_team >= 2, != eff_team, != alt_team; 0 = none), chosen
+     * by the caller (scaf_points_update). It is not fitted: the curve passes
+     * through it, so that a move toward it is read off what was measured
+     * there, not off a curve drawn through points further away. An SMT
+     * pair's compute program measured at 8, 10 and 14 threads, fitted
+     * through 10 and 14, was read at S 6.6 on 8 threads where it had run at
+     * 7.4, and kept 2 threads its partner gained more from.
+     */
+    double side_efficiency;
+    uint32_t side_team;
+    uint32_t reserved2; /* 0 */
 };
 
 /* python/scaf/lib/policy.py mirrors this layout with ctypes (and checks the size at load). */
-static_assert(sizeof(struct scaf_policy_client) == 56, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(sizeof(struct scaf_policy_client) == 72, "struct scaf_policy_client layout is mirrored by ctypes");
+static_assert(offsetof(struct scaf_policy_client, side_efficiency) == 56, "ctypes mirror");
+static_assert(offsetof(struct scaf_policy_client, side_team) == 64, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, eff_team) == 8, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, alt_efficiency) == 40, "ctypes mirror");
 static_assert(offsetof(struct scaf_policy_client, alt_team) == 48, "ctypes mirror");
@@ -264,7 +279,8 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
  * size, no older than max_age_ns, furthest from it in team size (ratio;
  * between two as far, the one that shows a larger team no faster than a
  * smaller one), which bends the fitted curve by more than noise (*alt_p = 0:
- * none). A report whose E is higher than at a smaller team, or lower than at
+ * none), and in *side_p and *side_e the point nearest the report among
+ * the others (*side_p = 0: none; any of the four may be NULL). A report whose E is higher than at a smaller team, or lower than at
  * a larger one, by more than SCAF_POINTS_NOISE, cannot lie on the same curve:
  * the program changed phase, and every other point is forgotten. Points older than max_age_ns are forgotten, so
  * that a phase change is not judged by the last phase's curve.
@@ -278,7 +294,7 @@ struct scaf_points {
 };
 
 void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
-                        uint32_t *alt_p, double *alt_e);
+                        uint32_t *alt_p, double *alt_e, uint32_t *side_p, double *side_e);
 
 /*
  * How long a point at another team size stays evidence (the daemon's and the
@@ -292,7 +308,7 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
 /*
  * Everything a caller of the model policies keeps per client between rounds
  * (zeroed at arrival), and the one step that turns this round's report into
- * the client's `probe`, `e_sd`, `alt_team` and `alt_efficiency`
+ * the client's `probe`, `e_sd`, and its `alt_` and `side_` points
  * (src/policy/state.c). The daemon and the simulator both call it, so the
  * simulator feeds the policy exactly what scafd does. efficiency < 0 or NaN:
  * no estimate this round. A grow probe (scaf_probe_step, interval_ns) wins

@@ -63,9 +63,9 @@ enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
  */
 struct curve {
     struct scaf_usl u;
-    uint32_t n;  /* measured points, 0 to 2, p ascending */
-    double p[2]; /* team sizes */
-    double r[2]; /* measured speedup (E p) less u's there */
+    uint32_t n;  /* measured points, 0 to 3, p ascending */
+    double p[3]; /* team sizes */
+    double r[3]; /* measured speedup (E p) less u's there */
 };
 
 static int same_curve(const struct curve *a, const struct curve *b)
@@ -82,14 +82,18 @@ static double curve_speedup(const struct curve *c, double p)
 {
     double r;
 
+    uint32_t k = 1;
+
     if (c->n == 0)
         return scaf_usl_speedup(&c->u, p);
-    if (c->n == 1 || p <= c->p[0])
+    while (k < c->n && p > c->p[k])
+        k++;
+    if (p <= c->p[0])
         r = c->r[0];
-    else if (p >= c->p[1])
-        r = c->r[1];
+    else if (k == c->n)
+        r = c->r[c->n - 1];
     else
-        r = c->r[0] + (c->r[1] - c->r[0]) * (p - c->p[0]) / (c->p[1] - c->p[0]);
+        r = c->r[k - 1] + (c->r[k] - c->r[k - 1]) * (p - c->p[k - 1]) / (c->p[k] - c->p[k - 1]);
     return scaf_usl_speedup(&c->u, p) + r;
 }
 
@@ -114,9 +118,13 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
     if (cl->probe && cl->probe != SCAF_PROBE_SHRINK && cl->probe != SCAF_PROBE_HOLD)
         return FIT_NONE;
     if (isfinite(e) && e >= 0.0 && cl->eff_team >= 2) {
-        uint32_t p[2] = {cl->eff_team, cl->alt_team};
-        double ev[2] = {e > 1.0 ? 1.0 : e, cl->alt_efficiency > 1.0 ? 1.0 : cl->alt_efficiency};
+        uint32_t p[3] = {cl->eff_team, cl->alt_team, cl->side_team};
+        double ev[3] = {e > 1.0 ? 1.0 : e, cl->alt_efficiency > 1.0 ? 1.0 : cl->alt_efficiency,
+                        cl->side_efficiency > 1.0 ? 1.0 : cl->side_efficiency};
         int other = p[1] >= 2 && p[1] != p[0] && isfinite(ev[1]) && ev[1] > 0.0, two = 0;
+        /* The side point, measured but not fitted, where E is no higher at the larger team than at the report. */
+        int side = other && p[2] >= 2 && p[2] != p[0] && p[2] != p[1] && isfinite(ev[2]) && ev[2] > 0.0 &&
+                   (p[2] < p[0] ? ev[2] >= ev[0] : ev[2] <= ev[0]);
 
         if (other) {
             uint32_t small = p[0] < p[1] ? 0 : 1, big = 1 - small;
@@ -139,9 +147,11 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
              */
             double f = (ev[0] + shift) / ev[0];
 
-            ev[1] = f > 0.0 ? ev[1] * f : E_MIN;
-            if (ev[1] > 1.0)
-                ev[1] = 1.0;
+            for (int k = 1; k < 3; k++) {
+                ev[k] = f > 0.0 ? ev[k] * f : E_MIN;
+                if (ev[k] > 1.0)
+                    ev[k] = 1.0;
+            }
         }
         ev[0] += shift;
         if (ev[0] > 1.0)
@@ -162,10 +172,20 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
         } else if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0) {
             return FIT_NONE;
         }
-        c->n = other ? 2 : 1;
-        for (uint32_t k = 0, j = other && p[1] < p[0] ? 1 : 0; k < c->n; k++, j = 1 - j) {
+        c->n = 0;
+        for (int j = 0; j < 3; j++) {
+            uint32_t k;
+
+            if ((j == 1 && !other) || (j == 2 && !side))
+                continue;
+            /* Insert in ascending team size: at most three points. */
+            for (k = c->n; k > 0 && c->p[k - 1] > p[j]; k--) {
+                c->p[k] = c->p[k - 1];
+                c->r[k] = c->r[k - 1];
+            }
             c->p[k] = p[j];
             c->r[k] = ev[j] * p[j] - scaf_usl_speedup(&c->u, p[j]);
+            c->n++;
         }
         return two ? FIT_TWO : FIT_ONE;
     }
@@ -179,7 +199,7 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
 
 int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double *kappa)
 {
-    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0}, {0.0, 0.0}};
+    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
     enum fit f = cl ? client_model(cl, 0.0, &c) : FIT_NONE;
 
     if (sigma)
@@ -191,7 +211,7 @@ int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double
 
 double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p)
 {
-    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0}, {0.0, 0.0}};
+    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
 
     if (!cl || client_model(cl, 0.0, &c) == FIT_NONE)
         return NAN;

@@ -45,14 +45,18 @@ static uint32_t slot_for(const struct scaf_points *st, uint32_t p)
 }
 
 void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, double e, uint64_t max_age_ns,
-                        uint32_t *alt_p, double *alt_e)
+                        uint32_t *alt_p, double *alt_e, uint32_t *side_p, double *side_e)
 {
-    uint32_t slot, best = SCAF_POINTS_MAX;
+    uint32_t slot, best = SCAF_POINTS_MAX, side = SCAF_POINTS_MAX;
 
     if (alt_p)
         *alt_p = 0;
     if (alt_e)
         *alt_e = 0.0;
+    if (side_p)
+        *side_p = 0;
+    if (side_e)
+        *side_e = 0.0;
     if (!st)
         return;
     for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++)
@@ -94,4 +98,21 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
         *alt_p = st->p[best];
     if (alt_e)
         *alt_e = st->e[best];
+    /*
+     * The furthest point shapes the fit; the nearest of the others is where the next move lands, and a fit
+     * through points further away says little there (a knee at the core count). Passing over points
+     * under x1.1 or x1.25 away from the report cost more in the simulator's sweep than it saved.
+     */
+    for (uint32_t i = 0; i < SCAF_POINTS_MAX; i++) {
+        if (!st->p[i] || i == slot || i == best)
+            continue;
+        if (side == SCAF_POINTS_MAX || fabs(log((double)st->p[i] / p)) < fabs(log((double)st->p[side] / p)))
+            side = i;
+    }
+    if (side == SCAF_POINTS_MAX)
+        return;
+    if (side_p)
+        *side_p = st->p[side];
+    if (side_e)
+        *side_e = st->e[side];
 }

@@ -15,7 +15,7 @@ void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint6
     pol->probe = (uint32_t)scaf_probe_step(&st->probe, now_ns, prev, chunk, eff_team, &tm);
     pol->e_sd = known ? scaf_noise_update(&st->noise, eff_team, efficiency, SCAF_NOISE_ALPHA) : 0.0;
     scaf_points_update(&st->points, now_ns, known ? eff_team : 0, efficiency, SCAF_POINTS_MAX_AGE_NS,
-                       &pol->alt_team, &pol->alt_efficiency);
+                       &pol->alt_team, &pol->alt_efficiency, &pol->side_team, &pol->side_efficiency);
     shrink = scaf_shrink_step(&st->shrink, now_ns, prev, chunk, known ? eff_team : 0, efficiency,
                               pol->alt_team, &tm);
     if (shrink && !pol->probe)

@@ -69,11 +69,23 @@ def test_a_measured_peak_leaves_contexts_idle_and_one_point_never_does() -> None
     assert alloc("--cpus", "32", "--policy", "equipartition", "16:0.304+32:0.119") == [32]
 
 
-@pytest.mark.parametrize("client", ["16:0.3+", "16:0.3+1:0.9", "16:0.3+8:?", "16:0.3+x:0.5", "16:0.3+8:0.5+4:0.9"])
+@pytest.mark.parametrize("client", ["16:0.3+", "16:0.3+1:0.9", "16:0.3+8:?", "16:0.3+x:0.5", "16:0.3+8:0.5+4:0.9+2:0.95",
+                                    "16:0.3+8:0.5+8:0.4", "16:0.3+8:0.5+16:0.2", "16:0.3+8:0.5+4:?"])
 def test_bad_second_point_is_exit_2(client: str) -> None:
     r = run("--cpus", "4", client)
     assert r.returncode == 2, r
     assert r.stdout == "" and "error" in r.stderr
+
+
+def test_a_third_point_is_where_a_move_toward_it_is_read() -> None:
+    """An SMT pair (docs/policy.md): the compute program fitted through 10 and 14 threads alone reads S(8) = 6.6 and
+    keeps 10; its run at 8 threads (S 7.4), given as the third point, sends the pair back to 8 + 8."""
+    both = ("6:0.6+8:0.525+2:0.89",)
+    assert alloc("--cpus", "16", "--chunk", "2", "10:0.78+14:0.6", *both) == [10, 6]
+    assert alloc("--cpus", "16", "--chunk", "2", "10:0.78+14:0.6+8:0.925", *both) == [8, 8]
+    r = run("--cpus", "16", "--chunk", "2", "--verbose", "10:0.78+14:0.6+8:0.925", *both)
+    row0 = next(line for line in r.stdout.splitlines() if line.startswith("0 "))
+    assert "14:0.600" in row0 and "8:0.925" in row0 and " 7.40 " in row0, row0
 
 
 def test_equal_efficiencies_equal_equipartition() -> None:
@@ -209,5 +221,5 @@ def test_consumption_verbose_shows_the_curve_and_idle() -> None:
     assert lines[0] == "4"
     assert "min_gain=0.5" in lines[1] and "idle=12" in lines[1]
     # sigma = (1/0.4 - 1) / 15 = 0.1; S(4) = 4 / 1.3; S(5) - S(4) = 0.49 < 0.5
-    assert lines[3].split()[:10] == ["0", "16", "0.400", "-", "0.1000", "0.00000", "-", "4", "3.08", "+0.495"]
+    assert lines[3].split()[:11] == ["0", "16", "0.400", "-", "-", "0.1000", "0.00000", "-", "4", "3.08", "+0.495"]
     assert "below min_gain" in lines[3]

@@ -18,6 +18,10 @@
 #define FA(P, E, ALTP, ALTE) {.p = (P), .e = (E), .alt_p = (ALTP), .alt_e = (ALTE)}
 /* Two points, a previous allocation and the noise of E measured by the caller. */
 #define FAN(P, E, ALTP, ALTE, PREV, SD) {.p = (P), .e = (E), .alt_p = (ALTP), .alt_e = (ALTE), .prev = (PREV), .e_sd = (SD)}
+/* Three points (the third measured, not fitted), a previous allocation and the noise of E. */
+#define FAS(P, E, ALTP, ALTE, SIDEP, SIDEE, PREV, SD)                                                               \
+    {.p = (P), .e = (E), .alt_p = (ALTP), .alt_e = (ALTE), .side_p = (SIDEP), .side_e = (SIDEE), .prev = (PREV),    \
+     .e_sd = (SD)}
 /* The same, probed this round. */
 #define FP(P, E, PREV, BOUND, COEF) {.p = (P), .e = (E), .prev = (PREV), .bound = (BOUND), .prev_coef = (COEF), .probe = 1}
 
@@ -32,6 +36,8 @@ struct cl {
     double e_sd;
     uint32_t alt_p;
     double alt_e;
+    uint32_t side_p;
+    double side_e;
 };
 
 static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client *out)
@@ -47,6 +53,8 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
             .e_sd = c[i].e_sd,
             .alt_team = c[i].alt_p,
             .alt_efficiency = c[i].alt_e,
+            .side_team = c[i].side_p,
+            .side_efficiency = c[i].side_e,
         };
     }
 }
@@ -92,6 +100,10 @@ static const struct tcase cases[] = {
     {"damping: a move within noise that takes from one is held", "speedup", 16, 1, 2, {F(8, 0.5, 8, 0, 0), F(8, 0.55, 8, 0, 0)}, {8, 8}},
     {"damping: from an allocation that left contexts idle, the move goes", "speedup", 16, 1, 2, {F(8, 0.5, 6, 0, 0), F(8, 0.55, 6, 0, 0)}, {7, 9}},
     {"damping reads both points of a curve pessimistically: an SMT pair back to 8 + 8", "speedup", 16, 2, 2, {FAN(10, 0.776, 8, 0.925, 10, 0.023), FAN(6, 0.6, 8, 0.525, 6, 0.018)}, {8, 8}},
+    /* The compute program fitted through 10 and 14 alone reads S(8) 6.6: 10 + 6 holds. Its run at 8 says 7.4. */
+    {"an SMT pair fitted through 10 and 14 stays at 10 + 6", "speedup", 16, 2, 2, {FAN(10, 0.78, 14, 0.6, 10, 0.02), FAN(6, 0.6, 8, 0.525, 6, 0.02)}, {10, 6}},
+    {"the same pair with its measured 8 beside: back to 8 + 8", "speedup", 16, 2, 2, {FAS(10, 0.78, 14, 0.6, 8, 0.925, 10, 0.02), FAS(6, 0.6, 8, 0.525, 2, 0.89, 6, 0.02)}, {8, 8}},
+    {"a side point that says a larger team ran faster is not believed", "speedup", 16, 2, 2, {FAS(10, 0.78, 14, 0.6, 8, 0.5, 10, 0.02), FAN(6, 0.6, 8, 0.525, 6, 0.02)}, {10, 6}},
     {"damping: alone, a growth noise could explain is still held", "speedup", 128, 1, 1, {FN(64, 0.05, 64, 0.01)}, {64}},
     {"p'=1: a prev_coef outside (0, 1] is none", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, -0.5), F(4, 0.9, 0, 0, 0)}, {4, 4}},
     {"E p' < 1 gets one chunk", "speedup", 8, 1, 2, {F(4, 0.1, 0, 0, 0), F(4, 0.9, 0, 0, 0)}, {1, 7}},
@@ -837,7 +849,7 @@ static void run_client_state(void)
     scaf_client_state_step(NULL, t, interval, 1, 1, 1, 1.0, &pol); /* no crash */
 }
 
-/* The caller's points: rounds of (t s, p', E) and the second point it must hand the policy. */
+/* The caller's points: rounds of (t s, p', E) and the second and side points it must hand the policy. */
 static void run_points(void)
 {
     static const struct {
@@ -847,48 +859,60 @@ static void run_points(void)
             double e;
             uint32_t want_p;
             double want_e;
+            uint32_t side_p;
+            double side_e;
         } r[6];
         int n;
     } cases[] = {
-        {"one team size: no second point", {{0, 8, 0.9, 0, 0}, {1, 8, 0.8, 0, 0}}, 2},
-        {"a rising curve: the furthest other size", {{0, 4, 0.9, 0, 0}, {1, 8, 0.8, 4, 0.9}, {2, 16, 0.7, 4, 0.9}, {3, 6, 0.85, 16, 0.7}}, 4},
-        {"the furthest wins over the freshest", {{0, 16, 0.3, 0, 0}, {1, 32, 0.12, 16, 0.3}, {2, 24, 0.19, 16, 0.3}}, 3},
-        {"as far on both sides: the one that shows a slowdown", {{0, 8, 0.5, 0, 0}, {1, 32, 0.2, 8, 0.5}, {2, 16, 0.4, 32, 0.2},
-                                                                {3, 16, 0.45, 32, 0.2}}, 4},
-        {"p' < 2 and bad E record nothing", {{0, 8, 0.9, 0, 0}, {1, 1, 1.0, 0, 0}, {2, 4, NAN, 0, 0}, {3, 4, 0.95, 8, 0.9}}, 4},
-        {"E > 1 is kept as 1", {{0, 4, 1.4, 0, 0}, {1, 8, 0.5, 4, 1.0}}, 2},
-        {"points older than the limit are forgotten", {{0, 4, 0.9, 0, 0}, {31, 8, 0.8, 0, 0}}, 2},
+        {"one team size: no second point", {{0, 8, 0.9, 0, 0, 0, 0}, {1, 8, 0.8, 0, 0, 0, 0}}, 2},
+        {"a rising curve: the furthest other size, then the nearest",
+         {{0, 4, 0.9, 0, 0, 0, 0}, {1, 8, 0.8, 4, 0.9, 0, 0}, {2, 16, 0.7, 4, 0.9, 8, 0.8}, {3, 6, 0.85, 16, 0.7, 8, 0.8}}, 4},
+        {"an SMT pair's 8, 14 and 10: 14 is fitted, 8 is where a move down lands",
+         {{0, 8, 0.925, 0, 0, 0, 0}, {1, 14, 0.6, 8, 0.925, 0, 0}, {2, 10, 0.78, 14, 0.6, 8, 0.925}}, 3},
+        {"both on one side: the furthest, then the nearest", {{0, 4, 0.9, 0, 0, 0, 0}, {1, 6, 0.85, 4, 0.9, 0, 0}, {2, 8, 0.8, 4, 0.9, 6, 0.85}}, 3},
+        {"the furthest wins over the freshest", {{0, 16, 0.3, 0, 0, 0, 0}, {1, 32, 0.12, 16, 0.3, 0, 0}, {2, 24, 0.19, 16, 0.3, 32, 0.12}}, 3},
+        {"as far on both sides: the one that shows a slowdown, the other is the side point",
+         {{0, 8, 0.5, 0, 0, 0, 0}, {1, 32, 0.2, 8, 0.5, 0, 0}, {2, 16, 0.4, 32, 0.2, 8, 0.5}, {3, 16, 0.45, 32, 0.2, 8, 0.5}}, 4},
+        {"p' < 2 and bad E record nothing", {{0, 8, 0.9, 0, 0, 0, 0}, {1, 1, 1.0, 0, 0, 0, 0}, {2, 4, NAN, 0, 0, 0, 0}, {3, 4, 0.95, 8, 0.9, 0, 0}}, 4},
+        {"E > 1 is kept as 1", {{0, 4, 1.4, 0, 0, 0, 0}, {1, 8, 0.5, 4, 1.0, 0, 0}}, 2},
+        {"points older than the limit are forgotten", {{0, 4, 0.9, 0, 0, 0, 0}, {31, 8, 0.8, 0, 0, 0, 0}}, 2},
         {"a higher E at a larger team: a new phase, the old points go",
-         {{0, 4, 0.5, 0, 0}, {1, 128, 0.01, 4, 0.5}, {2, 8, 0.97, 0, 0}, {3, 16, 0.95, 8, 0.97}}, 4},
-        {"within noise it is kept", {{0, 4, 0.9, 0, 0}, {1, 8, 0.93, 4, 0.9}}, 2},
-        {"five sizes: the stalest goes", {{0, 2, 0.9, 0, 0}, {1, 3, 0.9, 2, 0.9}, {2, 4, 0.9, 2, 0.9}, {3, 5, 0.9, 2, 0.9},
-                                          {4, 6, 0.9, 3, 0.9}, {5, 2, 0.95, 6, 0.9}}, 6},
+         {{0, 4, 0.5, 0, 0, 0, 0}, {1, 128, 0.01, 4, 0.5, 0, 0}, {2, 8, 0.97, 0, 0, 0, 0}, {3, 16, 0.95, 8, 0.97, 0, 0}}, 4},
+        {"within noise it is kept", {{0, 4, 0.9, 0, 0, 0, 0}, {1, 8, 0.93, 4, 0.9, 0, 0}}, 2},
+        {"five sizes: the stalest goes",
+         {{0, 2, 0.9, 0, 0, 0, 0}, {1, 3, 0.9, 2, 0.9, 0, 0}, {2, 4, 0.9, 2, 0.9, 3, 0.9}, {3, 5, 0.9, 2, 0.9, 4, 0.9},
+          {4, 6, 0.9, 3, 0.9, 5, 0.9}, {5, 2, 0.95, 6, 0.9, 4, 0.9}}, 6},
     };
 
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         struct scaf_points st = {0};
 
         for (int j = 0; j < cases[c].n; j++) {
-            uint32_t ap = 99;
-            double ae = 99;
+            uint32_t ap = 99, sp = 99;
+            double ae = 99, se = 99;
             char msg[160];
 
             scaf_points_update(&st, 1000000000ull + cases[c].r[j].t_s * 1000000000ull, cases[c].r[j].p,
-                               cases[c].r[j].e, SCAF_POINTS_MAX_AGE_NS, &ap, &ae);
+                               cases[c].r[j].e, SCAF_POINTS_MAX_AGE_NS, &ap, &ae, &sp, &se);
             if (ap != cases[c].r[j].want_p || (ap && !near(ae, cases[c].r[j].want_e))) {
                 snprintf(msg, sizeof(msg), "round %d: second point (%u, %.3f), want (%u, %.3f)", j, ap, ae,
                          cases[c].r[j].want_p, cases[c].r[j].want_e);
+                fail(cases[c].name, msg);
+            }
+            if (sp != cases[c].r[j].side_p || (sp && !near(se, cases[c].r[j].side_e)) || (!sp && se != 0.0)) {
+                snprintf(msg, sizeof(msg), "round %d: side point (%u, %.3f), want (%u, %.3f)", j, sp, se,
+                         cases[c].r[j].side_p, cases[c].r[j].side_e);
                 fail(cases[c].name, msg);
             }
         }
     }
     /* NULL state: no point, no crash. */
     {
-        uint32_t ap = 5;
-        double ae = 5;
+        uint32_t ap = 5, sp = 5;
+        double ae = 5, se = 5;
 
-        scaf_points_update(NULL, 1, 4, 0.5, 1, &ap, &ae);
-        if (ap != 0 || ae != 0.0)
+        scaf_points_update(NULL, 1, 4, 0.5, 1, &ap, &ae, &sp, &se);
+        if (ap != 0 || ae != 0.0 || sp != 0 || se != 0.0)
             fail("points: NULL state", "a point came back");
     }
 }

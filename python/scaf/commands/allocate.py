@@ -11,8 +11,8 @@ DESCRIPTION = """\
 Run one allocation decision of a scaf policy, exactly as the daemon would,
 without a daemon: the same C code (build/lib/libscaf_policy.so) decides.
 
-Each client is given as ALLOC:EFF, or ALLOC:EFF+ALLOC2:EFF2, in the order the
-output follows:
+Each client is given as ALLOC:EFF, ALLOC:EFF+ALLOC2:EFF2 or
+ALLOC:EFF+ALLOC2:EFF2+ALLOC3:EFF3, in the order the output follows:
 
   ALLOC  p', the number of threads the client ran with when its efficiency
          was measured (0 if it never ran)
@@ -21,6 +21,11 @@ output follows:
   +ALLOC2:EFF2
          a second point of the same program's curve, measured earlier at
          another team size (the daemon keeps the last E at each team size)
+  +ALLOC3:EFF3
+         a third point: the curve is fitted through the first two and
+         passes through this one too (the daemon hands over the point
+         furthest from ALLOC as the second, the nearest of the others as
+         the third)
 
 The output is one integer per client, space-separated, in input order: the
 number of threads each client may use on N contexts.
@@ -90,17 +95,27 @@ class Spec:
     eff: float | None
     alt_team: int = 0  # a second point (0 = none)
     alt_eff: float = 0.0
+    side_team: int = 0  # a third, on the other side of eff_team from the second (0 = none)
+    side_eff: float = 0.0
 
 
 def parse_client(text: str) -> Spec:
-    """ALLOC:EFF or ALLOC:EFF+ALLOC2:EFF2 -> Spec; raises UsageError with the reason."""
-    first, plus, second = text.partition("+")
-    spec = _parse_point(text, first)
-    if plus:
-        alt = _parse_point(text, second)
-        if alt.eff is None or alt.eff_team < 2:
-            raise UsageError(f"client {text!r}: the second point needs ALLOC2 >= 2 and a known EFF2")
-        spec.alt_team, spec.alt_eff = alt.eff_team, alt.eff
+    """ALLOC:EFF[+ALLOC2:EFF2[+ALLOC3:EFF3]] -> Spec; raises UsageError with the reason."""
+    parts = text.split("+")
+    if len(parts) > 3:
+        raise UsageError(f"client {text!r}: at most three points, ALLOC:EFF+ALLOC2:EFF2+ALLOC3:EFF3")
+    spec = _parse_point(text, parts[0])
+    others = [_parse_point(text, q) for q in parts[1:]]
+    for n, pt in enumerate(others, start=2):
+        if pt.eff is None or pt.eff_team < 2 or pt.eff_team == spec.eff_team:
+            raise UsageError(f"client {text!r}: point {n} needs ALLOC{n} >= 2, another team size than ALLOC, "
+                             f"and a known EFF{n}")
+    if others:
+        spec.alt_team, spec.alt_eff = others[0].eff_team, others[0].eff or 0.0
+    if len(others) == 2:
+        if others[1].eff_team == spec.alt_team:
+            raise UsageError(f"client {text!r}: points 2 and 3 are both at {spec.alt_team} threads")
+        spec.side_team, spec.side_eff = others[1].eff_team, others[1].eff or 0.0
     return spec
 
 
@@ -164,7 +179,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print each client's curve, its speedup at its threads and its next gain")
     p.add_argument("clients", metavar="ALLOC:EFF", nargs="+",
-                   help="one per client, e.g. 8:0.9, '4:?' or 16:0.3+32:0.12 (a second point)")
+                   help="one per client, e.g. 8:0.9, '4:?', 16:0.3+32:0.12 (a second point) or 10:0.78+14:0.6+8:0.93 (a third)")
     p.set_defaults(func=main)
 
 
@@ -180,7 +195,7 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
     extra = f", min_gain={min_gain:g}" if policy == "consumption" else ""
     print(f"policy {policy}, N={cpus}, chunk={chunk}{extra}, {k} client(s), sum={sum(shares)}, "
           f"idle={max(cpus - sum(shares), 0)}")
-    header = ("client", "p'", "E", "point 2", "sigma", "kappa", "prev", "share", "S(share)", "next gain", "note")
+    header = ("client", "p'", "E", "point 2", "point 3", "sigma", "kappa", "prev", "share", "S(share)", "next gain", "note")
     rows = []
     for i, sp in enumerate(specs):
         kind, sigma, kappa = pol.curve(clients[i])
@@ -207,6 +222,7 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
             notes.append(f"damped (undamped: {undamped[i]})")
         rows.append((str(i), str(sp.eff_team), "?" if sp.eff is None else f"{sp.eff:.3f}",
                      f"{sp.alt_team}:{sp.alt_eff:.3f}" if sp.alt_team else "-",
+                     f"{sp.side_team}:{sp.side_eff:.3f}" if sp.side_team else "-",
                      f"{sigma:.4f}" if kind else "-", f"{kappa:.5f}" if kind else "-",
                      str(clients[i].prev) if clients[i].prev else "-", str(t), s_t, g_t, "; ".join(notes)))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
@@ -249,6 +265,8 @@ def main(args: argparse.Namespace) -> int:
             max_threads=bounds[i] if bounds else 0,
             alt_team=s.alt_team,
             alt_efficiency=s.alt_eff,
+            side_team=s.side_team,
+            side_efficiency=s.side_eff,
         )
         for i, s in enumerate(specs)
     ]

@@ -68,6 +68,8 @@ class Client:
     probe: probe it this round (its estimate and prev_coef are ignored: unknown, an equal share).
     alt_team, alt_efficiency: a second point of its curve, E measured at another team size
         (0 = none); a curve that peaks is fitted through both when the larger team was no faster.
+    side_team, side_efficiency: a third point, on the report's other side from the second (0 = none):
+        the curve passes through it, unfitted.
     """
 
     eff_team: int = 0
@@ -79,6 +81,8 @@ class Client:
     e_sd: float = 0.0
     alt_team: int = 0
     alt_efficiency: float = 0.0
+    side_team: int = 0
+    side_efficiency: float = 0.0
 
 
 class _CClient(ctypes.Structure):
@@ -95,6 +99,9 @@ class _CClient(ctypes.Structure):
         ("alt_efficiency", ctypes.c_double),
         ("alt_team", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
+        ("side_efficiency", ctypes.c_double),
+        ("side_team", ctypes.c_uint32),
+        ("reserved2", ctypes.c_uint32),
     ]
 
 
@@ -208,6 +215,8 @@ def _c_clients(clients: Sequence[Client]) -> ctypes.Array[_CClient]:
             e_sd=float(c.e_sd) if math.isfinite(c.e_sd) and c.e_sd > 0 else 0.0,
             alt_team=_u32(c.alt_team, f"client {i}: alt_team"),
             alt_efficiency=float(c.alt_efficiency) if math.isfinite(c.alt_efficiency) else 0.0,
+            side_team=_u32(c.side_team, f"client {i}: side_team"),
+            side_efficiency=float(c.side_efficiency) if math.isfinite(c.side_efficiency) else 0.0,
         )
     return arr
 

@@ -87,8 +87,12 @@ void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *ri
         if (turn->cpus && most > turn->cpus)
             most = turn->cpus;
         if (scaf_prepare_remembered(in->remembered, in->nremembered, most, &out->pol.eff_team, &out->pol.efficiency,
-                                    &out->pol.alt_team, &out->pol.alt_efficiency))
+                                    &out->pol.alt_team, &out->pol.alt_efficiency)) {
+            /* This run's points belong to its own reports, not to the remembered curve. */
+            out->pol.side_team = 0;
+            out->pol.side_efficiency = 0.0;
             scaf_referee_clamp(out, turn->cpus);
+        }
     }
     /* After the collect, which clears the entry. */
     out->idle = turn->idle_rule && scaf_idle_step(idle, &obs, turn->idle_rule);
