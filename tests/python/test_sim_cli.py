@@ -174,6 +174,32 @@ def test_sweep_json_and_table(small: Path) -> None:
     assert "small, 8 contexts: speedup gap " in r.stdout and "small, 16 contexts: speedup gap " in r.stdout
 
 
+def test_sweep_over_seeds_reports_the_mean_and_the_worst(small: Path) -> None:
+    """--seeds N: each point runs N noise seeds; the gap is the mean of each seed's own gap, the worst is theirs."""
+    one = json.loads(scaf("sweep", str(small), "--contexts", "8", "--json").stdout)["rows"][0]
+    r = scaf("sweep", str(small), "--contexts", "8", "--seeds", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["rows"]
+    first = one["seeds"][0]
+    assert row["seeds"] == [first, first + 1, first + 2] and len(row["per_seed"]) == 3
+    # The first seed is the scenario's own: the same run as without --seeds.
+    assert row["per_seed"][0]["sum_speedup"] == one["sum_speedup"]
+    sums = [p["sum_speedup"] for p in row["per_seed"]]
+    assert len({p["speedup"] for p in sums}) > 1, "the seeds drew the same noise"
+    gaps = [1 - p["speedup"] / p["oracle-dynamic"] for p in sums]
+    assert row["gap"]["speedup"] == pytest.approx(sum(gaps) / 3)
+    assert row["gap_worst"]["speedup"] == pytest.approx(max(gaps))
+    assert row["sum_speedup"]["speedup"] == pytest.approx(sum(p["speedup"] for p in sums) / 3)
+    assert "per_seed" not in one and one["gap_worst"] == one["gap"]
+    r = scaf("sweep", str(small), "--contexts", "8", "--seeds", "3")
+    assert r.returncode == 0, r.stderr
+    table = r.stdout[: r.stdout.index("summary")]
+    assert "worst" in table and "means over seeds" in table and "(mean of 3 seeds, worst " in r.stdout
+    for bad in ("0", "x", "101"):
+        r = scaf("sweep", str(small), "--contexts", "8", "--seeds", bad)
+        assert r.returncode == 2 and "--seeds" in r.stderr and r.stdout == "", bad
+
+
 def test_sweep_configs_subset_keeps_the_reference(small: Path) -> None:
     r = scaf("sweep", str(small), "--contexts", "8", "--configs", "equipartition", "--json")
     assert r.returncode == 0, r.stderr

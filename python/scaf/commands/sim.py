@@ -73,6 +73,16 @@ def _configs(text: str) -> list[str]:
     return vals
 
 
+def _seeds(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if not 1 <= v <= 100:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 100, got {text!r}")
+    return v
+
+
 def _min_gain(text: str) -> float:
     try:
         v = float(text)
@@ -118,7 +128,8 @@ def register(sub: Any) -> None:
 
     q = s.add_parser("sweep", help="scenarios across machine sizes and noise levels",
                      epilog="examples:\n  scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1\n"
-                            "  scaf sim sweep all --contexts 16,32,64,128,256\n\n"
+                            "  scaf sim sweep all --contexts 16,32,64,128,256\n"
+                            "  scaf sim sweep smt-pair-16 --seeds 6   the mean and worst gap over 6 noise seeds\n\n"
                             "Default teams follow the machine size; --noise replaces every program's noise.\n"
                             "Where no two programs ever run together (a program alone), the sweep compares\n"
                             "the speedup over the time a program ran instead of Σspeedup.",
@@ -134,6 +145,9 @@ def register(sub: Any) -> None:
                         "oracle-dynamic, the reference, is always run)")
     q.add_argument("--min-gain", type=_min_gain, default=0.5, metavar="G",
                    help="the consumption configuration's threshold (as for run; default 0.5)")
+    q.add_argument("--seeds", type=_seeds, default=1, metavar="N",
+                   help="run each point with N noise seeds, the scenario's own and the N-1 after it, and report "
+                        "the mean gap and the worst (default 1: the scenario's seed alone)")
     q.add_argument("--json", action="store_true", help="print rows as JSON on stdout")
     q.set_defaults(func=cmd_sweep)
 
@@ -250,7 +264,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = []
     summary: list[str] = []
     for sc in scs:
-        metric, rows = sweep.sweep(sc, args.contexts, noises, configs, min_gain=args.min_gain)
+        metric, rows = sweep.sweep(sc, args.contexts, noises, configs, min_gain=args.min_gain, seeds=args.seeds)
         out.append({"scenario": sc.name, "reference": sweep.REFERENCE, "metric": metric, "rows": rows})
         summary += sweep.summary(sc.name, metric, rows)
         if con is not None:

@@ -40,31 +40,48 @@ def _ratio(x: float) -> str:
     return f"{x:.2f}" if x >= 0.01 else f"{x:.4f}"
 
 
+def _mean(xs: list[float | None]) -> float | None:
+    return None if any(x is None for x in xs) else sum(xs) / len(xs)  # type: ignore[arg-type]
+
+
 def sweep(sc: Scenario, contexts: list[int], noises: list[float | None],
-          configs: tuple[str, ...] = SWEEP_CONFIGS, min_gain: float = 0.0) -> tuple[str, list[dict[str, Any]]]:
-    """(metric, rows): rows of {contexts, noise, sum_speedup and lone_speedup: {config: x}, gap: {config:
-    1 - x / x_oracle-dynamic} on the metric, cpu_s: {config: CPU-seconds}, and, when the sweep runs both,
-    cpu_consumption_vs_equipartition}. metric: "sum_speedup", or "lone_speedup" where some run never had
-    two programs together."""
+          configs: tuple[str, ...] = SWEEP_CONFIGS, min_gain: float = 0.0,
+          seeds: int = 1) -> tuple[str, list[dict[str, Any]]]:
+    """(metric, rows): rows of {contexts, noise, seeds, sum_speedup and lone_speedup: {config: x}, gap:
+    {config: 1 - x / x_oracle-dynamic} on the metric, gap_worst: {config: the largest gap of one seed},
+    cpu_s: {config: CPU-seconds}, and, when the sweep runs both, cpu_consumption_vs_equipartition}. metric:
+    "sum_speedup", or "lone_speedup" where some run never had two programs together. seeds: how many noise
+    seeds each point runs, the scenario's own and the ones after it; x, the gap and cpu_s are means over
+    them (each seed's gap against its own oracle run), so that a rule is not judged on one lucky draw."""
     if REFERENCE not in configs:
         configs = (*configs, REFERENCE)
+    if seeds < 1:
+        raise ValueError(f"seeds must be 1 or more, got {seeds}")
     rows = []
     for n in contexts:
         for z in noises:
-            s = scaled(sc, n, z)
-            res = {c: engine.run(s, c, record=False, min_gain=min_gain) for c in configs}
-            row: dict[str, Any] = {"contexts": n, "noise": z,
-                                   "sum_speedup": {c: r.sum_speedup for c, r in res.items()},
-                                   "lone_speedup": {c: r.lone_speedup for c, r in res.items()},
-                                   "cpu_s": {c: r.cpu_s for c, r in res.items()}}
-            if "consumption" in res and "equipartition" in res and res["equipartition"].cpu_s > 0:
-                row["cpu_consumption_vs_equipartition"] = res["consumption"].cpu_s / res["equipartition"].cpu_s
+            runs = []
+            for k in range(seeds):
+                s = dataclasses.replace(scaled(sc, n, z), seed=sc.seed + k)
+                runs.append({c: engine.run(s, c, record=False, min_gain=min_gain) for c in configs})
+            row: dict[str, Any] = {"contexts": n, "noise": z, "seeds": [sc.seed + k for k in range(seeds)],
+                                   "per_seed": [{"sum_speedup": {c: r.sum_speedup for c, r in res.items()},
+                                                 "lone_speedup": {c: r.lone_speedup for c, r in res.items()}}
+                                                for res in runs]}
+            for m in METRICS:
+                row[m] = {c: _mean([p[m][c] for p in row["per_seed"]]) for c in configs}
+            row["cpu_s"] = {c: sum(res[c].cpu_s for res in runs) / seeds for c in configs}
+            if "consumption" in configs and "equipartition" in configs and row["cpu_s"]["equipartition"] > 0:
+                row["cpu_consumption_vs_equipartition"] = row["cpu_s"]["consumption"] / row["cpu_s"]["equipartition"]
             rows.append(row)
-    metric = "sum_speedup" if all(v is not None for r in rows for v in r["sum_speedup"].values()) \
+    metric = "sum_speedup" if all(v is not None for r in rows for p in r["per_seed"] for v in p["sum_speedup"].values()) \
         else "lone_speedup"
     for r in rows:
-        vals = r[metric]
-        r["gap"] = {c: _gap(v, vals[REFERENCE]) for c, v in vals.items() if c != REFERENCE}
+        per = [{c: _gap(v, p[metric][REFERENCE]) for c, v in p[metric].items() if c != REFERENCE} for p in r["per_seed"]]
+        r["gap"] = {c: _mean([g[c] for g in per]) for c in per[0]}
+        r["gap_worst"] = {c: None if any(g[c] is None for g in per) else max(g[c] for g in per) for c in per[0]}
+        if seeds == 1:
+            del r["per_seed"]
     return metric, rows
 
 
@@ -80,6 +97,9 @@ def table(name: str, metric: str, rows: list[dict[str, Any]]) -> Any:
                    "program ran (one program: its work / life), not Σspeedup; " + caption.replace("period", "run's"))
     if cpu:
         caption += "; cpu consumption/equip: consumption's CPU-seconds over equipartition's"
+    if rows and len(rows[0].get("seeds", [])) > 1:
+        sd = rows[0]["seeds"]
+        caption = f"means over seeds {sd[0]}-{sd[-1]}, each seed's gap against its own {REFERENCE} run; " + caption
     t = Table(title=f"sweep of {name}: {METRICS[metric]}, and the gap to {REFERENCE} "
                     f"(1 - {label} / {label}_{REFERENCE})",
               caption=caption, caption_justify="left")
@@ -87,9 +107,14 @@ def table(name: str, metric: str, rows: list[dict[str, Any]]) -> Any:
     t.add_column("noise", justify="right")
     for c in configs:
         t.add_column(f"{label} {c}", justify="right")
+    several = bool(rows) and len(rows[0].get("seeds", [])) > 1
     for c in configs:
         if c != REFERENCE:
             t.add_column(f"gap {c}", justify="right")
+    if several:
+        for c in configs:
+            if c != REFERENCE:
+                t.add_column(f"worst gap {c}", justify="right")
     if cpu:
         t.add_column("cpu consumption/equip", justify="right")
     for r in rows:
@@ -97,6 +122,8 @@ def table(name: str, metric: str, rows: list[dict[str, Any]]) -> Any:
         cells = [str(r["contexts"]), z]
         cells += ["n/a" if r[metric][c] is None else f"{r[metric][c]:.1f}" for c in configs]
         cells += [_pct(r["gap"][c]) for c in configs if c != REFERENCE]
+        if several:
+            cells += [_pct(r["gap_worst"][c]) for c in configs if c != REFERENCE]
         if cpu:
             cells.append(_ratio(r["cpu_consumption_vs_equipartition"]))
         t.add_row(*cells)
@@ -136,6 +163,8 @@ def summary(name: str, metric: str, rows: list[dict[str, Any]]) -> list[str]:
             where += ", scenario noise" if r["noise"] is None else f", noise {r['noise']:g}"
         gap = r["gap"].get("speedup")
         line = f"{where}: speedup gap {_pct(gap)}"
+        if len(r.get("seeds", [])) > 1:
+            line += f" (mean of {len(r['seeds'])} seeds, worst {_pct(r['gap_worst'].get('speedup'))})"
         if eq:
             # Judged on the printed difference: a shortfall that rounds to 0.0% is not one.
             d = round((sp / eq - 1.0) * 100, 1) + 0.0
