@@ -55,6 +55,14 @@ int scaf_procfs_exiting(pid_t pid);
 pid_t scaf_procfs_session(pid_t pid);
 
 /*
+ * The parent of process `pid` and the start time of `pid` (/proc/PID/stat fields 4 and 22, clock ticks
+ * after boot): a pid and its start time together name one process, where a pid alone may be reused.
+ * *ppid is 0 when the parent is outside the caller's PID namespace. Returns 0, or -1 with errno (ENOENT:
+ * no such process; EPROTO; EINVAL for pid <= 0 or a NULL pointer).
+ */
+int scaf_procfs_parent(pid_t pid, pid_t *ppid, uint64_t *start);
+
+/*
  * The user and system CPU time of thread `tid` of this process, in clock ticks (/proc/self/task/TID/stat,
  * fields 14 and 15; sysconf(_SC_CLK_TCK) a second), and its state letter when `state` is not NULL.
  * Returns 0, or -1 with errno (ENOENT: no such thread; EPROTO; EINVAL for tid <= 0).

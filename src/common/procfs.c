@@ -113,7 +113,8 @@ static uint64_t fatal_by_default(void)
 /* The fields of /proc/PID/stat after the state letter that scaf reads, in their order (proc(5)). */
 enum {
     STAT_PPID, STAT_PGRP, STAT_SESSION, STAT_TTY, STAT_TPGID, STAT_FLAGS, STAT_MINFLT, STAT_CMINFLT, STAT_MAJFLT,
-    STAT_CMAJFLT, STAT_UTIME, STAT_STIME, STAT_NFIELDS
+    STAT_CMAJFLT, STAT_UTIME, STAT_STIME, STAT_CUTIME, STAT_CSTIME, STAT_PRIORITY, STAT_NICE, STAT_NUM_THREADS,
+    STAT_ITREALVALUE, STAT_STARTTIME, STAT_NFIELDS
 };
 
 /*
@@ -179,6 +180,24 @@ pid_t scaf_procfs_session(pid_t pid)
     if (stat_fields(pid, buf, sizeof buf, &state, f) < 0 || (sid = stat_number(f[STAT_SESSION])) < 0)
         return -1;
     return (pid_t)sid;
+}
+
+int scaf_procfs_parent(pid_t pid, pid_t *ppid, uint64_t *start)
+{
+    char buf[2048], state;
+    const char *f[STAT_NFIELDS];
+    long long pp, st;
+
+    if (pid <= 0 || !ppid || !start) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (stat_fields(pid, buf, sizeof buf, &state, f) < 0 || (pp = stat_number(f[STAT_PPID])) < 0 ||
+        (st = stat_number(f[STAT_STARTTIME])) < 0)
+        return -1;
+    *ppid = (pid_t)pp;
+    *start = (uint64_t)st;
+    return 0;
 }
 
 int scaf_procfs_task_times(pid_t tid, uint64_t *user, uint64_t *sys, char *state)
