@@ -52,7 +52,14 @@ struct scaf_policy_client {
      */
     double alt_efficiency;
     uint32_t alt_team;
-    uint32_t reserved; /* 0 */
+    /*
+     * The program this client is a process of: clients with the same nonzero
+     * group share one program's equal share (a pool's parent and its
+     * workers, which a static split gives one share, not one each); 0: a
+     * program of its own. The caller numbers them (the daemon from the
+     * process tree, docs/policy.md "Programs, not processes").
+     */
+    uint32_t group;
     /*
      * A third measured point: the team size nearest the report's besides
      * alt_team (side_team >= 2, != eff_team, != alt_team; 0 = none), chosen
@@ -140,6 +147,8 @@ size_t scaf_policy_client_size(void);
 /* The registered policies, callable directly (the daemon may also go through the registry). */
 int scaf_policy_speedup(const struct scaf_policy_input *in, uint32_t *share, double *coef);
 int scaf_policy_equipartition(const struct scaf_policy_input *in, uint32_t *share, double *coef);
+/* How many of in's clients belong to client i's program (its group; 1 for group 0). Pure. */
+uint32_t scaf_policy_group_size(const struct scaf_policy_input *in, uint32_t i);
 int scaf_policy_consumption(const struct scaf_policy_input *in, uint32_t *share, double *coef);
 
 /*

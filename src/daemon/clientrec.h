@@ -2,6 +2,7 @@
 #ifndef SCAFD_CLIENTREC_H
 #define SCAFD_CLIENTREC_H
 
+#include "collect/lineage.h"
 #include "collect/lookout.h"
 #include "collect/pageread.h"
 #include "decide/idle.h"
@@ -40,7 +41,7 @@ struct scaf_recall_client {
     double standin_e;
     /* Tallied while it runs. */
     double arrived_s;    /* CLOCK_MONOTONIC of its arrival */
-    double peer_s;       /* the integral of the other busy clients over its run so far (client-seconds) */
+    double peer_s;       /* the integral of the other busy programs over its run so far (program-seconds) */
     char name[SCAF_MEMORY_NAME]; /* exe and script basenames, from /proc/PID/cmdline at arrival */
 };
 
@@ -56,6 +57,8 @@ struct scaf_client {
     uid_t uid;     /* SO_PEERCRED too: whose program it is (status), and whose quota and share it counts
                     * against (--shared) */
     pid_t sid;     /* its session (/proc/PID/stat at HELLO), -1 when unknown: who is killed with it */
+    struct scaf_lineage lineage; /* its process's ancestors (/proc at HELLO) */
+    uint32_t group; /* its program: the id of the outermost client among its ancestors, else its own id */
     char name[SCAF_NAME_MAX];   /* /proc/PID/comm, printable */
     uint32_t max_threads;       /* from HELLO */
     bool hello_fixed;           /* HELLO said the team is fixed */

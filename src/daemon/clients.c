@@ -4,6 +4,7 @@
 #include "say.h"
 #include "scafd.h"
 #include "apply/pagewrite.h"
+#include "collect/lineage.h"
 #include "collect/lookout.h"
 #include "collect/pageread.h"
 #include "recall/recall.h"
@@ -17,6 +18,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+/*
+ * A client's program (struct scaf_policy_client's group): the id of the
+ * outermost client of the same user among its ancestors, else its own. A
+ * pool's workers started by a parent under scaf then share one equal share
+ * with it, as a static split gives that program one; two programs that a
+ * shell or a test harness started stay two, the shell being no client.
+ */
+static uint32_t program_of(const struct scafd *d, const struct scaf_client *c)
+{
+    uint32_t deepest = 0, group = c->id;
+
+    for (uint32_t j = 0; j < d->nclients; j++) {
+        const struct scaf_client *a = d->clients[j];
+        uint32_t depth = a == c || a->uid != c->uid ? 0 : scaf_lineage_depth(&c->lineage, &a->lineage);
+
+        if (depth > deepest) {
+            deepest = depth;
+            group = a->id;
+        }
+    }
+    return group;
+}
+
+/* Whenever the table changes: a worker that said HELLO before its parent joins it when the parent comes, and
+ * one whose parent left is a program of its own again (or its grandparent's). */
+static void regroup(struct scafd *d)
+{
+    for (uint32_t i = 0; i < d->nclients; i++)
+        d->clients[i]->group = program_of(d, d->clients[i]);
+}
 
 int scaf_clients_init(struct scafd *d)
 {
@@ -116,14 +148,17 @@ int scaf_clients_arrive(struct scafd *d, struct scaf_client *cl, int fd, uid_t u
      * started by `docker exec` or a CI runner. Such clients cannot be told apart by session, so they
      * count as one: a kill among them holds the others' turn (KIN_GRACE_MS) rather than split a job. */
     cl->sid = scaf_procfs_session(cl->pid);
+    scaf_lineage_read(&cl->lineage, cl->pid);
     cl->max_threads = m->max_threads;
     cl->hello_fixed = (m->flags & SCAF_HELLO_F_NONMALLEABLE) != 0;
     cl->id = ++d->next_id;
     scaf_pageread_init(&cl->report, cl->max_threads);
     scaf_lookout_client_start(&cl->lookout, cl->pid);
+    cl->group = program_of(d, cl); /* its start team splits its program's share with its kin */
     /* Before it is in the table (its start team counts the others) and before its WELCOME. */
     scaf_recall_arrive(&d->recall, d->clients, d->nclients, scafd_available(d), cl, m->key);
     d->clients[d->nclients++] = cl;
+    regroup(d);
     d->members_changed = true;
     if (d->opt.verbose)
         scaf_say("client %u (pid %d %s) arrived, max_threads %u%s", cl->id, (int)cl->pid, cl->name, cl->max_threads,
@@ -158,6 +193,7 @@ void scaf_clients_leave(struct scafd *d, struct scaf_client *cl)
         memmove(&d->clients[k], &d->clients[k + 1], (d->nclients - k - 1) * sizeof d->clients[0]);
         d->nclients--;
     }
+    regroup(d);
     scaf_lookout_client_leave(&d->lookout, &cl->lookout, cl->pid);
     if (cl->sid >= 0 && was_killed(cl)) {
         d->killed_sid = cl->sid;

@@ -108,6 +108,7 @@ static int decide(struct scafd *d)
                 .woke = c->woke,
                 .cpu_ok = c->cpu_ok,
                 .cpu_ticks = c->cpu_ticks,
+                .group = c->group,
             },
             .rigid = &c->rigid,
             .state = &c->state,

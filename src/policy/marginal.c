@@ -350,6 +350,9 @@ static int holds(const struct scaf_policy_client *cl, uint32_t chunk, uint32_t b
 static int identical(const struct scaf_policy_input *in, const struct work *w)
 {
     for (uint32_t i = 0; i < w->k; i++) {
+        /* Programs of different sizes get different equal shares, which like curves do not call for. */
+        if (scaf_policy_group_size(in, i) != scaf_policy_group_size(in, 0))
+            return 0;
         if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO || holds(&in->clients[i], w->chunk, w->bound[i]))
             return 0;
         if (w->fit[i] == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i]))

@@ -243,7 +243,7 @@ TOP = {
     "foreign_procs": list,
 }
 CLIENT = {
-    "id": int, "pid": int, "uid": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
+    "id": int, "pid": int, "uid": int, "program": int, "name": str, "threads": int, "share": int, "malleable": bool, "cpuset": list, "nlwp": int,
     "max_threads": int, "last_team": int, "regions": int, "efficiency": (float, type(None)), "coef": (int, float),
     "estimate": str, "long_region": bool, "experiments": int, "gang": int, "verdict": str, "verdict_source": str,
     "reason": str, "eff_threads": int, "probing": bool, "control": str, "rigid_team": int, "wanted": int,

@@ -38,6 +38,7 @@ struct cl {
     double alt_e;
     uint32_t side_p;
     double side_e;
+    uint32_t group; /* its program (0: one of its own) */
 };
 
 static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client *out)
@@ -55,6 +56,7 @@ static void to_clients(const struct cl *c, uint32_t k, struct scaf_policy_client
             .alt_efficiency = c[i].alt_e,
             .side_team = c[i].side_p,
             .side_efficiency = c[i].side_e,
+            .group = c[i].group,
         };
     }
 }
@@ -77,6 +79,21 @@ static const struct tcase cases[] = {
     {"equi all at their bound", "equipartition", 12, 1, 3, {{.bound = 2}, {.bound = 3}, {.bound = 1}}, {2, 3, 1}},
     {"equi N < k*chunk", "equipartition", 5, 2, 3, {{0}}, {2, 2, 1}},
     {"equi single", "equipartition", 7, 2, 1, {{0}}, {7}},
+    /* Programs, not processes: the clients of one program (a pool's parent and workers) share one share. */
+    {"equi a pool of 4 beside a program", "equipartition", 16, 1, 5,
+     {{.group = 1}, {.group = 1}, {.group = 1}, {.group = 1}, {0}}, {2, 2, 2, 2, 8}},
+    {"equi programs of 2 and 3 clients", "equipartition", 12, 1, 5,
+     {{.group = 7}, {.group = 7}, {.group = 9}, {.group = 9}, {.group = 9}}, {3, 3, 2, 2, 2}},
+    {"equi programs of one client each = group 0", "equipartition", 16, 1, 3,
+     {{.group = 4}, {.group = 5}, {.group = 6}}, {6, 5, 5}},
+    /* One weighted partition, not one per program: a bounded worker's excess goes to every other client by
+     * weight (its fellow worker a third, the program two), as a bounded client's always has. */
+    {"equi a pool's bounded worker leaves its part to all by weight", "equipartition", 16, 1, 3,
+     {{.group = 2, .bound = 1}, {.group = 2}, {0}}, {1, 5, 10}},
+    {"equi a pool of workers of one thread (Dask's) leaves the rest to the program", "equipartition", 16, 1, 3,
+     {{.group = 2, .bound = 1}, {.group = 2, .bound = 1}, {0}}, {1, 1, 14}},
+    {"equi more clients than contexts: 1 each", "equipartition", 3, 1, 4,
+     {{.group = 1}, {.group = 1}, {.group = 1}, {0}}, {1, 1, 1, 1}},
     /*
      * speedup: Amdahl through one point, sigma = (1/E - 1) / (p' - 1), contexts one at a time to the
      * largest S(p + 1) - S(p). E 0.9 at 8: sigma 0.016; E 0.5 at 8: sigma 0.143, whose 3rd thread adds
@@ -89,6 +106,17 @@ static const struct tcase cases[] = {
     {"single client up to its bound", "speedup", 16, 1, 1, {F(8, 0.9, 0, 5, 0)}, {5}},
     {"k > N gives 1", "speedup", 3, 1, 5, {F(2, 0.9, 0, 0, 0), F(2, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(2, 0.5, 0, 0, 0), F(2, 0.7, 0, 0, 0)}, {1, 1, 1, 1, 1}},
     {"all unknown = equipartition", "speedup", 16, 1, 3, {F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {6, 5, 5}},
+    /* Unknown, a pool of four beside a program: a program's equal share each (a static split's), not 16/5. */
+    {"all unknown, a pool beside a program", "speedup", 16, 1, 5,
+     {{.p = 0, .e = UNKNOWN, .group = 3}, {.p = 0, .e = UNKNOWN, .group = 3}, {.p = 0, .e = UNKNOWN, .group = 3},
+      {.p = 0, .e = UNKNOWN, .group = 3}, {.p = 0, .e = UNKNOWN}},
+     {2, 2, 2, 2, 8}},
+    /* Known alike, the same pool: programs of different sizes are no reason to keep unequal shares; the curves
+     * decide, and like curves give each client the same. */
+    {"known alike, a pool beside a program", "speedup", 16, 1, 4,
+     {{.p = 4, .e = 0.8, .group = 3}, {.p = 4, .e = 0.8, .group = 3}, {.p = 4, .e = 0.8, .group = 3},
+      {.p = 4, .e = 0.8}},
+     {4, 4, 4, 4}},
     {"unknown gets an equal share", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {8, 8, 8}},
     {"NaN efficiency is unknown", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(8, NAN, 0, 0, 0)}, {8, 8, 8}},
     {"p'=1 without history is unknown", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(1, 1.0, 0, 0, 0)}, {8, 8, 8}},

@@ -120,7 +120,7 @@ class PrepareIn(ctypes.Structure):
     _fields_ = [("report", ctypes.c_void_p), ("max_threads", ctypes.c_uint32), ("alloc", ctypes.c_void_p),
                 ("uid", ctypes.c_uint32), ("remembered", ctypes.c_void_p), ("nremembered", ctypes.c_uint32),
                 ("prior", ctypes.c_bool), ("woke", ctypes.c_bool), ("cpu_ok", ctypes.c_bool),
-                ("cpu_ticks", ctypes.c_uint64)]
+                ("cpu_ticks", ctypes.c_uint64), ("group", ctypes.c_uint32)]
 
 
 class PrepareTurn(ctypes.Structure):
@@ -279,6 +279,7 @@ class Turns:
         self._outv = _view(self._out)
         self.applied = np.zeros(n, dtype=bool)
         self.max_threads = np.ones(n, dtype=np.uint32)
+        self.group = np.zeros(n, dtype=np.uint32)  # each client's program (0: one of its own), as HELLO's tree says
         self.nmemo = np.zeros(n, dtype=np.uint32)
         self.memo = _view(self._memo).reshape(n, POINTS_MAX)
         # The memory's flags as pipeline.c keeps them: measured (a measured report came, the remembered curve
@@ -302,8 +303,9 @@ class Turns:
         if lib is not None:
             lib.scaf_referee_scratch_free(ctypes.addressof(self._scratch))
 
-    def arrive(self, j: int, max_threads: int, now_s: float) -> None:
-        """Client j says HELLO: a fresh page (scaf_pageread_init's values) and fresh state."""
+    def arrive(self, j: int, max_threads: int, now_s: float, group: int = 0) -> None:
+        """Client j says HELLO: a fresh page (scaf_pageread_init's values) and fresh state; `group`: the program
+        it is a process of (a pool's parent and workers share one; 0: a program of its own)."""
         ctypes.memset(ctypes.addressof(self._reports[j]), 0, ctypes.sizeof(PageReport))
         for arr, size in ((self._allocs, RefereeAlloc), (self._rigid, Rigid), (self._state, _CClientState),
                           (self._idle, Idle)):
@@ -312,6 +314,7 @@ class Turns:
         r.fixed_team = max_threads
         r.efficiency = -1.0
         self.max_threads[j] = max_threads
+        self.group[j] = group
         self.applied[j] = False
         self.measured[j] = self.measured_wide[j] = False
         self.nmemo[j] = 0
@@ -356,6 +359,7 @@ class Turns:
         inp["woke"] = False if woke is None else woke[idx]
         inp["cpu_ok"] = cpu_ticks is not None
         inp["cpu_ticks"] = 0 if cpu_ticks is None else cpu_ticks[idx]
+        inp["group"] = self.group[idx]
         cl["rigid"] = self._a_rigid[idx]
         cl["state"] = self._a_state[idx]
         cl["idle"] = self._a_idle[idx]

@@ -98,7 +98,7 @@ class _CClient(ctypes.Structure):
         ("e_sd", ctypes.c_double),
         ("alt_efficiency", ctypes.c_double),
         ("alt_team", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("group", ctypes.c_uint32),
         ("side_efficiency", ctypes.c_double),
         ("side_team", ctypes.c_uint32),
         ("reserved2", ctypes.c_uint32),

@@ -24,7 +24,7 @@ TOP: dict[str, tuple[type, ...]] = {
 TOP_REQUIRED = ("policy", "cpus", "clients")
 TOP_NULLABLE = {"job"}
 CLIENT: dict[str, tuple[type, ...]] = {
-    "id": (int,), "pid": (int,), "name": (str,), "threads": (int,), "share": (int,), "malleable": (bool,),
+    "id": (int,), "pid": (int,), "program": (int,), "name": (str,), "threads": (int,), "share": (int,), "malleable": (bool,),
     "cpuset": (list,), "nlwp": (int,), "max_threads": (int,), "last_team": (int,), "regions": (int,),
     "coef": NUMBER, "estimate": (str,), "verdict": (str,), "verdict_source": (str,), "reason": (str,),
     "efficiency": NUMBER, "control": (str,), "rigid_team": (int,), "wanted": (int,),

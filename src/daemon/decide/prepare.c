@@ -80,6 +80,7 @@ void scaf_prepare_client(const struct scaf_prepare_in *in, struct scaf_rigid *ri
         interval = PROBE_REMEMBERED_NS;
     scaf_client_state_step(state, turn->now_ns, interval, in->alloc ? in->alloc->share : 0, turn->chunk,
                            r->eff_team, r->estimate == SCAF_ESTIMATE_NONE ? -1.0 : r->efficiency, &out->pol);
+    out->pol.group = in->group;
     /* No measured report yet: what the memory kept of its curve stands in, from the first second. */
     if (in->nremembered && r->estimate < SCAF_ESTIMATE_MEASURED) {
         uint32_t most = out->pol.max_threads ? out->pol.max_threads : 1;

@@ -39,6 +39,7 @@ struct scaf_prepare_in {
     bool woke;          /* a WAKE came on its connection since the last turn */
     bool cpu_ok;        /* cpu_ticks was read this turn */
     uint64_t cpu_ticks; /* utime + stime of its process */
+    uint32_t group;     /* its program (struct scaf_policy_client's group): 0, one of its own */
 };
 
 /*

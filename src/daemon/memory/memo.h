@@ -38,7 +38,7 @@ struct scaf_memo_record {
     uint32_t source;       /* enum scaf_verdict_source of it: DEFAULT, EVIDENCE or CHECK, never USER or RULES */
     uint32_t nsites;       /* entries of sites[], at most SCAF_MEMO_SITES */
     uint32_t npoints;      /* entries of points[], at most SCAF_MEMO_POINTS */
-    uint32_t peers_milli;  /* other busy clients while it ran, time-weighted mean, x 1000 */
+    uint32_t peers_milli;  /* other busy programs while it ran, time-weighted mean, x 1000 */
     uint32_t peer_weight_ms; /* the run time that mean stands for, at most SCAF_MEMO_PEER_WEIGHT_MAX_MS */
     uint32_t run_ms;       /* its runs' length, arrival to departure, the last runs weighing most; 0 = not known
                             * (file version 1 kept 0 here) */
@@ -62,7 +62,7 @@ struct scaf_memo_run {
     uint32_t nsites;
     const struct scaf_memo_point *points; /* the daemon's own points of its curve */
     uint32_t npoints;
-    double peers;   /* other busy clients, time-weighted mean over the run */
+    double peers;   /* other busy programs, time-weighted mean over the run */
     double seconds; /* how long it ran: arrival to departure */
 };
 

@@ -28,6 +28,25 @@ static bool running(const struct scaf_client *c)
 }
 
 /*
+ * The running programs besides c's (docs/policy.md, "Programs, not
+ * processes"): each counted once, however many of its clients run, so that
+ * a pool's eight workers are one peer, as a static split counts them.
+ */
+static uint32_t other_programs(struct scaf_client *const *clients, uint32_t nclients, const struct scaf_client *c)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < nclients; i++) {
+        bool first = running(clients[i]) && clients[i]->group != c->group;
+
+        for (uint32_t j = 0; first && j < i; j++)
+            first = !(running(clients[j]) && clients[j]->group == clients[i]->group);
+        n += first;
+    }
+    return n;
+}
+
+/*
  * Each client's peer time up to `now`: since the last count every client here
  * has run beside the running others. Called before the table changes and at
  * each referee turn before idleness is judged again (scaf_recall_turn), so
@@ -37,13 +56,10 @@ static bool running(const struct scaf_client *c)
 static void tally(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t nclients, double now)
 {
     double dt = now - rc->tally_s;
-    uint32_t n = 0;
 
-    for (uint32_t i = 0; i < nclients; i++)
-        n += running(clients[i]);
-    if (n > 0 && dt > 0)
+    if (dt > 0)
         for (uint32_t i = 0; i < nclients; i++)
-            clients[i]->recall.peer_s += (double)(n - running(clients[i])) * dt;
+            clients[i]->recall.peer_s += (double)other_programs(clients, nclients, clients[i]) * dt;
     rc->tally_s = now;
 }
 
@@ -68,29 +84,49 @@ static bool holds_all(const struct scaf_client *c, uint32_t available)
     return fixed && team >= available;
 }
 
+/* Whether running client c counts for a start team: it will still run through much of the newcomer's run. */
+static bool outlasts(const struct scaf_client *c, uint32_t available, double newcomer_s, double now)
+{
+    return scaf_start_outlasts(now - c->recall.arrived_s, c->recall.run_s, newcomer_s, holds_all(c, available));
+}
+
 /*
- * A start team's `busy`: the running clients besides `except` (NULL: all of
- * them) that will still run through much of a newcomer's run of `newcomer_s`
- * seconds starting now (scaf_start_outlasts; 0: not known, every one counts),
- * on `available` contexts. *ending (unless NULL) gets how many running ones
- * were left out as about to end.
+ * A start team's `busy`: the running programs besides the program of
+ * `except` (NULL: all of them) that will still run through much of a
+ * newcomer's run of `newcomer_s` seconds starting now (scaf_start_outlasts;
+ * 0: not known, every one counts), on `available` contexts; a program counts
+ * once, for any of its clients that does. *siblings (unless NULL) gets the
+ * running clients of except's own program that count (its pool's other
+ * workers), which split its program's share with it; *ending (unless NULL)
+ * how many running clients were left out as about to end.
  */
 static uint32_t busy(struct scaf_client *const *clients, uint32_t nclients, const struct scaf_client *except,
-                     uint32_t available, double newcomer_s, uint32_t *ending)
+                     uint32_t available, double newcomer_s, uint32_t *siblings, uint32_t *ending)
 {
     double now = scaf_clock_s(CLOCK_MONOTONIC);
-    uint32_t n = 0, left = 0;
+    uint32_t n = 0, left = 0, kin = 0;
 
     for (uint32_t i = 0; i < nclients; i++) {
         const struct scaf_client *c = clients[i];
+        bool first = true;
 
         if (c == except || !running(c))
             continue;
-        if (scaf_start_outlasts(now - c->recall.arrived_s, c->recall.run_s, newcomer_s, holds_all(c, available)))
-            n++;
-        else
+        if (!outlasts(c, available, newcomer_s, now)) {
             left++;
+            continue;
+        }
+        if (except && c->group == except->group) {
+            kin++;
+            continue;
+        }
+        for (uint32_t j = 0; first && j < i; j++)
+            first = !(clients[j] != except && running(clients[j]) && clients[j]->group == c->group &&
+                      outlasts(clients[j], available, newcomer_s, now));
+        n += first;
     }
+    if (siblings)
+        *siblings = kin;
     if (ending)
         *ending = left;
     return n;
@@ -134,7 +170,7 @@ void scaf_recall_arrive(struct scaf_recall *rc, struct scaf_client *const *clien
     struct scaf_memo_record *rec = NULL;
     struct scaf_store *s;
     double now = scaf_clock_s(CLOCK_MONOTONIC);
-    uint32_t peers = 0, others, ending;
+    uint32_t peers = 0, others, ending, kin;
 
     tally(rc, clients, n, now);
     memset(mm, 0, sizeof *mm);
@@ -164,8 +200,11 @@ void scaf_recall_arrive(struct scaf_recall *rc, struct scaf_client *const *clien
         seed_points(cl);
     }
     /* Every client gets its share at arrival; the layer applies it when the program keeps its team. */
-    others = busy(clients, n, cl, available, mm->run_s, &ending);
-    mm->start_team = scaf_start_team(available, others, peers, cl->max_threads);
+    others = busy(clients, n, cl, available, mm->run_s, &kin, &ending);
+    /* Its program's share, split with the clients of its program already running (a static split's count for
+     * a pool, divided between its workers). */
+    mm->start_team = scaf_start_team(available / (1 + kin) ? available / (1 + kin) : 1, others, peers,
+                                     cl->max_threads);
     pm.start_team = mm->start_team;
     if (ending && rc->verbose)
         scaf_say("client %u (pid %d %s) starts with %u: %u running client%s expected to end early in its run of "
@@ -261,7 +300,7 @@ void scaf_recall_answer(struct scaf_recall *rc, struct scaf_client *const *clien
     if (!rc->keep->on) {
         /* No memory, but the share is no memory's: every runtime of a program about to start gets it. */
         if (req->op == SCAF_MEMORY_RECALL)
-            r->start_team = scaf_start_team(available, busy(clients, n, NULL, available, run_s(NULL), NULL), 0,
+            r->start_team = scaf_start_team(available, busy(clients, n, NULL, available, run_s(NULL), NULL, NULL), 0,
                                             req->max_threads);
         return;
     }
@@ -279,7 +318,7 @@ void scaf_recall_answer(struct scaf_recall *rc, struct scaf_client *const *clien
             r->verdict = rec->verdict;
             r->source = rec->source;
         }
-        r->start_team = scaf_start_team(available, busy(clients, n, NULL, available, run_s(rec), NULL),
+        r->start_team = scaf_start_team(available, busy(clients, n, NULL, available, run_s(rec), NULL, NULL),
                                         rec ? scaf_memo_peers(rec) : 0, req->max_threads);
         break;
     case SCAF_MEMORY_FORGET:

@@ -29,8 +29,9 @@ struct scaf_recall {
  * A client arrives (clients.c, before it enters the table and before its
  * WELCOME): counts the time of the clients already here with their current
  * number of peers, then writes its page's memory half (apply/pagewrite.c):
- * its start team (scaf_start_team over the available contexts and the other
- * clients now, with the peers remembered), and, for a nonzero `key` whose
+ * its start team (scaf_start_team over the available contexts, split with
+ * the running clients of its own program, cl->group, and the other programs
+ * now, with the peers remembered), and, for a nonzero `key` whose
  * user's memory is kept, the runs, verdict and known sites remembered. Its
  * remembered curve is held in cl->recall (and seeds cl->state's points) until
  * its first measured report. The record's last seen is brought forward.
@@ -50,9 +51,10 @@ void scaf_recall_leave(struct scaf_recall *rc, struct scaf_client *const *client
 
 /*
  * A referee turn, before idleness is judged again: each client's peer time
- * is counted up to now with the clients that were running (not idle) over
- * the stretch since the last count. A start team's busy clients are the
- * running ones too: a pool's idle worker or waiting parent is nobody's peer.
+ * is counted up to now with the programs that were running (not idle) over
+ * the stretch since the last count, each once however many of its clients
+ * ran. A start team's busy programs are the running ones too: a pool's idle
+ * worker or waiting parent is nobody's peer.
  */
 void scaf_recall_turn(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t n);
 

@@ -17,7 +17,9 @@ static void client_json(struct scaf_buf *b, const struct scaf_client *c)
     uint32_t eff_team = memory.standin ? memory.eff_team : r->eff_team;
     bool first = true;
 
-    scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"name\":", c->id, (int)c->pid, (unsigned)c->uid);
+    /* program: the id of the client whose process tree it is in (a pool's parent), its own id when none. */
+    scaf_buf_printf(b, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"program\":%u,\"name\":", c->id, (int)c->pid,
+                    (unsigned)c->uid, c->group);
     scaf_buf_json_string(b, c->name);
     /* threads: the team the page tells the client; share: the contexts the policy gave it (the
      * size of its CPU set). They differ only for a fixed team steered by affinity. */

@@ -266,21 +266,28 @@ class Simulation:
 
         assert self.turns is not None
         memo = self.memory.get(j) if p.memory == "warm" and self.role[c] != PARENT else None
-        self.turns.arrive(c, int(self.max_threads[c]), self.t)
+        # A pool's parent and workers are one program's processes (the daemon's process tree says so).
+        self.turns.arrive(c, int(self.max_threads[c]), self.t, group=j + 1 if p.workers else 0)
         if memo is not None:
             self.turns.set_memory(c, memo.points, self.t)
-        # The start team (recall/recall.c: scaf_recall_arrive): the running clients that outlast much of its run.
+        # The start team (recall/recall.c: scaf_recall_arrive): the running programs that outlast much of its run,
+        # each counted once; its own program's running clients (a pool's other workers) split its share with it.
         others = np.flatnonzero(self.present & ~self.idle_now)
-        busy = 0
+        programs: set[int] = set()
+        kin = 0
         for o in others:
             if o == c:
                 continue
             om = self.memory.get(int(self.owner[o])) if self.sc.programs[int(self.owner[o])].memory == "warm" else None
             held = (not self.malleable[o] and not self.runtime[o]) and self._team_of(int(o)) >= self.cpus
-            busy += decide.start_outlasts(self.t - float(self.arrival[o]), om.run_s if om else 0.0,
-                                          memo.run_s if memo else 0.0, held)
+            if decide.start_outlasts(self.t - float(self.arrival[o]), om.run_s if om else 0.0,
+                                     memo.run_s if memo else 0.0, held):
+                if self.owner[o] == j:
+                    kin += 1
+                else:
+                    programs.add(int(self.owner[o]))
         peers = round(memo.peers) if memo is not None else 0
-        st = decide.start_team(self.cpus, busy, peers, int(self.max_threads[c]))
+        st = decide.start_team(max(self.cpus // (1 + kin), 1), len(programs), peers, int(self.max_threads[c]))
         if self.runtime[c]:
             team = st  # scaf run gives the runtime's own variable its share
         elif not self.malleable[c]:
@@ -546,8 +553,11 @@ class Simulation:
         self.thread_s += running * dt
         self.proc_cpu_s += self.cpu_rate * dt
         self.cpu_s += min(float(self.cpu_rate.sum()), float(self.cpus)) * dt
+        # The memory's peers: the other busy programs, each counted once (recall/recall.c's tally).
         busy_c = present & ~self.idle_now
-        self.peer_s += present * (float(busy_c.sum()) - busy_c) * dt
+        busy_programs = np.zeros(self.nprog, dtype=bool)
+        busy_programs[self.owner[busy_c]] = True
+        self.peer_s += present * (float(busy_programs.sum()) - busy_programs[self.owner]) * dt
         owners = np.unique(self.owner[present])
         if present.any():
             self.busy_time += dt
