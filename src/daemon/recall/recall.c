@@ -27,23 +27,13 @@ static bool running(const struct scaf_client *c)
     return !c->idle.idle;
 }
 
-/*
- * The running programs besides c's (docs/policy.md, "Programs, not
- * processes"): each counted once, however many of its clients run, so that
- * a pool's eight workers are one peer, as a static split counts them.
- */
-static uint32_t other_programs(struct scaf_client *const *clients, uint32_t nclients, const struct scaf_client *c)
+/* Whether a running client of program `group` is in the list. */
+static bool program_runs(struct scaf_client *const *clients, uint32_t nclients, uint32_t group)
 {
-    uint32_t n = 0;
-
-    for (uint32_t i = 0; i < nclients; i++) {
-        bool first = running(clients[i]) && clients[i]->group != c->group;
-
-        for (uint32_t j = 0; first && j < i; j++)
-            first = !(running(clients[j]) && clients[j]->group == clients[i]->group);
-        n += first;
-    }
-    return n;
+    for (uint32_t i = 0; i < nclients; i++)
+        if (running(clients[i]) && clients[i]->group == group)
+            return true;
+    return false;
 }
 
 /*
@@ -56,10 +46,16 @@ static uint32_t other_programs(struct scaf_client *const *clients, uint32_t ncli
 static void tally(struct scaf_recall *rc, struct scaf_client *const *clients, uint32_t nclients, double now)
 {
     double dt = now - rc->tally_s;
+    uint32_t programs = 0;
 
-    if (dt > 0)
+    if (dt > 0) {
+        /* The running programs, each counted once however many of its clients run (docs/policy.md, "Programs,
+         * not processes"): a pool's eight workers are one peer, as a static split counts them. */
         for (uint32_t i = 0; i < nclients; i++)
-            clients[i]->recall.peer_s += (double)other_programs(clients, nclients, clients[i]) * dt;
+            programs += running(clients[i]) && !program_runs(clients, i, clients[i]->group);
+        for (uint32_t i = 0; i < nclients && programs > 0; i++)
+            clients[i]->recall.peer_s += (double)(programs - program_runs(clients, nclients, clients[i]->group)) * dt;
+    }
     rc->tally_s = now;
 }
 
@@ -84,10 +80,12 @@ static bool holds_all(const struct scaf_client *c, uint32_t available)
     return fixed && team >= available;
 }
 
-/* Whether running client c counts for a start team: it will still run through much of the newcomer's run. */
-static bool outlasts(const struct scaf_client *c, uint32_t available, double newcomer_s, double now)
+/* Whether c counts for a newcomer's start team: another client, running, that will run through much of it. */
+static bool counts(const struct scaf_client *c, const struct scaf_client *newcomer, uint32_t available,
+                   double newcomer_s, double now)
 {
-    return scaf_start_outlasts(now - c->recall.arrived_s, c->recall.run_s, newcomer_s, holds_all(c, available));
+    return c != newcomer && running(c) &&
+           scaf_start_outlasts(now - c->recall.arrived_s, c->recall.run_s, newcomer_s, holds_all(c, available));
 }
 
 /*
@@ -110,19 +108,17 @@ static uint32_t busy(struct scaf_client *const *clients, uint32_t nclients, cons
         const struct scaf_client *c = clients[i];
         bool first = true;
 
-        if (c == except || !running(c))
-            continue;
-        if (!outlasts(c, available, newcomer_s, now)) {
-            left++;
+        if (!counts(c, except, available, newcomer_s, now)) {
+            left += c != except && running(c);
             continue;
         }
         if (except && c->group == except->group) {
             kin++;
             continue;
         }
+        /* A program counts once: for the first of its clients that counts. */
         for (uint32_t j = 0; first && j < i; j++)
-            first = !(clients[j] != except && running(clients[j]) && clients[j]->group == c->group &&
-                      outlasts(clients[j], available, newcomer_s, now));
+            first = clients[j]->group != c->group || !counts(clients[j], except, available, newcomer_s, now);
         n += first;
     }
     if (siblings)
@@ -203,8 +199,7 @@ void scaf_recall_arrive(struct scaf_recall *rc, struct scaf_client *const *clien
     others = busy(clients, n, cl, available, mm->run_s, &kin, &ending);
     /* Its program's share, split with the clients of its program already running (a static split's count for
      * a pool, divided between its workers). */
-    mm->start_team = scaf_start_team(available / (1 + kin) ? available / (1 + kin) : 1, others, peers,
-                                     cl->max_threads);
+    mm->start_team = scaf_start_team(available / (1 + kin), others, peers, cl->max_threads);
     pm.start_team = mm->start_team;
     if (ending && rc->verbose)
         scaf_say("client %u (pid %d %s) starts with %u: %u running client%s expected to end early in its run of "
