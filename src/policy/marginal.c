@@ -238,10 +238,71 @@ struct work {
     const uint32_t *bound; /* the most each client may get */
     const enum fit *fit;
     const struct curve *m;
+    double *const *hull; /* per client: NULL, or its curve's concave majorant at 0..bound */
 };
 
-/* Contexts one chunk at a time to the known client whose curve gains most per context; returns those used. */
-static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uint32_t *t)
+/*
+ * Whether the corrected curve can bend upwards: its residual's slope rises at
+ * a measured point (a point read low beside a close one, then held beyond).
+ * u is concave, so a residual whose slope never rises keeps the curve concave.
+ */
+static int bends_up(const struct curve *c)
+{
+    double before = 0.0; /* r is held before the first point and beyond the last */
+
+    for (uint32_t k = 1; k < c->n; k++) {
+        double s = (c->r[k] - c->r[k - 1]) / (c->p[k] - c->p[k - 1]);
+
+        if (s > before)
+            return 1;
+        before = s;
+    }
+    return before < 0.0;
+}
+
+/*
+ * The least concave majorant of the curve on the whole team sizes 0..bound
+ * (an upper hull, monotone chain), into h[0..bound]. Greedy by marginal gain
+ * is exact for concave curves only: on a curve with a dip (a program alone
+ * on 256 contexts, its report at 144 and a point at 146 read 4% low) it
+ * stops at the dip's edge and leaves the rest of the machine idle, where
+ * the curve beyond the dip is far higher. The majorant's gain over a dip is
+ * what a larger step through it gains.
+ */
+static int hull_fill(const struct curve *c, uint32_t bound, double *h)
+{
+    uint32_t *v = malloc(((size_t)bound + 1) * sizeof(*v)), n = 0;
+
+    if (!v)
+        return -1;
+    for (uint32_t x = 0; x <= bound; x++) {
+        h[x] = x ? curve_speedup(c, x) : 0.0;
+        /* Drop the last vertex while it lies on or below the chord from the one before it to x. */
+        while (n >= 2 && (h[v[n - 1]] - h[v[n - 2]]) * (double)(x - v[n - 2]) <=
+                             (h[x] - h[v[n - 2]]) * (double)(v[n - 1] - v[n - 2]))
+            n--;
+        v[n++] = x;
+    }
+    for (uint32_t j = 1; j < n; j++)
+        for (uint32_t x = v[j - 1] + 1; x < v[j]; x++)
+            h[x] = h[v[j - 1]] + (h[v[j]] - h[v[j - 1]]) * (double)(x - v[j - 1]) / (double)(v[j] - v[j - 1]);
+    free(v);
+    return 0;
+}
+
+/* What the client's curve gains from t to t + step; read off its majorant where it has one, if `majorant`. */
+static double gain_of(const struct work *w, uint32_t i, uint32_t t, uint32_t step, int majorant)
+{
+    if (majorant && w->hull[i])
+        return w->hull[i][t + step] - w->hull[i][t];
+    return curve_speedup(&w->m[i], (double)t + step) - curve_speedup(&w->m[i], t);
+}
+
+/*
+ * Contexts one chunk at a time to the known client whose curve gains most per
+ * context (read off the majorants, if `majorant`); returns those used.
+ */
+static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, int majorant, uint32_t *t)
 {
     uint32_t used = 0;
 
@@ -259,7 +320,7 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, uin
                 step = w->bound[i] - t[i];
             if (step > room - used)
                 step = room - used;
-            g = (curve_speedup(&w->m[i], (double)t[i] + step) - curve_speedup(&w->m[i], t[i])) / step;
+            g = gain_of(w, i, t[i], step, majorant) / step;
             if (best == w->k || better(g, t[i], best_gain, t[best])) {
                 best = i;
                 best_gain = g;
@@ -481,7 +542,15 @@ static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_
      * to the largest gain per context is the allocation that maximizes the
      * summed speedup (less min_gain per context used).
      */
-    used += greedy(w, in->available - used, min_gain, share);
+    used += greedy(w, in->available - used, min_gain, 0, share);
+    /*
+     * What no curve gains from one chunk at a time may still be gained by a
+     * larger step through a dip (see hull_fill). Only what the first pass left:
+     * where contexts are contended, a curve's own flat stretch (SMT siblings
+     * measured past the cores) is what decides, and its majorant would bridge
+     * it with the optimism of the extrapolation beyond the last point.
+     */
+    used += greedy(w, in->available - used, min_gain, 1, share);
     if (min_gain <= 0.0) {
         used += fill(in, w, in->available - used, FIT_NONE, share);
         used += fill(in, w, in->available - used, FIT_ONE, share);
@@ -495,6 +564,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
     double *shift = NULL;
     struct curve *m = NULL;
     enum fit *fit = NULL;
+    double **hull = NULL;
     struct work w;
     int ret = -1;
 
@@ -512,7 +582,8 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
     prev = malloc(k * sizeof(*prev));
     m = malloc(k * sizeof(*m));
     fit = malloc(k * sizeof(*fit));
-    if (!shift || !bound || !prev || !m || !fit) {
+    hull = calloc(k, sizeof(*hull));
+    if (!shift || !bound || !prev || !m || !fit || !hull) {
         errno = ENOMEM;
         goto out;
     }
@@ -523,6 +594,13 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
             coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma + 2.0 * m[i].u.kappa) : 0.0; /* E(2) */
+        if (fit[i] != FIT_NONE && bends_up(&m[i])) {
+            hull[i] = malloc(((size_t)bound[i] + 1) * sizeof(**hull));
+            if (!hull[i] || hull_fill(&m[i], bound[i], hull[i]) < 0) {
+                errno = ENOMEM;
+                goto out;
+            }
+        }
     }
     if (k > in->available) {
         if (undamped)
@@ -530,7 +608,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         ret = 0;
         goto out;
     }
-    w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, bound, fit, m};
+    w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, bound, fit, m, hull};
     /* Clients nobody can tell apart keep the equal shares; any other set is allocated by marginal gain. */
     if (min_gain > 0.0 || !identical(in, &w))
         allocate(in, &w, bound, min_gain, share);
@@ -544,5 +622,8 @@ out:
     free(prev);
     free(m);
     free(fit);
+    for (uint32_t i = 0; hull && i < k; i++)
+        free(hull[i]);
+    free(hull);
     return ret;
 }

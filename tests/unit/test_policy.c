@@ -131,6 +131,17 @@ static const struct tcase cases[] = {
     /* The compute program fitted through 10 and 14 alone reads S(8) 6.6: 10 + 6 holds. Its run at 8 says 7.4. */
     {"an SMT pair fitted through 10 and 14 stays at 10 + 6", "speedup", 16, 2, 2, {FAN(10, 0.78, 14, 0.6, 10, 0.02), FAN(6, 0.6, 8, 0.525, 6, 0.02)}, {10, 6}},
     {"the same pair with its measured 8 beside: back to 8 + 8", "speedup", 16, 2, 2, {FAS(10, 0.78, 14, 0.6, 8, 0.925, 10, 0.02), FAS(6, 0.6, 8, 0.525, 2, 0.89, 6, 0.02)}, {8, 8}},
+    /*
+     * A program alone on 256 contexts: its report at 144, a point at 72 and one at 146 read 4% low. The curve
+     * through all three dips between 144 and 146 and rises beyond; one context at a time, greedy stopped at the
+     * dip and left 112 contexts idle. Read off the curve's concave majorant, it takes the machine. Without the
+     * dip (no side point) it always did.
+     */
+    {"alone, a dip read beside the report does not leave the machine idle", "speedup", 256, 1, 1,
+     {FAS(144, 0.408, 72, 0.586, 146, 0.386, 144, 0.0014)}, {256}},
+    {"alone, the same curve without the dip", "speedup", 256, 1, 1, {FAN(144, 0.408, 72, 0.586, 144, 0.0014)}, {256}},
+    /* A curve that truly peaks (two far points, the larger slower) is not lifted by the majorant: it stays. */
+    {"alone, past a measured peak: held below it", "speedup", 64, 1, 1, {FAN(32, 0.2, 16, 0.5, 32, 0.01)}, {16}},
     {"a side point that says a larger team ran faster is not believed", "speedup", 16, 2, 2, {FAS(10, 0.78, 14, 0.6, 8, 0.5, 10, 0.02), FAN(6, 0.6, 8, 0.525, 6, 0.02)}, {10, 6}},
     {"damping: alone, a growth noise could explain is still held", "speedup", 128, 1, 1, {FN(64, 0.05, 64, 0.01)}, {64}},
     {"p'=1: a prev_coef outside (0, 1] is none", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, -0.5), F(4, 0.9, 0, 0, 0)}, {4, 4}},
