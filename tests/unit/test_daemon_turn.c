@@ -1,4 +1,4 @@
-/* test_daemon_turn.c — the decide stage's one entry point (decide/turn.c): the same decision as its steps called one by one, the states it steps, and its errors. */
+/* test_daemon_turn.c — the decide stage's one entry point (decide/turn.c): the same decision as its steps called one by one, one probe at a time in a program, the states it steps, and its errors. */
 #include "../../src/daemon/collect/pageread.h"
 #include "../../src/daemon/decide/idle.h"
 #include "../../src/daemon/decide/mirror.h"
@@ -147,6 +147,58 @@ static void same_as_steps(void)
     scaf_referee_scratch_free(&sb);
 }
 
+/*
+ * A pool of three workers (program 5) and a job (a program of its own), each held at one thread on 4 contexts:
+ * their up-probes come due in the same turn. The pool's are taken one at a time, each in turn (put off, not
+ * dropped); the job's, another program's, alongside.
+ */
+static void one_probe_per_program(void)
+{
+    const struct scaf_policy *pol = scaf_policy_lookup("speedup");
+    struct scaf_idle_rule rule = scaf_idle_rule_default(100);
+    static struct table t;
+    static struct scaf_referee_scratch s;
+    struct row r = {"pool", 4, 4, 4, false,
+                    {{4, 0, 0, 1, 1, 9, 0, 1.0, 0}, {4, 0, 0, 1, 1, 9, 0, 1.0, 0}, {4, 0, 0, 1, 1, 9, 0, 1.0, 0},
+                     {4, 0, 0, 1, 1, 9, 0, 1.0, 0}}};
+    uint32_t probed[N] = {0}, most = 0, together = 0;
+
+    memset(&t, 0, sizeof t);
+    for (int k = 0; k < 120; k++) {
+        uint64_t now = 1000000000ull + (uint64_t)k * 250000000ull;
+        struct scaf_decide_client dc[N];
+        struct scaf_referee_client prep[N];
+        struct scaf_referee_alloc out[N];
+        struct scaf_decide_in in = {
+            .turn = {.now_ns = now, .probe_interval_ns = 2000000000ull, .chunk = 1, .cpus = 4, .idle_rule = &rule},
+            .available = 4, .nclients = 4, .clients = dc,
+        };
+        uint32_t pool = 0;
+
+        fill(&t, &r, dc, now);
+        for (uint32_t i = 0; i < 4; i++) {
+            dc[i].in.group = i < 3 ? 5 : 0;
+            /* Held at one thread: the allocation the page was last given, whatever the probe asked. */
+            t.alloc[i] = (struct scaf_referee_alloc){.share = 1, .threads = 1, .malleable = true};
+            dc[i].in.alloc = k ? &t.alloc[i] : NULL;
+        }
+        CHECK(scaf_decide_turn(pol, &in, prep, &s, out) == 0, "turn %d failed (%s)", k, strerror(errno));
+        for (uint32_t i = 0; i < 4; i++) {
+            if (!prep[i].pol.probe)
+                continue;
+            probed[i]++;
+            pool += i < 3;
+        }
+        most = pool > most ? pool : most;
+        together += pool && prep[3].pol.probe;
+    }
+    CHECK(most == 1, "the pool's workers were probed %u at a time", most);
+    CHECK(probed[0] && probed[1] && probed[2], "each worker was probed in turn: %u %u %u", probed[0], probed[1],
+          probed[2]);
+    CHECK(together > 0, "the job, a program of its own, was probed alongside the pool");
+    scaf_referee_scratch_free(&s);
+}
+
 /* Bad arguments: EINVAL, nothing stepped, out[] untouched. */
 static void errors(void)
 {
@@ -192,6 +244,7 @@ static void sizes(void)
 int main(void)
 {
     same_as_steps();
+    one_probe_per_program();
     errors();
     sizes();
     return check_exit("test_daemon_turn");
