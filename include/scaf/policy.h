@@ -253,7 +253,9 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
  * allocation of 2 chunks or more for `interval_ns` x E / SCAF_SHRINK_E_MAX (at
  * least `hold_min_ns`), runs at E below
  * SCAF_SHRINK_E_MAX there, and has no second point of its curve x1.5 away
- * (alt_team) is run for one probe at half its allocation, so that the policy gets
+ * (alt_team), nor a smaller team measured slower beyond noise (`climbing`:
+ * its curve still rises into the allocation, so it is not past a peak), is
+ * run for one probe at half its allocation, so that the policy gets
  * the second point that shows whether its curve has peaked (a memory-bound
  * program alone on a large machine). The probe ends like an up-probe: a
  * report from the smaller team after hold_min_ns, or hold_max_ns. Returns 1
@@ -275,7 +277,7 @@ struct scaf_shrink {
 #define SCAF_PROBE_HOLD 3   /* `probe` value: its previous allocation again (a shrink probe measuring) */
 
 int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,
-                     double efficiency, uint32_t alt_team, const struct scaf_probe_timing *tm);
+                     double efficiency, uint32_t alt_team, bool climbing, const struct scaf_probe_timing *tm);
 
 int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,
                     const struct scaf_probe_timing *tm);

@@ -3,6 +3,29 @@
 
 #include <math.h>
 
+/*
+ * Whether a measured point at a smaller team (the second or the third) shows
+ * a lower speedup than the report, by more than twice the noise of the two
+ * (each point's sd of E taken as the report's, scaled to its E). Without a
+ * measured noise, nothing is claimed.
+ */
+static bool climbing(const struct scaf_policy_client *pol, uint32_t p, double e)
+{
+    const uint32_t team[2] = {pol->alt_team, pol->side_team};
+    const double eff[2] = {pol->alt_efficiency, pol->side_efficiency};
+
+    if (!(pol->e_sd > 0.0) || !(e > 0.0) || p < 2)
+        return false;
+    for (int j = 0; j < 2; j++) {
+        double s_sd = pol->e_sd * p, t_sd = pol->e_sd * (eff[j] / e) * team[j];
+
+        if (team[j] >= 2 && team[j] < p && eff[j] > 0.0 &&
+            e * p - eff[j] * team[j] > 2.0 * sqrt(s_sd * s_sd + t_sd * t_sd))
+            return true;
+    }
+    return false;
+}
+
 void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint64_t interval_ns, uint32_t prev,
                             uint32_t chunk, uint32_t eff_team, double efficiency,
                             struct scaf_policy_client *pol)
@@ -17,7 +40,7 @@ void scaf_client_state_step(struct scaf_client_state *st, uint64_t now_ns, uint6
     scaf_points_update(&st->points, now_ns, known ? eff_team : 0, efficiency, SCAF_POINTS_MAX_AGE_NS,
                        &pol->alt_team, &pol->alt_efficiency, &pol->side_team, &pol->side_efficiency);
     shrink = scaf_shrink_step(&st->shrink, now_ns, prev, chunk, known ? eff_team : 0, efficiency,
-                              pol->alt_team, &tm);
+                              pol->alt_team, known && climbing(pol, eff_team, efficiency), &tm);
     if (shrink && !pol->probe)
         pol->probe = shrink == 1 ? SCAF_PROBE_SHRINK : SCAF_PROBE_HOLD;
 }

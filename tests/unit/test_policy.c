@@ -750,7 +750,7 @@ static void run_shrink_table(void)
 
         for (int j = 0; j < cases[n].n; j++) {
             int got = scaf_shrink_step(&st, 1000000000ull + cases[n].r[j].t_ms * 1000000ull, cases[n].r[j].prev, 1,
-                                       cases[n].r[j].p, cases[n].r[j].e, cases[n].r[j].alt, &tm);
+                                       cases[n].r[j].p, cases[n].r[j].e, cases[n].r[j].alt, false, &tm);
             char msg[120];
 
             snprintf(msg, sizeof(msg), "round %d (t=%u ms): %d, want %d", j, cases[n].r[j].t_ms, got,
@@ -759,8 +759,46 @@ static void run_shrink_table(void)
                 fail(cases[n].name, msg);
         }
     }
-    if (scaf_shrink_step(NULL, 1, 32, 1, 32, 0.1, 0, &tm) != 0)
+    if (scaf_shrink_step(NULL, 1, 32, 1, 32, 0.1, 0, false, &tm) != 0)
         fail("shrink: NULL state", "probed");
+    {
+        struct scaf_shrink st = {0};
+
+        for (uint32_t t_ms = 0; t_ms <= 20000; t_ms += 250)
+            if (scaf_shrink_step(&st, 1000000000ull + t_ms * 1000000ull, 32, 1, 32, 0.1, 24, true, &tm) != 0)
+                fail("shrink: a close smaller team measured slower (climbing)", "probed");
+    }
+}
+
+/*
+ * The climbing gate through the state the daemon steps: a job held at 144 of 256 at E 0.41, its run at 128
+ * measured first. At E 0.443 there (speedup 56.7 against 59.0, beyond twice the noise) the curve still rises
+ * into 144, and no shrink probe comes in 30 s; at E 0.5 there (64 against 59: past a peak) one comes.
+ */
+static void shrink_climbing(void)
+{
+    const double before[2] = {0.443, 0.5};
+
+    for (int c = 0; c < 2; c++) {
+        struct scaf_client_state st;
+        struct scaf_policy_client pol;
+        uint64_t now = 1000000000ull;
+        int shrunk = 0;
+
+        memset(&st, 0, sizeof st);
+        for (int k = 0; k < 12; k++, now += 250000000ull) {
+            memset(&pol, 0, sizeof pol);
+            scaf_client_state_step(&st, now, 10000000000ull, 128, 1, 128, before[c] + (k % 2 ? 0.002 : -0.002), &pol);
+        }
+        for (int k = 0; k < 120 && !shrunk; k++, now += 250000000ull) {
+            memset(&pol, 0, sizeof pol);
+            scaf_client_state_step(&st, now, 10000000000ull, 144, 1, 144, 0.41 + (k % 2 ? 0.002 : -0.002), &pol);
+            shrunk = pol.probe == SCAF_PROBE_SHRINK;
+        }
+        if (shrunk != c)
+            fail(c ? "shrink: past a peak (E 0.5 at 128, 0.41 at 144)" : "shrink: climbing (E 0.443 at 128, 0.41 at 144)",
+                 shrunk ? "probed" : "never probed");
+    }
 }
 
 /*
@@ -960,6 +998,7 @@ int main(void)
 {
     run_points();
     run_shrink_table();
+    shrink_climbing();
     run_client_state();
     run_noise();
     run_probe_table();
