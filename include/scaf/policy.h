@@ -272,6 +272,7 @@ struct scaf_shrink {
 };
 
 #define SCAF_SHRINK_E_MAX 0.5
+#define SCAF_SHRINK_E_FAST 0.05 /* below this E the wait's floor (hold_min_ns) shrinks in proportion */
 #define SCAF_PROBE_GROW 1   /* `probe` value: unknown this round, an equal share */
 #define SCAF_PROBE_SHRINK 2 /* `probe` value: half its previous allocation this round */
 #define SCAF_PROBE_HOLD 3   /* `probe` value: its previous allocation again (a shrink probe measuring) */

@@ -497,6 +497,33 @@ static void damp(const struct scaf_policy_input *in, const struct work *w, doubl
             share[i] = in->clients[i].prev;
 }
 
+/*
+ * Where a shrink probe runs: half the allocation in whole chunks, or lower
+ * where E < SCAF_SHRINK_E_FAST (most of every context wasted), at the peak of
+ * the coherency-only curve through the report (the largest peak the point
+ * allows, sigma 0) when that is below half. A lock-bound program at E 0.025 on 128
+ * threads (speedup 3.2) was probed at 64 (5.1) and only then sent to its peak
+ * near 20 (7.4): probed at the point's peak, it runs there while it is
+ * measured, and the two points, far apart, fit its curve as well. Whole
+ * chunks, at least two threads (a report from one says nothing of scaling).
+ */
+static uint32_t shrink_target(const struct scaf_policy_client *cl, uint32_t chunk)
+{
+    double e = cl->efficiency, p = cl->eff_team;
+    uint32_t t = cl->prev / 2 / chunk * chunk;
+
+    if (cl->eff_team >= 2 && isfinite(e) && e > 0.0 && e < SCAF_SHRINK_E_FAST && e * p >= 1.0) {
+        uint32_t q = (uint32_t)ceil(sqrt(p * (p - 1.0) / (1.0 / e - 1.0)));
+
+        if (q < 2)
+            q = 2;
+        q = (q + chunk - 1) / chunk * chunk;
+        if (q < t)
+            t = q;
+    }
+    return t;
+}
+
 /* The undamped allocation into share[]: shrink probes held, then greedy by marginal gain, then fill. */
 static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_t *bound, double min_gain,
                      uint32_t *share)
@@ -508,11 +535,11 @@ static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_
 
         if (holds(cl, w->chunk, bound[i])) {
             /*
-             * Half its allocation in whole chunks, or the half it was given,
+             * Its shrink target (shrink_target), or the team it was given,
              * at most its equal share so that the sum still fits; held there:
              * greedy and fill pass it by.
              */
-            uint32_t t = cl->probe == SCAF_PROBE_HOLD ? cl->prev : cl->prev / 2 / w->chunk * w->chunk;
+            uint32_t t = cl->probe == SCAF_PROBE_HOLD ? cl->prev : shrink_target(cl, w->chunk);
 
             share[i] = bound[i] = t < share[i] ? t : share[i];
         } else if (w->fit[i] != FIT_NONE) {

@@ -195,7 +195,17 @@ static const struct tcase cases[] = {
     {"probe: never kept by damping", "speedup", 4, 1, 2, {FP(1, 1.0, 1, 0, 0.3), F(2, 0.95, 3, 0, 0)}, {2, 2}},
     {"no probe: the ratchet case stays down", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, 0.3), F(4, 0.9, 7, 0, 0)}, {1, 7}},
     /* Shrink probes: halved in whole chunks (at most the equal share), then held; the others take the rest. */
-    {"shrink: alone, halved", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
+    {"shrink: alone, halved", "speedup", 32, 1, 1, {{.p = 32, .e = 0.3, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
+    /*
+     * Below E 0.05, lower where the coherency-only curve through the report peaks below half: E 0.04 at 32,
+     * peak 6.4. At E 0.12 (peak 11.6), half.
+     */
+    {"shrink: to the point's peak when below half", "speedup", 32, 1, 1,
+     {{.p = 32, .e = 0.04, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {7}},
+    {"shrink: above E 0.05, half though the point's peak is lower", "speedup", 32, 1, 1,
+     {{.p = 32, .e = 0.12, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
+    {"shrink: a lock-bound newcomer at E 0.025 on 128 goes to 21", "speedup", 256, 1, 2,
+     {{.p = 128, .e = 0.025, .prev = 128, .probe = SCAF_PROBE_SHRINK}, FN(128, 0.9, 128, 0.01)}, {21, 235}},
     {"shrink: held at the half", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 16, .probe = SCAF_PROBE_HOLD}}, {16}},
     {"shrink: chunk 4 halves in whole chunks", "speedup", 32, 4, 1, {{.p = 28, .e = 0.12, .prev = 28, .probe = SCAF_PROBE_SHRINK}}, {12}},
     {"shrink: the other takes what is freed", "speedup", 16, 1, 2, {{.p = 12, .e = 0.2, .prev = 12, .probe = SCAF_PROBE_SHRINK}, F(4, 0.9, 4, 0, 0)}, {6, 10}},
@@ -728,8 +738,13 @@ static void run_shrink_table(void)
          {{0, 32, 32, 0.4, 0, 0}, {7999, 32, 32, 0.4, 0, 0}, {8000, 32, 32, 0.4, 0, 1}, {8250, 16, 32, 0.4, 0, 2},
           {8500, 16, 32, 0.4, 0, 2}, {9000, 16, 16, 0.6, 32, 0}, {9250, 12, 16, 0.6, 32, 0}},
          7},
-        {"E 0.01: after the hold (1 s), not sooner", {{0, 256, 256, 0.01, 0, 0}, {999, 256, 256, 0.01, 0, 0},
-                                                         {1000, 256, 256, 0.01, 0, 1}}, 3},
+        {"E 0.05: after the hold (1 s), not sooner", {{0, 256, 256, 0.05, 0, 0}, {999, 256, 256, 0.05, 0, 0},
+                                                         {1000, 256, 256, 0.05, 0, 1}}, 3},
+        /* Below E 0.05 the floor shrinks with E: 0.2 s at E 0.01, as 10 s x E / 0.5 is. */
+        {"E 0.01: after 0.2 s", {{0, 256, 256, 0.01, 0, 0}, {199, 256, 256, 0.01, 0, 0}, {200, 256, 256, 0.01, 0, 1}},
+         3},
+        {"E 0.002: the floor, 40 ms", {{0, 256, 256, 0.002, 0, 0}, {39, 256, 256, 0.002, 0, 0},
+                                       {40, 256, 256, 0.002, 0, 1}}, 3},
         {"E 0.1: after 10 s x E / 0.5 = 2 s", {{0, 64, 64, 0.1, 0, 0}, {1999, 64, 64, 0.1, 0, 0},
                                               {2000, 64, 64, 0.1, 0, 1}}, 3},
         {"E >= 0.5: never", {{0, 32, 32, 0.5, 0, 0}, {20000, 32, 32, 0.5, 0, 0}}, 2},
