@@ -51,6 +51,12 @@
 
 enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
 
+/* kappa of the coherency-only curve (sigma 0) through E at p >= 2: its peak, sqrt(1 / kappa), is the largest one point allows. */
+static double coherency_kappa(double e, double p)
+{
+    return (1.0 / e - 1.0) / (p * (p - 1.0));
+}
+
 /*
  * A client's curve: the USL curve `u`, made to pass through what was
  * measured. A USL curve through two points is exact only when the fit lies
@@ -168,7 +174,7 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
              * slower is measured there at once and falls back to one chunk: at p' = 2 the peak is at 1.
              */
             c->u.sigma = 0.0;
-            c->u.kappa = (1.0 / ev[0] - 1.0) / ((double)p[0] * (p[0] - 1.0));
+            c->u.kappa = coherency_kappa(ev[0], p[0]);
         } else if (scaf_usl_fit(p, ev, two ? 2 : 1, &c->u) < 0) {
             return FIT_NONE;
         }
@@ -238,7 +244,7 @@ struct work {
     const uint32_t *bound; /* the most each client may get */
     const enum fit *fit;
     const struct curve *m;
-    double *const *hull; /* per client: NULL, or its curve's concave majorant at 0..bound */
+    double **hull; /* per client: NULL, or its curve's concave majorant at 0..bound (majorants) */
 };
 
 /*
@@ -513,7 +519,7 @@ static uint32_t shrink_target(const struct scaf_policy_client *cl, uint32_t chun
     uint32_t t = cl->prev / 2 / chunk * chunk;
 
     if (cl->eff_team >= 2 && isfinite(e) && e > 0.0 && e < SCAF_SHRINK_E_FAST && e * p >= 1.0) {
-        uint32_t q = (uint32_t)ceil(sqrt(p * (p - 1.0) / (1.0 / e - 1.0)));
+        uint32_t q = (uint32_t)ceil(sqrt(1.0 / coherency_kappa(e, p)));
 
         if (q < 2)
             q = 2;
@@ -524,9 +530,27 @@ static uint32_t shrink_target(const struct scaf_policy_client *cl, uint32_t chun
     return t;
 }
 
-/* The undamped allocation into share[]: shrink probes held, then greedy by marginal gain, then fill. */
-static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_t *bound, double min_gain,
-                     uint32_t *share)
+/* The majorants of the curves that can bend upwards, into w->hull; -1 (ENOMEM) when one cannot be kept. */
+static int majorants(struct work *w)
+{
+    for (uint32_t i = 0; i < w->k; i++) {
+        if (w->fit[i] == FIT_NONE || !bends_up(&w->m[i]))
+            continue;
+        w->hull[i] = malloc(((size_t)w->bound[i] + 1) * sizeof(*w->hull[i]));
+        if (!w->hull[i] || hull_fill(&w->m[i], w->bound[i], w->hull[i]) < 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The undamped allocation into share[]: shrink probes held, then greedy by
+ * marginal gain, then fill. -1 (ENOMEM) when a majorant cannot be kept.
+ */
+static int allocate(const struct scaf_policy_input *in, struct work *w, uint32_t *bound, double min_gain,
+                    uint32_t *share)
 {
     uint32_t used = 0;
 
@@ -577,11 +601,16 @@ static void allocate(const struct scaf_policy_input *in, struct work *w, uint32_
      * measured past the cores) is what decides, and its majorant would bridge
      * it with the optimism of the extrapolation beyond the last point.
      */
-    used += greedy(w, in->available - used, min_gain, 1, share);
+    if (used < in->available) {
+        if (majorants(w) < 0)
+            return -1;
+        used += greedy(w, in->available - used, min_gain, 1, share);
+    }
     if (min_gain <= 0.0) {
         used += fill(in, w, in->available - used, FIT_NONE, share);
         used += fill(in, w, in->available - used, FIT_ONE, share);
     }
+    return 0;
 }
 
 int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, uint32_t *share, double *coef,
@@ -621,13 +650,6 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
         if (coef)
             coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma + 2.0 * m[i].u.kappa) : 0.0; /* E(2) */
-        if (fit[i] != FIT_NONE && bends_up(&m[i])) {
-            hull[i] = malloc(((size_t)bound[i] + 1) * sizeof(**hull));
-            if (!hull[i] || hull_fill(&m[i], bound[i], hull[i]) < 0) {
-                errno = ENOMEM;
-                goto out;
-            }
-        }
     }
     if (k > in->available) {
         if (undamped)
@@ -637,8 +659,8 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
     }
     w = (struct work){k, (uint64_t)k * in->chunk <= in->available ? in->chunk : 1, bound, fit, m, hull};
     /* Clients nobody can tell apart keep the equal shares; any other set is allocated by marginal gain. */
-    if (min_gain > 0.0 || !identical(in, &w))
-        allocate(in, &w, bound, min_gain, share);
+    if ((min_gain > 0.0 || !identical(in, &w)) && allocate(in, &w, bound, min_gain, share) < 0)
+        goto out;
     if (undamped)
         memcpy(undamped, share, k * sizeof(*share));
     damp(in, &w, min_gain, shift, prev, share);
