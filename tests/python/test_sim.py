@@ -190,6 +190,47 @@ def test_a_fixed_team_that_does_not_fit_takes_turns_and_is_never_squeezed() -> N
     assert turns.sum_speedup > unconf.sum_speedup  # type: ignore[operator]
 
 
+ORACLE_FIXED = """
+[machine]
+contexts = 32
+[[program]]
+name = "scalable"
+work_s = 400
+curve = { kind = "amdahl", parallel_fraction = 0.99 }
+[[program]]
+name = "fixed"
+work_s = 100
+arrival_s = 2.0
+team = "fixed"
+fixed_by = "user"
+curve = { kind = "amdahl", parallel_fraction = 0.9 }
+[[program]]
+name = "late"
+work_s = 200
+arrival_s = 4.0
+curve = { kind = "amdahl", parallel_fraction = 0.99 }
+"""
+
+
+def test_oracle_dynamic_picks_a_fixed_team_once_and_never_squeezes_it() -> None:
+    """No scheduler resizes a team fixed at start: oracle-dynamic gives it, at its arrival, its greedy share beside
+    the programs running then (on the true curves), keeps that team to its end, and never confines it to fewer
+    contexts than threads, while the malleable programs follow the oracle at every decision."""
+    sc = scenario.parse(ORACLE_FIXED)
+    tabs = speedup_tables(sc)
+    rows = np.array([oracle.rate_table(sc, tabs, resizable=True)[j] for j in (0, 1)])
+    want = oracle.greedy(rows, [32, 32], 32, 1)[1]
+    assert 1 < want < 16  # the less scalable program's share beside the scalable one: less than half
+    r = engine.run(sc, "oracle-dynamic")
+    tl = r.timeline
+    assert tl is not None and r.programs[1].start_team == want
+    alive = tl.share[:, 1] > 0
+    assert alive.any() and (tl.team[alive, 1] == want).all()  # kept from arrival to exit
+    assert (tl.share[alive, 1] >= want).all()  # never squeezed onto fewer contexts than its threads
+    # The malleable programs were resized around it: the scalable one ran alone on 32, then beside the others.
+    assert tl.team[tl.time < 2.0, 0].max() == 32 and tl.team[alive & (tl.time > 3.0), 0].max() < 32
+
+
 def test_allocation_changes_wait_for_region_boundaries() -> None:
     """With long regions the team lags the allocation; with short ones it follows at once."""
 

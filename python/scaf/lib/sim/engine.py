@@ -155,11 +155,11 @@ class Simulation:
         self.work = np.array([p.work_s if r == MAIN else np.inf for p, r in zip(P, role, strict=True)])
         self.region = np.array([p.region_s for p in P])  # serial seconds per parallel region
         self.max_threads = np.array([sc.team(p) for p in P], dtype=np.int64)  # its bound: the count it would read
-        # oracle-dynamic is the bound no scheduler passes: it may resize every team, a fixed one included (the
-        # best start team it could hand a fixed program is the share it would give it).
-        every = config == "oracle-dynamic"
-        self.malleable = np.array([p.malleable or every for p in P])
-        self.runtime = np.array([p.team_kind == "runtime" and not every for p in P])
+        # oracle-dynamic knows every curve but no scheduler can resize a team fixed at start: it picks a fixed team
+        # (or a runtime's pool) once, at its arrival, as its greedy share of the programs then running, and keeps it.
+        self.oracle = config == "oracle-dynamic"
+        self.malleable = np.array([p.malleable for p in P])
+        self.runtime = np.array([p.team_kind == "runtime" and not self.oracle for p in P])
         self.noise = np.array([p.noise for p in P])
         self.oversub = np.array([mach.oversub_slowdown if p.oversub_slowdown is None else p.oversub_slowdown
                                  for p in P])
@@ -226,8 +226,10 @@ class Simulation:
         self.rates_fixed = None
         if config == "oracle-dynamic":
             # rates_fixed: the current phase's, like self.curves; phase_rates[j, k]: every phase's.
+            # A fixed client's rows become its start team's when it arrives (_oracle_start_team).
             pr = np.stack([oracle.rate_table(sc, tabs[:, k], resizable=True) for k in range(tabs.shape[1])], axis=1)
-            self.phase_rates = pr[self.owner]
+            self.phase_rates_free = pr[self.owner]
+            self.phase_rates = self.phase_rates_free.copy()
             self.rates_fixed = self.phase_rates[:, 0].copy()
         self.oracle_bound = np.array(oracle.max_threads(sc))[self.owner]  # the oracles' bound per client
         if config == "static":
@@ -260,6 +262,8 @@ class Simulation:
         p = self.sc.programs[j]
         if self.role[c] == WORKER:
             self._next_task(c, j)
+        if self.oracle and not self.malleable[c]:
+            self._oracle_start_team(c)
         if not self.daemon:
             return
         from scaf.lib import decide
@@ -300,6 +304,34 @@ class Simulation:
         if team:
             self.fixed_team[c] = team
             self.started_with[c] = team
+
+    def _oracle_start_team(self, c: int) -> None:
+        """oracle-dynamic's start team for fixed client c: its greedy share beside the clients running now, on the
+        true curves (its own as if it followed its share); from then on its rate rows are those of that team."""
+        import numpy as np
+
+        run = np.flatnonzero(self.present & ~self.in_gap)
+        rows = self.rates_fixed[run].copy()  # type: ignore[index]
+        i = int(np.flatnonzero(run == c)[0])
+        rows[i] = self.phase_rates_free[c, self.phase[c]]
+        bound = [int(self.oracle_bound[o]) for o in run]
+        bound[i] = int(min(self.max_threads[c], self.cpus))
+        least = self._oracle_least(run)
+        if least is not None:
+            least[i] = 0
+        team = max(oracle.greedy(rows, bound, self.cpus, self.chunk, least)[i], 1)
+        self.fixed_team[c] = team
+        self.started_with[c] = team
+        self.phase_rates[c] = oracle.team_rates(self.phase_tabs[c], team, float(self.oversub[c]))
+        self.rates_fixed[c] = self.phase_rates[c, self.phase[c]]  # type: ignore[index]
+        self.greedy_cache.clear()
+
+    def _oracle_least(self, run: np.ndarray) -> list[int] | None:
+        """What oracle-dynamic gives each client of RUN at least: a fixed team its whole team (never squeezed
+        onto fewer contexts than threads, as scafd never squeezes), None when every team follows its share."""
+        if self.malleable[run].all():
+            return None
+        return [0 if self.malleable[c] else int(self.fixed_team[c]) for c in run]
 
     def _team_of(self, c: int) -> int:
         return int(self.fixed_team[c]) if not self.malleable[c] or self.runtime[c] else int(self.team[c])
@@ -366,7 +398,7 @@ class Simulation:
             key = tuple(int(c) for c in run)
             if key not in self.greedy_cache:
                 self.greedy_cache[key] = oracle.greedy(self.rates_fixed[run], [int(self.oracle_bound[c]) for c in run],  # type: ignore[index]
-                                                       self.cpus, self.chunk)
+                                                       self.cpus, self.chunk, self._oracle_least(run))
             out[~self.in_gap[idx]] = self.greedy_cache[key]
         else:
             out = self._daemon(idx)

@@ -21,6 +21,21 @@ def rate_table(sc: Scenario, tab: np.ndarray, resizable: bool = False) -> np.nda
     return np.array([[fixed_rate(sc, tab, j, p, resizable) for p in range(n + 1)] for j in range(len(sc.programs))])
 
 
+def team_rates(tabs: np.ndarray, team: int, k: float) -> np.ndarray:
+    """rates[phase, p] of a team fixed at `team` threads on p contexts (tabs[phase, p] = S(p)): S(min(team, p)),
+    slowed by time-slicing inside p contexts when team > p (the engine's own penalty)."""
+    import numpy as np
+
+    n = tabs.shape[1] - 1
+    p = np.arange(n + 1, dtype=float)
+    s = tabs[:, np.minimum(np.arange(n + 1), team)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pen = np.where(p < team, 1.0 / (1.0 + k * (team / np.maximum(p, 1.0) - 1.0)), 1.0)
+    out = s * pen
+    out[:, 0] = 0.0
+    return out
+
+
 def static_rates(sc: Scenario, tab: np.ndarray) -> np.ndarray:
     """rates[j, p] that a fixed allocation of p gives program j over its whole work.
 
@@ -49,7 +64,7 @@ def max_threads(sc: Scenario) -> list[int]:
     return [min(sc.team(p), n) if p.malleable else n for p in sc.programs]
 
 
-def greedy(rates: np.ndarray, bound: list[int], n: int, chunk: int) -> list[int]:
+def greedy(rates: np.ndarray, bound: list[int], n: int, chunk: int, least: list[int] | None = None) -> list[int]:
     """Marginal-gain allocation: everyone one chunk, then one chunk at a time to the largest gain.
 
     Mirrors the policy contract (every client >= 1, more clients than
@@ -66,6 +81,13 @@ def greedy(rates: np.ndarray, bound: list[int], n: int, chunk: int) -> list[int]
     chunk = chunk if k * chunk <= n else 1
     most = np.array(bound, dtype=np.int64)
     alloc = np.minimum(chunk, most)
+    if least is not None:
+        # A team that cannot shrink keeps its whole count, as far as the others' first chunks leave room.
+        room = n - int(alloc.sum())
+        for i in np.argsort(-np.array(least), kind="stable"):
+            add = min(max(int(least[i]) - int(alloc[i]), 0), room)
+            alloc[i] += add
+            room -= add
     left = n - int(alloc.sum())
     rows = np.arange(k)
     while left > 0:
