@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from conftest import SCAF
 from scaf.lib import paths
-from scaf.lib.sim import engine, scenario
+from scaf.lib.sim import engine, report, scenario
 from scaf.lib.sim.scenario import ScenarioError, parse
 
 POOL = """\
@@ -102,6 +102,22 @@ def test_sim_run_prints_each_pools_makespan_against_its_rule() -> None:
     r = subprocess.run([str(SCAF), "sim", "run", "pools-dask-16", "--configs", "nope"],
                        capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 2 and "framework" in r.stderr and "static" in r.stderr
+
+
+def test_the_achievable_makespan_bounds_every_configuration() -> None:
+    # 40 serial seconds on 8 contexts: with a linear curve the one-thread seconds over the contexts (5 s) bound it;
+    # with Amdahl 0.9 (S(8) = 4.71) the longest task on the whole machine does (35 s / 4.71 = 7.44 s).
+    sc = parse(pool(tasks="[7, 1]"), "p.toml")
+    assert report.pool_bound(sc, sc.programs[0]) == pytest.approx(5.0)
+    sc = parse(pool(tasks="[7, 1]").replace("parallel_fraction = 1.0", "parallel_fraction = 0.9"), "p.toml")
+    bound = 35.0 * (0.1 + 0.9 / 8)
+    assert report.pool_bound(sc, sc.programs[0]) == pytest.approx(bound)
+    results = [engine.run(sc, c, record=False) for c in ("framework", "speedup", "oracle-dynamic")]
+    for r in results:
+        assert r.programs[0].finish_s >= bound - 1e-9  # type: ignore[operator]
+    line = next(ln for ln in report.pools(sc, results) if "achievable" in ln)
+    assert line.startswith("pool p: achievable 7.44 s") and "over framework: speedup 0." in line
+    assert report.to_json(sc, results)["achievable_s"] == pytest.approx(bound, abs=1e-3)
 
 
 def test_both_pool_scenarios_ship() -> None:

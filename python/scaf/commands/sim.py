@@ -239,7 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     con = _console()
     con.print(report.table(sc, results))
     for line in report.notes(results) + report.closeness(sc, results) + report.pools(sc, results):
-        con.print(line)
+        con.print(line, soft_wrap=True)  # one line each, whatever the terminal's width: grep finds them whole
     if sc.expect_source:
         con.print(f"[dim]original numbers: {sc.expect_source}[/dim]")
     if want_files:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scaf.lib.sim.engine import Result
-from scaf.lib.sim.model import Scenario
+from scaf.lib.sim.model import Program, Scenario
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -43,6 +43,9 @@ def to_json(sc: Scenario, results: list[Result]) -> dict[str, Any]:
                 for p in r.programs
             },
         }
+    if len(sc.programs) == 1 and sc.programs[0].workers:
+        # A pool alone: the makespan no scheduler beats (pool_bound), to judge each configuration's saving by.
+        out["achievable_s"] = _r(pool_bound(sc, sc.programs[0]))
     return out
 
 
@@ -112,7 +115,35 @@ def pools(sc: Scenario, results: list[Result]) -> list[str]:
         what = f"framework ({prog.rule}'s rule)" if base.config == "framework" else "static"
         lines.append(f"pool {prog.name}: makespan {ref:.2f} s under {what}; "
                      f"÷ {base.config}: {', '.join(cells)}")
+        if len(sc.programs) == 1:
+            lines.append(_achievable(sc, prog, ref, base.config, results))
     return lines
+
+
+def pool_bound(sc: Scenario, prog: Program) -> float:
+    """The makespan no scheduler beats for a pool alone on the machine, from its tasks' own solo times (as `scaf bench
+    pools` bounds the task span): its longest task on the whole machine, or its one-thread seconds over the
+    contexts, whichever is longer."""
+    import numpy as np
+
+    n = min(sc.machine.contexts, sc.team(prog))
+    full = float(prog.curve.speedup(np.array([float(n)]))[0])
+    return max(max(prog.task_work()) / full, prog.work_s / sc.machine.contexts)
+
+
+def _achievable(sc: Scenario, prog: Program, ref: float, base: str, results: list[Result]) -> str:
+    """The bound, and each configuration's share of the saving over the base that the bound leaves to win."""
+    bound = pool_bound(sc, prog)
+    room = ref - bound
+    cells = []
+    for r in results:
+        end = r.programs[0].finish_s
+        if r.config != base and end is not None and room > 1e-9:
+            cells.append(f"{r.config} {(ref - (end - prog.arrival_s)) / room:.2f}")
+    if room <= 1e-9:
+        return f"pool {prog.name}: achievable {bound:.2f} s: {base} already reaches it, nothing is left to win"
+    return (f"pool {prog.name}: achievable {bound:.2f} s (its longest task on the whole machine, or its one-thread "
+            f"seconds over the contexts); share of that saving over {base}: {', '.join(cells)}")
 
 
 def closeness(sc: Scenario, results: list[Result]) -> list[str]:
