@@ -122,7 +122,7 @@ static inline uint32_t scafd_available(const struct scafd *d)
 
     if (gone <= 0.0)
         return d->lookout.available;
-    return scaf_lookout_available(d->capacity.cpus, fmax(0.0, d->lookout.foreign - gone),
+    return scaf_foreignload_available(d->capacity.cpus, fmax(0.0, d->lookout.foreign - gone),
                                   fmax(0.0, d->lookout.foreign_prev - gone));
 }
 

@@ -91,13 +91,13 @@ static void pidstat(void)
 static void foreign(void)
 {
     /* 4 CPUs for 100 ticks each: 400 total. 150 busy, clients 50: 100 ticks foreign = 1 context. */
-    CHECK(fabs(scaf_lookout_foreign(150, 50, 400, 4) - 1.0) < 1e-9, "one context");
-    CHECK(scaf_lookout_foreign(150, 150, 400, 4) == 0.0, "all clients");
-    CHECK(scaf_lookout_foreign(100, 180, 400, 4) == 0.0, "clients over-counted clamp to 0");
-    CHECK(fabs(scaf_lookout_foreign(400, 0, 400, 4) - 4.0) < 1e-9, "saturated");
-    CHECK(scaf_lookout_foreign(900, 0, 400, 4) == 4.0, "never above ncpu");
-    CHECK(scaf_lookout_foreign(10, 0, 0, 4) == 0.0, "empty interval");
-    CHECK(scaf_lookout_foreign(10, 0, 100, 0) == 0.0, "no cpus");
+    CHECK(fabs(scaf_foreignload_measure(150, 50, 400, 4) - 1.0) < 1e-9, "one context");
+    CHECK(scaf_foreignload_measure(150, 150, 400, 4) == 0.0, "all clients");
+    CHECK(scaf_foreignload_measure(100, 180, 400, 4) == 0.0, "clients over-counted clamp to 0");
+    CHECK(fabs(scaf_foreignload_measure(400, 0, 400, 4) - 4.0) < 1e-9, "saturated");
+    CHECK(scaf_foreignload_measure(900, 0, 400, 4) == 4.0, "never above ncpu");
+    CHECK(scaf_foreignload_measure(10, 0, 0, 4) == 0.0, "empty interval");
+    CHECK(scaf_foreignload_measure(10, 0, 100, 0) == 0.0, "no cpus");
 }
 
 /* Which runtimes and layers a process's maps show: each row a maps excerpt and the mask it must give. */
@@ -346,8 +346,8 @@ static void available(void)
     };
 
     for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++)
-        CHECK(scaf_lookout_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before) == ROWS[i].want,
-              "available row %zu: %u, want %u", i, scaf_lookout_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before),
+        CHECK(scaf_foreignload_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before) == ROWS[i].want,
+              "available row %zu: %u, want %u", i, scaf_foreignload_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before),
               ROWS[i].want);
 }
 
@@ -369,21 +369,33 @@ static void smooth(void)
     };
 
     for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
-        double prev = -1.0, got = scaf_lookout_smooth(ROWS[i].foreign, ROWS[i].f, ROWS[i].gone, &prev);
+        double prev = -1.0, got = scaf_foreignload_smooth(ROWS[i].foreign, ROWS[i].f, ROWS[i].gone, &prev);
 
         CHECK(fabs(got - ROWS[i].want) < 1e-9 && fabs(prev - ROWS[i].want_prev) < 1e-9, "%s: %g (prev %g), want %g (%g)",
               ROWS[i].why, got, prev, ROWS[i].want, ROWS[i].want_prev);
     }
     /* With the smaller of the two, a machine whose foreign program ended is whole again after one sample. */
     {
-        double prev, now = scaf_lookout_smooth(1.0, 0.4, 1.0, &prev);
+        double prev, now = scaf_foreignload_smooth(1.0, 0.4, 1.0, &prev);
 
-        CHECK(scaf_lookout_available(2, now, prev) == 2, "2 CPUs after a 1-CPU program ended: %u",
-              scaf_lookout_available(2, now, prev));
-        now = scaf_lookout_smooth(1.0, 0.4, 0.0, &prev);
-        CHECK(scaf_lookout_available(2, now, prev) == 1, "not known gone: still held: %u",
-              scaf_lookout_available(2, now, prev));
+        CHECK(scaf_foreignload_available(2, now, prev) == 2, "2 CPUs after a 1-CPU program ended: %u",
+              scaf_foreignload_available(2, now, prev));
+        now = scaf_foreignload_smooth(1.0, 0.4, 0.0, &prev);
+        CHECK(scaf_foreignload_available(2, now, prev) == 1, "not known gone: still held: %u",
+              scaf_foreignload_available(2, now, prev));
     }
+}
+
+/* A listed foreign process's own average, and what it takes out of the lookout's when it ends. */
+static void gone_and_ema(void)
+{
+    CHECK(fabs(scaf_foreignload_ema(0.0, 2.0) - 1.0) < 1e-9, "first second of 2 contexts: half");
+    CHECK(fabs(scaf_foreignload_ema(1.0, 2.0) - 1.5) < 1e-9, "its second");
+    CHECK(fabs(scaf_foreignload_ema(0.0, 2.0) - scaf_foreignload_smooth(0.0, 2.0, 0.0, &(double){0})) < 1e-12,
+          "the same step as the lookout's");
+    CHECK(scaf_foreignload_gone(1.5) == 1.5, "a busy process that ended leaves at once");
+    CHECK(scaf_foreignload_gone(SCAF_FOREIGN_GONE_MIN_CPU) == SCAF_FOREIGN_GONE_MIN_CPU, "at the threshold");
+    CHECK(scaf_foreignload_gone(0.01) == 0.0, "a process that kept next to nothing busy decays with the rest");
 }
 
 /*
@@ -460,5 +472,6 @@ int main(void)
     client_leave();
     available();
     smooth();
+    gone_and_ema();
     return check_exit("test_daemon_lookout");
 }

@@ -52,6 +52,8 @@ IDLE_CPU_FRAC = 0.10
 IDLE_WAKE_FRAC = 0.50
 IDLE_SLACK_TICKS = 1
 GANG_QUANTUM_S = 0.1
+# The lookout's interval (collect/lookout.c, LOOKOUT_INTERVAL_NS): foreign load is sampled once a second.
+LOOKOUT_INTERVAL_S = 1.0
 
 
 class DecideLibraryMissing(RuntimeError):
@@ -186,6 +188,15 @@ def _load() -> ctypes.CDLL:
     lib.scaf_start_team.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]
     lib.scaf_start_outlasts.restype = ctypes.c_bool
     lib.scaf_start_outlasts.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_bool]
+    lib.scaf_foreignload_ema.restype = ctypes.c_double
+    lib.scaf_foreignload_ema.argtypes = [ctypes.c_double, ctypes.c_double]
+    lib.scaf_foreignload_smooth.restype = ctypes.c_double
+    lib.scaf_foreignload_smooth.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double,
+                                            ctypes.POINTER(ctypes.c_double)]
+    lib.scaf_foreignload_available.restype = ctypes.c_uint32
+    lib.scaf_foreignload_available.argtypes = [ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
+    lib.scaf_foreignload_gone.restype = ctypes.c_double
+    lib.scaf_foreignload_gone.argtypes = [ctypes.c_double]
     _lib = lib
     return lib
 
@@ -198,6 +209,42 @@ def start_team(available: int, busy: int, peers: int, bound: int) -> int:
 def start_outlasts(elapsed_s: float, expect_s: float, newcomer_s: float, held: bool) -> bool:
     """scaf_start_outlasts: whether a running client counts in a newcomer's start team."""
     return bool(_load().scaf_start_outlasts(elapsed_s, expect_s, newcomer_s, held))
+
+
+class Lookout:
+    """scafd's foreign load (collect/lookout.c over collect/foreignload.c, the same functions): once a second the
+    contexts that processes which are no clients kept busy, a moving average of them, and the contexts left to the
+    clients. A foreign process that ends leaves the average at once (its own smoothed load, `gone`)."""
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus = cpus
+        self.foreign = 0.0
+        self.prev = 0.0
+
+    def sample(self, busy: float, gone: float) -> None:
+        """One sample: BUSY contexts of foreign load over the last interval, GONE the smoothed load of the foreign
+        processes that ended since the one before (scaf_foreignload_smooth)."""
+        prev = ctypes.c_double()
+        self.foreign = float(_load().scaf_foreignload_smooth(self.foreign, busy, gone, ctypes.byref(prev)))
+        self.prev = prev.value
+
+    def available(self, gone: float = 0.0) -> int:
+        """The contexts the referee hands out now (scafd_available): GONE, what has ended since the last sample,
+        is out of both averages at once."""
+        lib = _load()
+        if gone <= 0.0:
+            return int(lib.scaf_foreignload_available(self.cpus, self.foreign, self.prev))
+        return int(lib.scaf_foreignload_available(self.cpus, max(0.0, self.foreign - gone), max(0.0, self.prev - gone)))
+
+    @staticmethod
+    def ema(old: float, busy: float) -> float:
+        """One foreign process's own smoothed load after a sample (the foreign list's, scaf_foreignload_ema)."""
+        return float(_load().scaf_foreignload_ema(old, busy))
+
+    @staticmethod
+    def gone(smoothed: float) -> float:
+        """What a foreign process that ended takes out of the average at once (scaf_foreignload_gone)."""
+        return float(_load().scaf_foreignload_gone(smoothed))
 
 
 def start_rule(nthreads: int, start_team: int, *, user_fixed: bool, memory_runs: int, memory_verdict: int,

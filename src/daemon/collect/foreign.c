@@ -15,8 +15,6 @@
 #include "scaf/procfs.h"
 #include "scaf/tbblib.h"
 
-/* Weight of the newest sample, as the lookout's: a busy process shows within 2-3 s. */
-#define FOREIGN_ALPHA 0.5
 /* Processes followed at once (the table holds twice as many slots): a machine with more is followed in part. */
 #define FOREIGN_MAX_PROCS 4096
 /* Name/maps/environ reads per sample, and how often a listed process's are read again. */
@@ -395,7 +393,7 @@ void scaf_foreign_sample(struct scaf_foreign *f, const pid_t *known, size_t nkno
             *p = *old;
             if (dt > 0 && hz > 0 && st.ticks >= old->ticks) {
                 double c = (double)(st.ticks - old->ticks) / (double)hz / dt;
-                p->cpu = FOREIGN_ALPHA * c + (1.0 - FOREIGN_ALPHA) * old->cpu;
+                p->cpu = scaf_foreignload_ema(old->cpu, c); /* the lookout's average, per process */
             }
         } else {
             /* New, or the pid was reused by another process: starts from nothing. */
@@ -455,7 +453,7 @@ double scaf_foreign_gone_cpu(const struct scaf_foreign *f)
         const struct scaf_foreign_proc *p = &f->table[i];
         struct scaf_foreign_stat st;
 
-        if (p->pid == 0 || p->cpu < SCAF_FOREIGN_GONE_MIN_CPU)
+        if (p->pid == 0 || scaf_foreignload_gone(p->cpu) <= 0.0)
             continue;
         /* Gone: no such process now, or another one under its pid (a different start time). */
         if (scaf_procfs_read_pid(p->pid, "stat", buf, sizeof buf) <= 0 || scaf_foreign_stat_parse(buf, &st) != 0 ||

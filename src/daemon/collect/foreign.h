@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "foreignload.h"
+
 /* Parallel runtimes and scaf layers seen in a process's /proc/PID/maps (bits of a mask). */
 enum {
     SCAF_RT_GOMP = 1u << 0,      /* GNU libgomp */
@@ -109,9 +111,6 @@ void scaf_foreign_sample(struct scaf_foreign *f, const pid_t *known, size_t nkno
 
 /* The significant processes, busiest first: fills out[] with up to max pointers into f's table; returns how many. */
 size_t scaf_foreign_top(const struct scaf_foreign *f, const struct scaf_foreign_proc **out, size_t max);
-
-/* Only processes that kept at least this much busy are looked up again by scaf_foreign_gone_cpu. */
-#define SCAF_FOREIGN_GONE_MIN_CPU 0.05
 
 /*
  * The smoothed CPU use (contexts) of the processes in the list that have

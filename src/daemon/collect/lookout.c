@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Weight of the newest sample in the moving average: a busy loop shows up within 2-3 s. */
-#define LOOKOUT_ALPHA 0.5
 /* The lookout's sampling interval (loop.c's lookout timer). */
 #define LOOKOUT_INTERVAL_NS 1000000000ull
 
@@ -71,18 +69,6 @@ int scaf_pidstat_parse(const char *text, struct scaf_pidstat *out)
     out->cstime = cst;
     out->nlwp = nlwp > UINT32_MAX ? UINT32_MAX : (uint32_t)nlwp;
     return 0;
-}
-
-double scaf_lookout_foreign(uint64_t dbusy, uint64_t dclients, uint64_t dtotal, uint32_t ncpu)
-{
-    double per_cpu, f;
-
-    if (dtotal == 0 || ncpu == 0 || dclients >= dbusy)
-        return 0.0;
-    /* dtotal covers ncpu CPUs: dtotal/ncpu ticks is the interval's length on one CPU. */
-    per_cpu = (double)dtotal / ncpu;
-    f = (double)(dbusy - dclients) / per_cpu;
-    return f > ncpu ? ncpu : f;
 }
 
 /* /proc/PID/stat of one process (pid <= 0: scafd itself); 0 or -1 (gone, unreadable). */
@@ -201,33 +187,14 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
         self_ticks = self.utime + self.stime;
     if (lk->have_stat && st.busy >= lk->last_stat.busy && st.total > lk->last_stat.total) {
         uint64_t dself = self_ticks >= lk->last_self_ticks ? self_ticks - lk->last_self_ticks : 0;
-        double f = scaf_lookout_foreign(st.busy - lk->last_stat.busy, dclients + dself + lk->departed_ticks,
+        double f = scaf_foreignload_measure(st.busy - lk->last_stat.busy, dclients + dself + lk->departed_ticks,
                                         st.total - lk->last_stat.total, st.ncpu);
-        lk->foreign = scaf_lookout_smooth(lk->foreign, f, gone, &lk->foreign_prev);
+        lk->foreign = scaf_foreignload_smooth(lk->foreign, f, gone, &lk->foreign_prev);
     }
     lk->last_stat = st;
     lk->last_self_ticks = self_ticks;
     lk->have_stat = true;
 out:
     lk->departed_ticks = 0;
-    lk->available = scaf_lookout_available(cap->cpus, lk->foreign, lk->foreign_prev);
-}
-
-double scaf_lookout_smooth(double foreign, double f, double gone, double *prev)
-{
-    /* The same smoothing as the foreign list's (FOREIGN_ALPHA): a process's smoothed load is its share of
-     * this average. Its last interval stays in f, and goes at the next sample. */
-    double kept = gone > 0.0 ? fmax(0.0, foreign - gone) : foreign;
-
-    *prev = kept;
-    return LOOKOUT_ALPHA * f + (1.0 - LOOKOUT_ALPHA) * kept;
-}
-
-uint32_t scaf_lookout_available(uint32_t cpus, double foreign, double foreign_prev)
-{
-    /* A context goes only to foreign load seen in two samples in a row: one busy second (a command
-     * starting a program, `scaf run`'s own start-up, a bench harness between runs) takes nothing. */
-    int64_t available = (int64_t)cpus - (int64_t)lround(fmin(foreign, foreign_prev));
-
-    return available < 1 ? 1 : (uint32_t)available;
+    lk->available = scaf_foreignload_available(cap->cpus, lk->foreign, lk->foreign_prev);
 }

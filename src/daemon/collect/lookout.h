@@ -3,6 +3,7 @@
 #define SCAFD_LOOKOUT_H
 
 #include "capacity.h"
+#include "foreignload.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,8 +29,6 @@ struct scaf_pidstat {
 /* Parses /proc/PID/stat text (comm may hold spaces and parentheses). Returns 0 or -1, errno = EINVAL. */
 int scaf_pidstat_parse(const char *text, struct scaf_pidstat *out);
 
-/* Busy contexts not explained by clients over one interval, clamped to [0, ncpu]. */
-double scaf_lookout_foreign(uint64_t dbusy, uint64_t dclients, uint64_t dtotal, uint32_t ncpu);
 
 /* One client's CPU time as the lookout last saw it. */
 struct scaf_lookout_client {
@@ -73,14 +72,6 @@ uint64_t scaf_lookout_client_sample(struct scaf_lookout_client *lc, pid_t pid, p
  * that stay would be held below the CPUs it freed for a sample or two.
  */
 void scaf_lookout_client_leave(struct scaf_lookout *lk, const struct scaf_lookout_client *lc, pid_t pid);
-/*
- * One step of the smoothed foreign load: the average FOREIGN after an interval that measured F, less GONE,
- * the smoothed load of foreign processes that ended since (never below 0). *PREV gets the average the step
- * started from, GONE taken out: `available` counts the smaller of the two.
- */
-double scaf_lookout_smooth(double foreign, double f, double gone, double *prev);
-/* The contexts left to clients: cpus less the smaller of the foreign load now and one sample earlier, rounded; >= 1. */
-uint32_t scaf_lookout_available(uint32_t cpus, double foreign, double foreign_prev);
 /*
  * One sample: what the clients burned (`dclients`, summed from the above) against /proc/stat. `gone` is the
  * smoothed load of foreign processes that ended since the last sample (scaf_foreign_gone_cpu): it leaves the

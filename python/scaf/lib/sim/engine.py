@@ -160,6 +160,8 @@ class Simulation:
         self.oracle = config == "oracle-dynamic"
         self.malleable = np.array([p.malleable for p in P])
         self.runtime = np.array([p.team_kind == "runtime" and not self.oracle for p in P])
+        # Not under scaf: no client of the daemon and no decision of any controller's; it runs its own count.
+        self.foreign = np.array([p.foreign for p in P])
         self.noise = np.array([p.noise for p in P])
         self.oversub = np.array([mach.oversub_slowdown if p.oversub_slowdown is None else p.oversub_slowdown
                                  for p in P])
@@ -218,10 +220,19 @@ class Simulation:
         self.arrived = 0  # how many of self.order have arrived
         # The deciders.
         self.turns = None
+        self.lookout = None
         if self.daemon:
             from scaf.lib import decide
 
             self.turns = decide.Turns(config, self.cpus, self.chunk, n, min_gain=min_gain, gang=mach.gangs)
+            if self.foreign.any():
+                # scafd's lookout (collect/foreignload.c): once a second, the CPU of what is no client.
+                self.lookout = decide.Lookout(self.cpus)
+        self.next_lookout = decide.LOOKOUT_INTERVAL_S if self.lookout is not None else math.inf
+        self.lookout_cpu = np.zeros(n)  # each client's CPU-seconds at the last sample
+        self.foreign_load = np.zeros(n)  # each foreign program's smoothed load, as the foreign list keeps it
+        self.foreign_seen = np.zeros(n, dtype=bool)  # in the foreign list since an earlier sample
+        self.foreign_gone = 0.0  # the smoothed load of the foreign programs that ended since the last sample
         self.greedy_cache: dict[tuple[int, ...], list[int]] = {}
         self.rates_fixed = None
         if config == "oracle-dynamic":
@@ -233,9 +244,12 @@ class Simulation:
             self.rates_fixed = self.phase_rates[:, 0].copy()
         self.oracle_bound = np.array(oracle.max_threads(sc))[self.owner]  # the oracles' bound per client
         if config == "static":
-            # OMP_NUM_THREADS = an equal share of the machine for each program, a pool's split between its workers.
+            # OMP_NUM_THREADS = an equal share of the machine for each program, a pool's split between its workers; a
+            # foreign program (not the user's to set) runs its own count, but it is counted in the split.
             share = max(self.cpus // max(self.nprog, 1), 1)
-            self.fixed_team = np.array([max(share // max(progs[j].workers, 1), 1) for j in owner], dtype=np.int64)
+            self.fixed_team = np.array([int(self.max_threads[c]) if progs[j].foreign else
+                                        max(share // max(progs[j].workers, 1), 1) for c, j in enumerate(owner)],
+                                       dtype=np.int64)
         elif config == "framework":
             # A pool's workers as its own rule starts them; every other program (and a pool's parent) plain.
             self.fixed_team = np.array([
@@ -262,6 +276,8 @@ class Simulation:
         p = self.sc.programs[j]
         if self.role[c] == WORKER:
             self._next_task(c, j)
+        if self.foreign[c]:
+            return  # no HELLO: it runs its own count, and the daemon sees it only as foreign load
         if self.oracle and not self.malleable[c]:
             self._oracle_start_team(c)
         if not self.daemon:
@@ -276,7 +292,7 @@ class Simulation:
             self.turns.set_memory(c, memo.points, self.t)
         # The start team (recall/recall.c: scaf_recall_arrive): the running programs that outlast much of its run,
         # each counted once; its own program's running clients (a pool's other workers) split its share with it.
-        others = np.flatnonzero(self.present & ~self.idle_now)
+        others = np.flatnonzero(self.present & ~self.idle_now & ~self.foreign)
         programs: set[int] = set()
         kin = 0
         for o in others:
@@ -291,7 +307,7 @@ class Simulation:
                 else:
                     programs.add(int(self.owner[o]))
         peers = round(memo.peers) if memo is not None else 0
-        st = decide.start_team(max(self.cpus // (1 + kin), 1), len(programs), peers, int(self.max_threads[c]))
+        st = decide.start_team(max(self._available() // (1 + kin), 1), len(programs), peers, int(self.max_threads[c]))
         if self.runtime[c]:
             team = st  # scaf run gives the runtime's own variable its share
         elif not self.malleable[c]:
@@ -305,12 +321,40 @@ class Simulation:
             self.fixed_team[c] = team
             self.started_with[c] = team
 
+    def _available(self) -> int:
+        """The contexts the daemon hands its clients now: all of them, less the lookout's foreign load."""
+        return self.lookout.available(self.foreign_gone) if self.lookout is not None else self.cpus
+
+    def _oracle_room(self) -> int:
+        """The contexts oracle-dynamic hands out: all of them, less the threads foreign programs run now (it knows
+        them, as it knows every curve, and cannot steer them)."""
+        f = self.present & self.foreign
+        return max(self.cpus - int(self.max_threads[f].sum()), 1) if f.any() else self.cpus
+
+    def _lookout_sample(self) -> None:
+        """scafd's lookout, once a second: the CPU the foreign programs burned over the last interval, each one's own
+        average (the foreign list's) and the machine's (the lookout's), less what ended since the last sample."""
+        import numpy as np
+
+        from scaf.lib import decide
+
+        assert self.lookout is not None
+        f = np.flatnonzero(self.foreign)
+        busy = (self.proc_cpu_s[f] - self.lookout_cpu[f]) / decide.LOOKOUT_INTERVAL_S
+        for k, c in enumerate(f):
+            if self.present[c] and self.foreign_seen[c]:  # the list starts a process from nothing, then follows it
+                self.foreign_load[c] = decide.Lookout.ema(float(self.foreign_load[c]), float(busy[k]))
+            self.foreign_seen[c] = self.present[c]
+        self.lookout.sample(float(busy.sum()), self.foreign_gone)
+        self.foreign_gone = 0.0
+        self.lookout_cpu[f] = self.proc_cpu_s[f]
+
     def _oracle_start_team(self, c: int) -> None:
         """oracle-dynamic's start team for fixed client c: its greedy share beside the clients running now, on the
         true curves (its own as if it followed its share); from then on its rate rows are those of that team."""
         import numpy as np
 
-        run = np.flatnonzero(self.present & ~self.in_gap)
+        run = np.flatnonzero(self.present & ~self.in_gap & ~self.foreign)
         rows = self.rates_fixed[run].copy()  # type: ignore[index]
         i = int(np.flatnonzero(run == c)[0])
         rows[i] = self.phase_rates_free[c, self.phase[c]]
@@ -319,7 +363,7 @@ class Simulation:
         least = self._oracle_least(run)
         if least is not None:
             least[i] = 0
-        team = max(oracle.greedy(rows, bound, self.cpus, self.chunk, least)[i], 1)
+        team = max(oracle.greedy(rows, bound, self._oracle_room(), self.chunk, least)[i], 1)
         self.fixed_team[c] = team
         self.started_with[c] = team
         self.phase_rates[c] = oracle.team_rates(self.phase_tabs[c], team, float(self.oversub[c]))
@@ -394,19 +438,24 @@ class Simulation:
             out = np.maximum(pt // w, 1)
         elif self.config == "oracle-dynamic":
             out = self.share[idx].copy()
-            run = idx[~self.in_gap[idx]]
-            key = tuple(int(c) for c in run)
+            mine = ~self.in_gap[idx] & ~self.foreign[idx]
+            run = idx[mine]
+            room = self._oracle_room()
+            key = (*(int(c) for c in run), -room)
             if key not in self.greedy_cache:
                 self.greedy_cache[key] = oracle.greedy(self.rates_fixed[run], [int(self.oracle_bound[c]) for c in run],  # type: ignore[index]
-                                                       self.cpus, self.chunk, self._oracle_least(run))
-            out[~self.in_gap[idx]] = self.greedy_cache[key]
+                                                       room, self.chunk, self._oracle_least(run))
+            out[mine] = self.greedy_cache[key]
         else:
-            out = self._daemon(idx)
+            out = self.share[idx].copy()
+            cl = ~self.foreign[idx]
+            out[cl] = self._daemon(idx[cl])
+        out = np.where(self.foreign[idx], self.max_threads[idx], out)  # a foreign program runs its own count
         self.share[idx] = out
         self.prev[idx] = out
         if not self.daemon and self.config != "unmodified":
             self.cpuset[idx] = np.where(self.malleable[idx], self.cpus, out)  # affinity applies at once
-        if not self.sc.feedback.lazy or len(idx) >= 2:
+        if not self.sc.feedback.lazy or int((~self.foreign[idx]).sum()) >= 2:  # lazy: another client is there
             fresh = idx[np.isinf(self.armed[idx])]
             # An estimate needs one whole region after the next boundary (the experiment).
             nb = np.ceil(self.done[fresh] / self.region[fresh] - EPS) * self.region[fresh]
@@ -439,7 +488,7 @@ class Simulation:
         rep["started_with"][idx] = self.started_with[idx]
         rep["runtime_team"][idx] = np.where(self.runtime[idx] & (self.fixed_team[idx] >= 2), self.fixed_team[idx], 0)
         ticks = (self.proc_cpu_s * d.hz).astype(np.uint64)
-        out = d.turn(self.t, idx, self.cpus, self.woke, ticks)
+        out = d.turn(self.t, idx, self._available(), self.woke, ticks)
         self.woke[idx] = False
         self.gang[idx] = out["gang_slot"]
         self.idle_now[idx] = out["idle"] != 0
@@ -535,6 +584,11 @@ class Simulation:
         for c in np.flatnonzero(present & self.in_gap & (self.gap_until <= t + EPS)):
             self.gap_until[c] = np.inf
             self._next_task(int(c), int(self.owner[c]))
+        if t >= self.next_lookout - EPS:
+            from scaf.lib import decide
+
+            self._lookout_sample()
+            self.next_lookout = (math.floor(t / decide.LOOKOUT_INTERVAL_S + EPS) + 1) * decide.LOOKOUT_INTERVAL_S
         if t >= self.tick_k * self.tick - EPS:
             self.tick_k = math.floor(t / self.tick + EPS) + 1
             self.noise_now = self.rng.standard_normal(n) * self.noise  # drawn for all: configurations share the noise
@@ -561,7 +615,7 @@ class Simulation:
             tb = np.where(pend & (r > 0), t + (nb - done) / r, np.inf)
         t_arr = arrival[order[self.arrived]] if self.arrived < n else np.inf
         t_gap = float(self.gap_until[present & self.in_gap].min()) if (present & self.in_gap).any() else np.inf
-        t1 = min(self.tick_k * self.tick, t_arr, float(tf.min()), float(tb.min()), t_gap, self.horizon)
+        t1 = min(self.tick_k * self.tick, t_arr, float(tf.min()), float(tb.min()), t_gap, self.horizon, self.next_lookout)
         if self.phased:  # a phase change is an event too: rates stay constant within a step
             with np.errstate(divide="ignore", invalid="ignore"):
                 tp = np.where(present & (r > 0), t + (self.next_bound - done) / r, np.inf)
@@ -608,11 +662,19 @@ class Simulation:
         for c in np.flatnonzero(fin_task):
             self._task_done(int(c))
         ended = present & (done >= self.work * (1.0 - EPS))
+        if self.lookout is not None and (ended & self.foreign).any():
+            # The foreign list sees it gone at the daemon's next turn: its own average leaves the lookout's at once.
+            from scaf.lib import decide
+
+            for c in np.flatnonzero(ended & self.foreign):
+                self.foreign_gone += decide.Lookout.gone(float(self.foreign_load[c]))
+                self.foreign_load[c] = 0.0
         if ended.any():
             done[ended] = self.work[ended]
             self.finish[ended] = t
             present &= ~ended
-            self.event = True
+            # A client's departure is an event (its socket closes); a foreign program's end is seen at the next turn.
+            self.event = self.event or bool((ended & ~self.foreign).any()) or self.lookout is None
         pend &= present
         hit = pend & ((done >= nb - EPS * np.maximum(region, 1.0)) | bnd_now)
         if hit.any():
@@ -644,7 +706,7 @@ class Simulation:
 
         est = self.estimate
         team = np.where(self.malleable, self.team, self.fixed_team)
-        ready = self.present & ~self.in_gap & (self.done >= self.armed - EPS)
+        ready = self.present & ~self.in_gap & ~self.foreign & (self.done >= self.armed - EPS)
         # In a gang, a region runs in its gang's turn: its efficiency is the rate in the turn.
         x = np.clip(np.where(team > 0, r * self.turn_factor / np.maximum(team, 1), 0.0) * (1.0 + self.noise_now), 0.0, 1.0)
         first = ready & np.isnan(est)
@@ -753,6 +815,9 @@ def run(sc: Scenario, config: str, *, record: bool = True, min_gain: float = 0.0
                       note=f"not searched: {n} programs (the exhaustive search covers 1-{oracle.MAX_STATIC_PROGRAMS})")
     if any(p.workers for p in sc.programs):
         return Result(sc.name, config, None, 0.0, [], None, note="not searched: a pool's tasks have no fixed rate")
+    if any(p.foreign for p in sc.programs):
+        return Result(sc.name, config, None, 0.0, [], None, note="not searched: a foreign program is no one's to "
+                                                                 "partition")
     part, _ = oracle.best_static(sc, speedup_tables(sc))
     res = simulate(sc, "fixed", partition=part, record=record, label="oracle-static")
     res.note = "best fixed partition " + "/".join(str(x) for x in part)

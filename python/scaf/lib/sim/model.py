@@ -100,6 +100,9 @@ class Program:
     task_sizes: tuple[float, ...] = ()  # their relative sizes in the order handed out; () = all equal
     rule: str = "loky"  # POOL_RULES: the threads the pool's own rule gives each worker (the `framework` configuration)
     task_gap_s: float = 0.0  # a pool worker's pause between two tasks (no region, next to no CPU)
+    # Not started under scaf: it runs its own team whatever the daemon decides, and the daemon sees it only as
+    # foreign load (the lookout's, once a second), the contexts it leaves out of the clients' allocation.
+    foreign: bool = False
 
     def task_work(self) -> list[float]:
         """Each task's serial seconds, in the order the pool hands them out: work_s split by task_sizes."""
@@ -110,7 +113,7 @@ class Program:
     @property
     def malleable(self) -> bool:
         """Its team follows the daemon's count at every outermost region."""
-        return self.team_kind == "malleable"
+        return self.team_kind == "malleable" and not self.foreign
 
     def curves(self) -> list[Curve]:
         """The curve of each phase in order."""

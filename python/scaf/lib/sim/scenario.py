@@ -265,7 +265,7 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
         raise ctx.fail(path, "must be a table ([[program]])")
     _no_unknown(ctx, prog, path, {"name", "curve", "phases", "work_s", "arrival_s", "malleable", "threads",
                                   "region_s", "noise", "oversub_slowdown", "source", "team", "fixed_by", "memory",
-                                  "workers", "tasks", "task_gap_s", "rule"})
+                                  "workers", "tasks", "task_gap_s", "rule", "foreign"})
     name = _get(ctx, prog, path, "name", str)
     if not NAME_RE.match(name):
         raise ctx.fail((*path, "name"), f"must be 1-64 characters of letters, digits, _ . + -, got {name!r}")
@@ -284,6 +284,13 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
         raise ctx.fail((*path, "fixed_by"), f"only a fixed team says who fixed it (team = \"fixed\"), "
                                             f"this one is {kind}")
     workers = _get(ctx, prog, path, "workers", int, 0, lo=0, hi=MAX_WORKERS)
+    foreign = _get(ctx, prog, path, "foreign", bool, False)
+    if foreign:
+        # No client: nothing of scaf's applies to it (its team is its own count, `threads`).
+        for key in ("team", "malleable", "fixed_by", "memory", "workers"):
+            if key in prog:
+                raise ctx.fail((*path, key), f"a foreign program (not under scaf) has no {key}: "
+                                             f"it runs its own count (threads)")
     tasks = task_gap = 0
     sizes: tuple[float, ...] = ()
     if workers:
@@ -305,6 +312,7 @@ def _program(ctx: _Ctx, prog: Any, idx: int, machine: Machine) -> Program:
         task_sizes=sizes,
         rule=_choice(ctx, prog, path, "rule", POOL_RULES, "loky"),
         task_gap_s=task_gap,
+        foreign=foreign,
         curve=curve,
         phases=phases if len(phases) > 1 else (),
         work_s=work_s,
@@ -409,7 +417,8 @@ def parse(text: str, file: str = "<scenario>") -> Scenario:
 
 
 def shipped() -> list[Path]:
-    return sorted(SCENARIO_DIR.glob("*.toml"))
+    """The shipped scenarios' files, in the order of their names (a-b before a-b-c, as `scaf sim list` shows them)."""
+    return sorted(SCENARIO_DIR.glob("*.toml"), key=lambda p: p.stem)
 
 
 def resolve(name_or_file: str) -> Path:
