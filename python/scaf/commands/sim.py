@@ -21,13 +21,18 @@ configurations:
   speedup         the real speedup policy, fed noisy filtered efficiency reports
   consumption     the real consumption policy (--min-gain): it may leave contexts idle
   oracle-static   the best fixed partition, by exhaustive search (2-3 programs)
-  oracle-dynamic  greedy marginal gain on the true curves at every tick
+  oracle-dynamic  greedy marginal gain on the true curves at every tick; a team
+                  fixed at start gets its greedy share once, at its arrival, and
+                  keeps it (never squeezed); foreign programs' threads left out
   static          asked for by name: the static split, OMP_NUM_THREADS = an equal
                   share for each program from its start, a pool's share split
-                  between its workers
+                  between its workers (a foreign program keeps its own count)
   framework       asked for by name: each pool's own rule (rule = "loky":
                   cpu_count() // workers threads per worker; "dask": one), the
                   other programs plain; a pool's makespan is compared with it
+
+A program with foreign = true is not under scaf in any configuration: it runs its
+own count, and the daemon sees it only as foreign load, through scafd's lookout.
 
 examples:
   scaf sim list
