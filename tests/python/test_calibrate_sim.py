@@ -145,3 +145,43 @@ def test_the_table_prints_and_a_bad_commit_is_refused() -> None:
     assert "- xgbhist s3 warm: 11.34, 12.87 (" in r.stdout
     r = run("--commit", "0000000")
     assert r.returncode == 2 and r.stdout == "" and "0000000" in r.stderr
+
+
+def test_a_new_loans_curves_and_pairs_are_judged_from_a_folder(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # What device_session.sh with CURVES leaves: device_curves.sh's scaling.txt, device_pairs.sh's table and its
+    # verdicts (the formats of the loans' raw logs). crit is malleable there, ep has no curve.
+    (tmp_path / "scaling.txt").write_text("".join(
+        f"{p} alone scale1 T={t}: {s}\n" for p, curve in {"crit": {1: 16.0, 4: 4.4, 8: 2.5, 16: 2.0},
+                                                          "xgbhist": {1: 5.24, 4: 3.46, 8: 2.87, 16: 2.49}}.items()
+        for t, s in curve.items()))
+    (tmp_path / "pairs.txt").write_text(
+        "machine: 16 CPUs,  Some CPU\nscaf rows start programs through: scaf run\n"
+        "pair                   plain   dynamic    static      cold      warm     cwarm     swarm   checked\n"
+        "crit+crit              9.10         -      5.20      4.30      4.20         -         -         -\n"
+        "crit+ep                   -         -      4.00      3.10      3.00         -         -         -\n"
+        "xgbhist+xgbhist           -         -     5.74*     10.17      5.90         -         -         -\n"
+        "summed wall seconds of the two programs (lower is better)\n")
+    (tmp_path / "verdicts.txt").write_text(
+        "      2 /tmp/scafb/workloads/crit malleable: no team-size call outside a region yet teams [1,7,8]\n"
+        "      2 /tmp/scafb/workloads/xgbhist fixed: started with 8 of 16 contexts: remembered fixed teams [8]\n")
+    r = run("--from", str(tmp_path), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    rows = {(row["pair"], row["config"]): row for row in json.loads(r.stdout)["rows"]}
+    # Only the columns the session ran (and ran without a differing answer, *); every one of one machine.
+    assert set(rows) == {("crit+crit", c) for c in ("plain", "static", "cold", "warm")} | {
+        ("crit+ep", c) for c in ("static", "cold", "warm")} | {("xgbhist+xgbhist", c) for c in ("cold", "warm")}
+    assert rows["crit+crit", "plain"]["sim_config"] == "unmodified" and rows["crit+crit", "plain"]["measured"] == 9.1
+    for (pair, _), row in rows.items():
+        assert row["figure"] == "sum" and row["loan"] == f"{tmp_path.name} (--from)"
+        if pair == "crit+ep":
+            assert not row["judged"] and row["predicted"] is None and "ep" in row["note"]
+        else:
+            assert row["judged"] and row["same_machine"] and row["predicted"] > 0
+    # crit is malleable by its verdict: the static split is two teams of 8 (2 x 2.5 s), and scaf, free to resize
+    # them, is not slower than that.
+    assert rows["crit+crit", "static"]["predicted"] == pytest.approx(5.0, rel=0.01)
+    assert rows["crit+crit", "cold"]["predicted"] <= rows["crit+crit", "static"]["predicted"] * 1.02
+    # xgbhist is fixed by its verdict: cold, both keep their 16 and take turns (about twice the solo 16-thread time).
+    assert rows["xgbhist+xgbhist", "cold"]["predicted"] > 2 * 2.49 * 0.9
+    r = run("--from", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "scaling.txt" in r.stderr

@@ -39,6 +39,14 @@ listed as not compared, with the reason.
 
     build/venv/bin/python tools/experiments/calibrate_sim.py [--commit 3a4be15] [--tolerance 0.10] [--json]
 
+A new loan's figures instead (`--from DIR`): DIR holds what one session of a lent machine wrote, the solo curves
+of tools/experiments/device_curves.sh (scaling.txt) and the pairs of device_pairs.sh (pairs.txt, its table of
+summed seconds; verdicts.txt, the layer's verdict of each program, which makes a program fixed in its scenario
+when the layer kept its team fixed, malleable otherwise), both run by device_session.sh with CURVES set, so on one
+machine: every pair whose programs both have a curve is judged, plain, static, scaf cold and scaf warm.
+
+    build/venv/bin/python tools/experiments/calibrate_sim.py --from DIR
+
 Exit status: 0 when every same-machine row with a simulator configuration has a prediction within --tolerance
 (default 0.10) of its measurement, 1 when one does not (or lacks its figure), 2 when the raw logs cannot be read.
 """
@@ -181,18 +189,21 @@ def pair_tables(texts: list[tuple[str, str]]) -> dict[str, dict[str, tuple[float
     return out
 
 
-def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, commit: str = COMMIT
-                  ) -> scenario.Scenario:
+def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, commit: str = COMMIT,
+                  teams: dict[str, str] | None = None, source: str = "") -> scenario.Scenario:
+    """The pair as a scenario of CONTEXTS contexts from its programs' solo curves; teams: each program's team kind
+    (the layer's verdict), "fixed" where not given (the first and third loans' workloads, run1-verdicts.txt)."""
     progs = []
     for i, name in enumerate(pair.split("+")):
         times = solo[name]
         t1 = times[1]
         points = ", ".join(f"[{p}, {t1 / t:.6f}]" for p, t in sorted(times.items()) if p > 1)
+        team = (teams or {}).get(name, "fixed")
         progs.append(f"""
 [[program]]
 name = "{name}.{i + 1}"
 work_s = {t1}
-team = "fixed"
+team = "{team}"
 memory = "{memory}"
 region_s = 0.05
 curve = {{ kind = "points", points = [{points}] }}
@@ -201,7 +212,7 @@ curve = {{ kind = "points", points = [{points}] }}
 [scenario]
 name = "calibrate-{pair.replace('+', '-')}"
 description = "{pair} on 16 CPUs, from the programs' solo runs"
-source = "tools/experiments/calibrate_sim.py: solo wall seconds of {commit}:{SCALING}"
+source = "tools/experiments/calibrate_sim.py: solo wall seconds of {source or f'{commit}:{SCALING}'}"
 seed = 1
 
 [machine]
@@ -285,6 +296,63 @@ def third_loan_rows(commit: str, solo: dict[str, dict[int, float]]) -> list[Row]
     return out
 
 
+# A new loan (--from DIR): (table column, simulator configuration, memory of both programs).
+FROM_CONFIGS = (("plain", "unmodified", "cold"), *CONFIGS)
+VERDICT_RE = re.compile(r"^\s*\d+\s+(\S+)\s+(fixed|malleable):")
+
+
+def verdicts(text: str) -> dict[str, str]:
+    """device_pairs.sh's verdicts.txt -> program -> "fixed" or "malleable": a workload by its file's name, a Python
+    program as `xgboost` (the corpus's XGBoost script, the only Python program the device scripts run); fixed where
+    any of its runs was kept fixed."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = VERDICT_RE.match(line)
+        if not m:
+            continue
+        exe = m.group(1).rsplit("/", 1)[-1]
+        name = "xgboost" if exe.startswith("python") else exe
+        out[name] = "fixed" if m.group(2) == "fixed" or out.get(name) == "fixed" else "malleable"
+    return out
+
+
+def read_dir(d: Path, name: str, required: bool = True) -> str:
+    try:
+        return (d / name).read_text()
+    except OSError as e:
+        if not required:
+            return ""
+        raise RawError(f"{d / name}: {e.strerror or e}") from e
+
+
+def from_rows(d: Path) -> list[Row]:
+    """One session's curves and pairs (--from DIR): every row of one machine."""
+    solo = solo_curves(read_dir(d, "scaling.txt"))
+    teams = verdicts(read_dir(d, "verdicts.txt", required=False))
+    measured = pair_tables([("pairs.txt", read_dir(d, "pairs.txt"))])
+    loan = f"{d.name} (--from)"
+    out: list[Row] = []
+    for pair, cols in measured.items():
+        missing = missing_solo(pair, solo)
+        for col, config, memory in FROM_CONFIGS:
+            if col not in cols:
+                continue  # a configuration the session did not run (or a run that failed: no figure to judge)
+            m = cols[col][0]
+            row = Row(loan, NONE if missing else SAME, pair, col, "sum", m, None, source=str(d / "pairs.txt"),
+                      sim_config=config)
+            if missing:
+                row.note = f"no solo curve of {', '.join(missing)} in scaling.txt"
+            else:
+                unknown = sorted({n for n in pair.split("+") if n not in teams})
+                sc = pair_scenario(pair, solo, memory, teams={n: teams.get(n, "malleable") for n in pair.split("+")},
+                                   source=str(d / "scaling.txt"))
+                row.predicted = predict(sc, config, "sum")
+                row.note = "did not finish in the simulator" if row.predicted is None else (
+                    f"no verdict of {', '.join(unknown)} in verdicts.txt: malleable assumed" if unknown else "")
+            out.append(row)
+    return out
+
+
 def rows(commit: str) -> tuple[list[Row], list[dict]]:
     solo = solo_curves(git_show(commit, SCALING))
     first, skipped = first_loan_rows(commit, solo)
@@ -305,9 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default=COMMIT, help="the commit whose docs/results holds the raw logs")
     ap.add_argument("--tolerance", type=float, default=0.10, help="the largest |error| that passes")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--from", dest="src", type=Path, metavar="DIR",
+                    help="a new loan's scaling.txt, pairs.txt and verdicts.txt (device_session.sh with CURVES) "
+                         "instead of the old loans' raw logs")
     a = ap.parse_args(argv)
     try:
-        table, skipped = rows(a.commit)
+        table, skipped = (from_rows(a.src), []) if a.src else rows(a.commit)
     except (RawError, scenario.ScenarioError) as e:
         print(f"calibrate_sim: {e}", file=sys.stderr)
         return 2
@@ -330,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{100 * a.tolerance:.0f}%" + (", not: " + "; ".join(
               f"{r.pair} {r.config} " + (f"{100 * r.error:+.1f}%" if r.error is not None else "no figure")
               for r in bad) if bad else "") + ".")
-    print("Not compared (the first loan's other lines):")
+    if skipped:
+        print("Not compared (the first loan's other lines):")
     for s in skipped:
         print(f"- {s['line']}: {', '.join(f'{x:.2f}' for x in s['seconds'])} ({s['why']})")
     return status

@@ -8,6 +8,10 @@
 # distributed, partd, locket, tblib, zict, tornado; docs/results.md, "16-CPU device runs"). BUDGET is the seconds the
 # pairs and pools may start within (default 420).
 # SOLO names programs to time alone first (device_solo.sh, SOLO_ROUNDS rounds; default none).
+# CURVES names programs whose solo curves to measure first, at 1, N/4, N/2 and N threads (device_curves.sh,
+# CURVE_ROUNDS rounds, default 1; within the first quarter of the budget): with the pairs of the same session they
+# are what `calibrate_sim.py --from DIR` judges the simulator by (DIR: this $OUT, its scaling.txt, pairs.txt and
+# verdicts.txt). For the pairs measured so far: CURVES="crit ep xgboost xgbhist dtgroup".
 # Usage: OUT=DIR tools/experiments/device_session.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +26,8 @@ WORK=/tmp/dev
 mkdir -p "$OUT" "$WORK"
 T0=$(date +%s)
 keep() { cp "$WORK"/pairs/table.txt "$OUT/pairs.txt" 2>/dev/null; cp "$WORK"/pools/pools.txt "$OUT/pools.txt" 2>/dev/null
-         cp "$WORK"/solo/solo.txt "$OUT/solo.txt" 2>/dev/null
+         cp "$WORK"/solo/solo.txt "$OUT/solo.txt" 2>/dev/null; cp "$WORK"/curves/scaling.txt "$OUT/scaling.txt" 2>/dev/null
+         cp "$WORK"/pairs/verdicts.txt "$OUT/verdicts.txt" 2>/dev/null
          tar czf "$OUT/all.tgz" -C /tmp dev 2>/dev/null; }
 {
     echo "started $(date -u +%FT%TZ); $(nproc) CPUs; $(uname -r)"
@@ -49,6 +54,12 @@ if [ -n "${SOLO:-}" ]; then
     # shellcheck disable=SC2086
     OUT=$WORK/solo ROUNDS=${SOLO_ROUNDS:-3} "$ROOT/tools/experiments/device_solo.sh" $SOLO >"$WORK/solo.log" 2>&1
     echo "alone done after $(($(date +%s) - T0)) s" >>"$OUT/machine.txt"
+    keep
+fi
+if [ -n "${CURVES:-}" ]; then
+    # shellcheck disable=SC2086
+    DEADLINE=$((T0 + BUDGET / 4)) OUT=$WORK/curves "$ROOT/tools/experiments/device_curves.sh" $CURVES >"$WORK/curves.log" 2>&1
+    echo "curves done after $(($(date +%s) - T0)) s" >>"$OUT/machine.txt"
     keep
 fi
 # The pairs get the first 60% of the budget, the pools the rest.
