@@ -231,6 +231,18 @@ def test_oracle_dynamic_picks_a_fixed_team_once_and_never_squeezes_it() -> None:
     assert tl.team[tl.time < 2.0, 0].max() == 32 and tl.team[alive & (tl.time > 3.0), 0].max() < 32
 
 
+def test_oracle_static_gives_a_fixed_team_its_part_as_its_start_team() -> None:
+    """A fixed partition is each program's start team (OMP_NUM_THREADS = its part): the fixed program runs that many
+    threads on that many contexts, not its default team squeezed onto them."""
+    r = engine.run(scenario.parse(ORACLE_FIXED), "oracle-static")
+    assert r.partition is not None and r.timeline is not None
+    part = r.partition[1]
+    alive = r.timeline.share[:, 1] > 0
+    assert 1 <= part < 32 and (r.timeline.team[alive, 1] == part).all()
+    # ... at the speed of its curve there (Amdahl 0.9), not slowed by time-slicing a default team of 32 on part CPUs.
+    assert r.timeline.speedup[alive, 1] == pytest.approx(1.0 / (0.1 + 0.9 / part))
+
+
 def test_allocation_changes_wait_for_region_boundaries() -> None:
     """With long regions the team lags the allocation; with short ones it follows at once."""
 

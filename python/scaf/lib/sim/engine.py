@@ -250,6 +250,11 @@ class Simulation:
             self.fixed_team = np.array([int(self.max_threads[c]) if progs[j].foreign else
                                         max(share // max(progs[j].workers, 1), 1) for c, j in enumerate(owner)],
                                        dtype=np.int64)
+        elif config == "fixed" and partition is not None:
+            # A fixed partition is each program's start team (OMP_NUM_THREADS = its part): a fixed team runs it.
+            part = [max(partition[j] // max(progs[j].workers, 1), 1) for j in owner]
+            self.fixed_team = np.where(self.malleable | self.foreign, self.fixed_team,
+                                       np.array(part, dtype=np.int64))
         elif config == "framework":
             # A pool's workers as its own rule starts them; every other program (and a pool's parent) plain.
             self.fixed_team = np.array([

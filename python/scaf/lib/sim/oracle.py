@@ -45,11 +45,12 @@ def static_rates(sc: Scenario, tab: np.ndarray) -> np.ndarray:
     """
     import numpy as np
 
+    # A fixed partition is every program's start team: a team fixed at start runs its p threads, never squeezed.
     if not any(p.phases for p in sc.programs):
-        return rate_table(sc, tab)
+        return rate_table(sc, tab, resizable=True)
     tabs, ends = phase_tables(sc)
     k = tabs.shape[1]
-    per = np.stack([rate_table(sc, tabs[:, i]) for i in range(k)], axis=1)  # (P, K, N+1)
+    per = np.stack([rate_table(sc, tabs[:, i], resizable=True) for i in range(k)], axis=1)  # (P, K, N+1)
     work = np.array([p.work_s for p in sc.programs])
     starts = np.concatenate([np.zeros((len(work), 1)), ends[:, :-1]], axis=1)
     lengths = np.maximum(np.minimum(ends, work[:, None]) - np.minimum(starts, work[:, None]), 0.0)  # (P, K)
