@@ -286,3 +286,16 @@ def test_check_and_unknown_names(small: Path) -> None:
     assert r.returncode == 2 and "oracle-dynamic" in r.stderr
     r = scaf()
     assert r.returncode == 2 and "ACTION" in r.stderr
+
+
+def test_run_on_another_machine_size() -> None:
+    # --contexts runs a shipped scenario on another machine, scaled as the sweep scales it: a pool's makespan line
+    # for 64 contexts without editing the file; a bad size is refused before anything runs.
+    r = scaf("run", "pools-dask-16", "--contexts", "64", "--configs", "framework,speedup", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["scenario"] == "pools-dask-16" and data["contexts"] == 64 and data["achievable_s"] > 0
+    r = scaf("run", "pools-dask-16", "--contexts", "0")
+    assert r.returncode == 2 and "--contexts" in r.stderr and r.stdout == ""
+    r = scaf("run", "pools-dask-16", "--contexts", "8,16")
+    assert r.returncode == 2 and "one integer" in r.stderr

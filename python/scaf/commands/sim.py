@@ -39,6 +39,7 @@ examples:
   scaf sim run cg-lu-36
   scaf sim run three-way-64 --json
   scaf sim run my.toml --out results/sim --configs equipartition,speedup
+  scaf sim run pools-dask-16 --contexts 64 --configs framework,speedup,oracle-dynamic
   scaf sim check my.toml
   scaf sim sweep cg-lu-36 --contexts 16,32,64,128,256 --noise 0,0.05,0.1
   scaf sim sweep all --contexts 16,32,64,128,256
@@ -55,6 +56,13 @@ def _list_ints(text: str) -> list[int]:
     if not vals or any(v < 1 or v > 4096 for v in vals):
         raise argparse.ArgumentTypeError(f"expected integers in [1, 4096], got {text!r}")
     return vals
+
+
+def _contexts(text: str) -> int:
+    vals = _list_ints(text)
+    if len(vals) != 1:
+        raise argparse.ArgumentTypeError(f"expected one integer in [1, 4096], got {text!r}")
+    return vals[0]
 
 
 def _list_floats(text: str) -> list[float]:
@@ -126,6 +134,9 @@ def register(sub: Any) -> None:
                    help="write results.json, timeline.csv and timeline.png into DIR")
     q.add_argument("--configs", type=_configs, metavar="LIST", help="comma-separated subset of configurations")
     q.add_argument("--seed", type=int, help="override the scenario's noise seed")
+    q.add_argument("--contexts", type=_contexts, metavar="N",
+                   help="run the scenario on a machine of N contexts instead of its own, as the sweep scales it "
+                        "(default teams follow the machine, explicit ones are capped)")
     q.add_argument("--min-gain", type=_min_gain, default=0.5, metavar="G",
                    help="the consumption configuration's threshold: the least marginal speedup a context "
                         "must add (scafd's option of the same name; 0.001 to 1, default 0.5)")
@@ -164,12 +175,14 @@ def _fail(msg: str, code: int = 2) -> int:
     return code
 
 
-def _load(arg: str, seed: int | None = None) -> Any:
+def _load(arg: str, seed: int | None = None, contexts: int | None = None) -> Any:
     import dataclasses
 
-    from scaf.lib.sim import scenario
+    from scaf.lib.sim import scenario, sweep
 
     sc = scenario.load(arg)
+    if contexts is not None:
+        sc = dataclasses.replace(sweep.scaled(sc, contexts, None), name=sc.name)
     return dataclasses.replace(sc, seed=seed) if seed is not None else sc
 
 
@@ -225,7 +238,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scaf.lib.sim import engine, report
     from scaf.lib.sim.model import CONFIGS
 
-    sc = _load(args.scenario, args.seed)
+    sc = _load(args.scenario, args.seed, args.contexts)
     configs = args.configs or list(CONFIGS)
     want_files = args.out is not None
     results = engine.run_all(sc, configs, record=want_files, min_gain=args.min_gain)
