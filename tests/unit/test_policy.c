@@ -117,6 +117,26 @@ static const struct tcase cases[] = {
      {{.p = 4, .e = 0.8, .group = 3}, {.p = 4, .e = 0.8, .group = 3}, {.p = 4, .e = 0.8, .group = 3},
       {.p = 4, .e = 0.8}},
      {4, 4, 4, 4}},
+    /*
+     * The known clients of one program split what they hold equally: a pool's workers on reports 2% apart run
+     * the same tasks in turn, and greedy on their noise alone gave them 4 to 6 of 24 (the pool's total, 18, is
+     * still the curves' call).
+     */
+    {"a pool's workers on reports 2% apart split their program's contexts equally", "speedup", 24, 1, 5,
+     {{.p = 4, .e = 0.80, .group = 3}, {.p = 4, .e = 0.78, .group = 3}, {.p = 4, .e = 0.82, .group = 3},
+      {.p = 4, .e = 0.79, .group = 3}, {.p = 8, .e = 0.6}},
+     {5, 5, 5, 5, 4}},
+    /*
+     * Five workers of one pool (Amdahl f 0.9: E 0.75 at 4, 0.5625 at 8) and a job (f 0.95, E 0.633 at 12) on
+     * 48 contexts; the first worker is back from its shrink probe at 4. Moving it back to its fellows' share
+     * gains 0.1 of a summed speedup of 26, under damping's 1%, so damping keeps the previous allocation; the
+     * program's equal split of what it keeps still applies.
+     */
+    {"a worker back from its shrink probe rejoins its program's equal split", "speedup", 48, 1, 6,
+     {{.p = 4, .e = 0.75, .prev = 4, .e_sd = 0.005, .group = 2}, {.p = 8, .e = 0.5625, .prev = 8, .e_sd = 0.005, .group = 2},
+      {.p = 8, .e = 0.5625, .prev = 8, .e_sd = 0.005, .group = 2}, {.p = 8, .e = 0.5625, .prev = 8, .e_sd = 0.005, .group = 2},
+      {.p = 8, .e = 0.5625, .prev = 8, .e_sd = 0.005, .group = 2}, {.p = 12, .e = 0.633, .prev = 12, .e_sd = 0.005}},
+     {8, 7, 7, 7, 7, 12}},
     {"unknown gets an equal share", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {8, 8, 8}},
     {"NaN efficiency is unknown", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(8, NAN, 0, 0, 0)}, {8, 8, 8}},
     {"p'=1 without history is unknown", "speedup", 24, 1, 3, {F(8, 0.9, 0, 0, 0), F(8, 0.9, 0, 0, 0), F(1, 1.0, 0, 0, 0)}, {8, 8, 8}},
