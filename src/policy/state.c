@@ -4,10 +4,13 @@
 #include <math.h>
 
 /*
- * Whether a measured point at a smaller team (the second or the third) shows
- * a lower speedup than the report, by more than twice the noise of the two
- * (each point's sd of E taken as the report's, scaled to its E). Without a
- * measured noise, nothing is claimed.
+ * Whether a measured point (the second or the third) shows the curve still
+ * rising at the report's team: a smaller team at a lower speedup, or a larger
+ * team at a higher one, by more than twice the noise of the two (each
+ * point's sd of E taken as the report's, scaled to its E). A curve that peaks
+ * once rises everywhere below a team that ran faster than a smaller one, so
+ * either way the allocation is not past its peak. Without a measured noise,
+ * nothing is claimed.
  */
 static bool climbing(const struct scaf_policy_client *pol, uint32_t p, double e)
 {
@@ -18,9 +21,9 @@ static bool climbing(const struct scaf_policy_client *pol, uint32_t p, double e)
         return false;
     for (int j = 0; j < 2; j++) {
         double s_sd = pol->e_sd * p, t_sd = pol->e_sd * (eff[j] / e) * team[j];
+        double rise = (e * p - eff[j] * team[j]) * (team[j] < p ? 1.0 : -1.0);
 
-        if (team[j] >= 2 && team[j] < p && eff[j] > 0.0 &&
-            e * p - eff[j] * team[j] > 2.0 * sqrt(s_sd * s_sd + t_sd * t_sd))
+        if (team[j] >= 2 && team[j] != p && eff[j] > 0.0 && rise > 2.0 * sqrt(s_sd * s_sd + t_sd * t_sd))
             return true;
     }
     return false;

@@ -810,6 +810,38 @@ static void run_shrink_table(void)
  * measured first. At E 0.443 there (speedup 56.7 against 59.0, beyond twice the noise) the curve still rises
  * into 144, and no shrink probe comes in 30 s; at E 0.5 there (64 against 59: past a peak) one comes.
  */
+/*
+ * The same gate seen from a larger team: the job beside a pool on 256 contexts, held at 128 at E 0.44, its run
+ * at 147 measured first at E 0.403 (speedup 59.2 against 56.3 at 128: a curve that peaks once still rises into
+ * 128). No shrink probe in 30 s; at E 0.36 there (52.9: it may peak below 128) one comes.
+ */
+static void shrink_climbing_larger(void)
+{
+    const double larger[2] = {0.403, 0.36};
+
+    for (int c = 0; c < 2; c++) {
+        struct scaf_client_state st;
+        struct scaf_policy_client pol;
+        uint64_t now = 1000000000ull;
+        int shrunk = 0;
+
+        memset(&st, 0, sizeof st);
+        for (int k = 0; k < 12; k++, now += 250000000ull) {
+            memset(&pol, 0, sizeof pol);
+            scaf_client_state_step(&st, now, 10000000000ull, 147, 1, 147, larger[c] + (k % 2 ? 0.002 : -0.002), &pol);
+        }
+        for (int k = 0; k < 120 && !shrunk; k++, now += 250000000ull) {
+            memset(&pol, 0, sizeof pol);
+            scaf_client_state_step(&st, now, 10000000000ull, 128, 1, 128, 0.44 + (k % 2 ? 0.002 : -0.002), &pol);
+            shrunk = pol.probe == SCAF_PROBE_SHRINK;
+        }
+        if (shrunk != c)
+            fail(c ? "shrink: a larger team slower (E 0.36 at 147, 0.44 at 128)"
+                   : "shrink: a larger team faster, climbing (E 0.403 at 147, 0.44 at 128)",
+                 shrunk ? "probed" : "never probed");
+    }
+}
+
 static void shrink_climbing(void)
 {
     const double before[2] = {0.443, 0.5};
@@ -1034,6 +1066,7 @@ int main(void)
     run_points();
     run_shrink_table();
     shrink_climbing();
+    shrink_climbing_larger();
     run_client_state();
     run_noise();
     run_probe_table();
