@@ -253,8 +253,9 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
  * allocation of 2 chunks or more for `interval_ns` x E / SCAF_SHRINK_E_MAX (at
  * least `hold_min_ns`), runs at E below
  * SCAF_SHRINK_E_MAX there, and has no second point of its curve x1.5 away
- * (alt_team), nor a smaller team measured slower beyond noise (`climbing`:
- * its curve still rises into the allocation, so it is not past a peak), is
+ * (alt_team), nor a smaller team measured slower or a larger one faster
+ * beyond noise (`climbing`: its curve still rises into the allocation, so it
+ * is not past a peak), is
  * run for one probe at half its allocation, so that the policy gets
  * the second point that shows whether its curve has peaked (a memory-bound
  * program alone on a large machine). The probe ends like an up-probe: a
