@@ -2,6 +2,7 @@
 #include "scaf/policy.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -65,6 +66,26 @@ void scaf_points_update(struct scaf_points *st, uint64_t now_ns, uint32_t p, dou
     if (p < 2 || !usable(e))
         return; /* nothing to record, and no report for a second point to go with */
     slot = slot_for(st, p);
+    /*
+     * E at the team of the last report moving by more than the noise from
+     * one report to the next: the program changed phase where it runs, and
+     * every other point is of its old curve. The rule below cannot see it when
+     * the older points lie at larger teams with a lower E: a program held at 5
+     * threads in a serial phase (E 0.33, a point at 14 at E 0.13) that began to
+     * scale (E 0.97 at 5) fitted a curve peaking at 5 through its old point,
+     * and kept 5 of 256 contexts for the 30 s the point lived. A report back
+     * at a team left earlier is not compared: its first estimate may straddle
+     * the move.
+     */
+    if (st->p[slot] == p && fabs(st->e[slot] - (e > 1.0 ? 1.0 : e)) > SCAF_POINTS_NOISE) {
+        bool latest = true;
+
+        for (uint32_t j = 0; j < SCAF_POINTS_MAX; j++)
+            latest &= j == slot || !st->p[j] || st->seen_ns[j] < st->seen_ns[slot];
+        for (uint32_t j = 0; latest && j < SCAF_POINTS_MAX; j++)
+            if (j != slot)
+                st->p[j] = 0;
+    }
     st->p[slot] = p;
     st->e[slot] = e > 1.0 ? 1.0 : e;
     st->seen_ns[slot] = now_ns;

@@ -1023,6 +1023,14 @@ static void run_points(void)
         {"a higher E at a larger team: a new phase, the old points go",
          {{0, 4, 0.5, 0, 0, 0, 0}, {1, 128, 0.01, 4, 0.5, 0, 0}, {2, 8, 0.97, 0, 0, 0, 0}, {3, 16, 0.95, 8, 0.97, 0, 0}}, 4},
         {"within noise it is kept", {{0, 4, 0.9, 0, 0, 0, 0}, {1, 8, 0.93, 4, 0.9, 0, 0}}, 2},
+        /* A serial phase at 14 then 5 threads, then the program scales at 5: its old point at 14 goes. */
+        {"E at one team jumps from one report to the next: a new phase, the old points go",
+         {{0, 14, 0.134, 0, 0, 0, 0}, {1, 5, 0.33, 14, 0.134, 0, 0}, {2, 5, 0.86, 0, 0, 0, 0}, {3, 8, 0.9, 5, 0.86, 0, 0}}, 4},
+        {"E at one team within noise from one report to the next: kept",
+         {{0, 14, 0.134, 0, 0, 0, 0}, {1, 5, 0.33, 14, 0.134, 0, 0}, {2, 5, 0.37, 14, 0.134, 0, 0}}, 3},
+        /* Back at 63 after a probe at 32: its first report there may straddle the move, and is no phase. */
+        {"back at a team left earlier, a change is not compared",
+         {{0, 63, 0.62, 0, 0, 0, 0}, {1, 32, 0.78, 63, 0.62, 0, 0}, {2, 63, 0.544, 32, 0.78, 0, 0}}, 3},
         {"five sizes: the stalest goes",
          {{0, 2, 0.9, 0, 0, 0, 0}, {1, 3, 0.9, 2, 0.9, 0, 0}, {2, 4, 0.9, 2, 0.9, 3, 0.9}, {3, 5, 0.9, 2, 0.9, 4, 0.9},
           {4, 6, 0.9, 3, 0.9, 5, 0.9}, {5, 2, 0.95, 6, 0.9, 4, 0.9}}, 6},
