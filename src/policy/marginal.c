@@ -164,7 +164,7 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
             ev[0] = 1.0;
         if (!(ev[0] >= E_MIN))
             ev[0] = E_MIN;
-        if (!two && ev[0] * p[0] < 1.0) {
+        if (!two && (ev[0] * p[0] < 1.0 || e < SCAF_SHRINK_E_FAST)) {
             /*
              * One point slower than serial: the curve peaked somewhere in 1..p'. Amdahl through it would fall
              * from the first thread on and hold the client at one chunk until a probe; the coherency-only
@@ -172,6 +172,13 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
              * memory-bound program measured at a whole large machine (E 0.0025 at 256, S 0.63, peak 12.6)
              * goes straight to its peak, where its next report fits the true curve. A program that only gets
              * slower is measured there at once and falls back to one chunk: at p' = 2 the peak is at 1.
+             *
+             * So is one point below E SCAF_SHRINK_E_FAST (judged on the report as measured, not as damping
+             * shifts it), where more than 19 of every 20 threads are wasted: an Amdahl program gets there only
+             * past 1 / (0.05 (1 - f)) threads (380 at f 0.95), so on these machines such a point says
+             * contention or coherency, and Amdahl through it still rises. A lock-bound newcomer measured at E
+             * 0.026 on 128 of 256 contexts (S 3.3; Amdahl gives 3.4 at 256) kept 32, then took all 256 once
+             * alone (S 1.8 against 7.4 at its peak near 22) until a report from there; the point's peak is 21.
              */
             c->u.sigma = 0.0;
             c->u.kappa = coherency_kappa(ev[0], p[0]);
@@ -341,16 +348,6 @@ static uint32_t greedy(const struct work *w, uint32_t room, double min_gain, int
     return used;
 }
 
-/*
- * A client whose measurement says more threads make it slower than one: its
- * E at p' >= 2 is measured against its own serial time (the estimator's
- * serial experiments), so E p' < 1 is a second point of the curve, at p = 1,
- * and the pair shows a peak at one thread as surely as two team sizes would.
- * Believed only when it holds with E read DAMP_Z sd high. A client held at
- * one thread reports from one thread and keeps its last curve (prev_coef):
- * when that curve falls it stays down, and the caller's probes
- * (src/policy/probe.c) measure it again at a larger team now and then.
- */
 /* How much the client's E wanders, for damping: as the caller measured it, else the default for its E. */
 static double e_sd(const struct scaf_policy_client *cl)
 {
@@ -361,20 +358,32 @@ static double e_sd(const struct scaf_policy_client *cl)
     return isfinite(rel) && rel >= 0.0 && rel < DAMP_SD_UNKNOWN ? rel : DAMP_SD_UNKNOWN;
 }
 
-static int slower_than_serial(const struct scaf_policy_client *cl, const struct curve *c)
+/*
+ * A client whose measurement says more threads make it slower than one: its
+ * E at p' >= 2 is measured against its own serial time (the estimator's
+ * serial experiments), so E p' < 1 is a second point of the curve, at p = 1,
+ * and the pair shows a peak at one thread as surely as two team sizes would.
+ * Or one whose E is below SCAF_SHRINK_E_FAST, read with the coherency-only
+ * curve through it for that reason (client_model): its curve's peak is as
+ * believed. Either only when it holds with E read DAMP_Z sd high. A client held at
+ * one thread reports from one thread and keeps its last curve (prev_coef):
+ * when that curve falls it stays down, and the caller's probes
+ * (src/policy/probe.c) measure it again at a larger team now and then.
+ */
+static int peaked(const struct scaf_policy_client *cl, const struct curve *c)
 {
     if (cl->eff_team >= 2 && isfinite(cl->efficiency) && cl->efficiency >= 0.0) {
-        double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN;
+        double sd = isfinite(cl->e_sd) && cl->e_sd > 0.0 ? cl->e_sd : DAMP_SD_UNKNOWN, high = cl->efficiency + DAMP_Z * sd;
 
-        return (cl->efficiency + DAMP_Z * sd) * cl->eff_team < 1.0;
+        return high * cl->eff_team < 1.0 || high < SCAF_SHRINK_E_FAST;
     }
     return c->n == 0 && scaf_usl_speedup(&c->u, 2.0) < 1.0;
 }
 
 /*
  * What no curve gains from goes round-robin (fewest first) to the clients
- * `pick` admits, except those measured slower than serial (they keep what
- * greedy gave them, and the rest stays idle); returns those used.
+ * `pick` admits, except those whose peak is believed (`peaked`: they keep
+ * what greedy gave them, and the rest stays idle); returns those used.
  */
 static uint32_t fill(const struct scaf_policy_input *in, const struct work *w, uint32_t room, enum fit pick,
                      uint32_t *t)
@@ -386,7 +395,7 @@ static uint32_t fill(const struct scaf_policy_input *in, const struct work *w, u
 
         for (uint32_t i = 0; i < w->k; i++)
             if (w->fit[i] == pick && t[i] < w->bound[i] && (best == w->k || t[i] < t[best]) &&
-                !(pick == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i])))
+                !(pick == FIT_ONE && peaked(&in->clients[i], &w->m[i])))
                 best = i;
         if (best == w->k)
             break;
@@ -422,7 +431,7 @@ static int identical(const struct scaf_policy_input *in, const struct work *w)
             return 0;
         if (w->fit[i] != w->fit[0] || w->fit[i] == FIT_TWO || holds(&in->clients[i], w->chunk, w->bound[i]))
             return 0;
-        if (w->fit[i] == FIT_ONE && slower_than_serial(&in->clients[i], &w->m[i]))
+        if (w->fit[i] == FIT_ONE && peaked(&in->clients[i], &w->m[i]))
             return 0;
         if (w->fit[i] == FIT_ONE && !same_curve(&w->m[i], &w->m[0]))
             return 0;

@@ -178,6 +178,17 @@ static const struct tcase cases[] = {
     {"alone, slower than serial at 8 on 16 (sd 0.01): the peak the point allows", "speedup", 16, 1, 1, {FN(8, 0.1, 0, 0.01)}, {3}},
     /* E 0.0025 at 256 (S 0.63), a memory-bound program on a whole large machine: straight to the peak, 13. */
     {"alone, slower than serial at 256: the peak the point allows", "speedup", 256, 1, 1, {FN(256, 0.0025, 0, 0.0005)}, {13}},
+    /*
+     * Below E 0.05 a point is read with the coherency-only curve too: a lock-bound newcomer at E 0.026 on 128 of
+     * 256 contexts (S 3.3, its peak near 22) goes to the peak its point allows, 21, beside a program at E 0.139
+     * there; Amdahl through it gave it 32. Alone, once its sd is known, the rest stays idle (Amdahl: 256).
+     */
+    {"a point below E 0.05: the coherency-only curve, the peak it allows", "speedup", 256, 1, 2,
+     {F(128, 0.139, 0, 0, 0), F(128, 0.026, 0, 0, 0)}, {235, 21}},
+    {"alone below E 0.05, sd known: the peak its point allows, the rest idle", "speedup", 256, 1, 1,
+     {FN(128, 0.026, 0, 0.001)}, {21}},
+    {"alone below E 0.05, sd unknown: within noise of 0.05, takes all", "speedup", 256, 1, 1,
+     {FN(128, 0.026, 0, 0)}, {256}},
     {"alone at 8, sd unknown: 0.05 is 0.4 of speedup, within noise", "speedup", 16, 1, 1, {F(8, 0.1, 0, 0, 0)}, {16}},
     {"alone at 2 and slower: drops to one despite damping", "speedup", 2, 1, 1, {F(2, 0.3, 2, 0, 0)}, {1}},
     {"alone, slower only within noise: takes all", "speedup", 2, 1, 1, {FN(2, 0.45, 0, 0.05)}, {2}},
