@@ -18,8 +18,9 @@ struct scaf_policy_client {
     uint32_t prev;        /* this client's previous share; 0 = new client */
     uint32_t eff_team;    /* p': the team its efficiency was measured at; 0 = none */
     /*
-     * Nonzero: probe this client this round. SCAF_PROBE_SHRINK: it gets half
-     * its previous allocation (in chunks, at least one), so that it is
+     * Nonzero: probe this client this round. SCAF_PROBE_SHRINK: it gets two
+     * thirds of its previous allocation (in chunks, at least one; lower below
+     * E SCAF_SHRINK_E_FAST, see docs/policy.md), so that it is
      * measured at a smaller team (scaf_shrink_step); SCAF_PROBE_HOLD: it
      * keeps its previous allocation while that happens. Any other nonzero value
      * (SCAF_PROBE_GROW): its estimate and its prev_coef are ignored, so it is
@@ -256,12 +257,13 @@ double scaf_noise_update(struct scaf_noise *st, uint32_t p, double e, double alp
  * (alt_team), nor a smaller team measured slower or a larger one faster
  * beyond noise (`climbing`: its curve still rises into the allocation, so it
  * is not past a peak), is
- * run for one probe at half its allocation, so that the policy gets
+ * run for one probe at two thirds of its allocation (x1.5 below it, where the
+ * policy fits two points), so that the policy gets
  * the second point that shows whether its curve has peaked (a memory-bound
  * program alone on a large machine). The probe ends like an up-probe: a
  * report from the smaller team after hold_min_ns, or hold_max_ns. Returns 1
  * in the round the probe starts (the caller sets the client's `probe` field to
- * SCAF_PROBE_SHRINK), 2 in its later rounds (SCAF_PROBE_HOLD: the halved
+ * SCAF_PROBE_SHRINK), 2 in its later rounds (SCAF_PROBE_HOLD: the smaller
  * allocation is kept while the client is measured), else 0. Pure: time comes
  * in as now_ns; zero the struct at arrival.
  */
@@ -275,7 +277,7 @@ struct scaf_shrink {
 #define SCAF_SHRINK_E_MAX 0.5
 #define SCAF_SHRINK_E_FAST 0.05 /* below this E the wait's floor (hold_min_ns) shrinks in proportion */
 #define SCAF_PROBE_GROW 1   /* `probe` value: unknown this round, an equal share */
-#define SCAF_PROBE_SHRINK 2 /* `probe` value: half its previous allocation this round */
+#define SCAF_PROBE_SHRINK 2 /* `probe` value: two thirds of its previous allocation this round */
 #define SCAF_PROBE_HOLD 3   /* `probe` value: its previous allocation again (a shrink probe measuring) */
 
 int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uint32_t chunk, uint32_t eff_team,

@@ -513,19 +513,25 @@ static void damp(const struct scaf_policy_input *in, const struct work *w, doubl
 }
 
 /*
- * Where a shrink probe runs: half the allocation in whole chunks, or lower
- * where E < SCAF_SHRINK_E_FAST (most of every context wasted), at the peak of
- * the coherency-only curve through the report (the largest peak the point
- * allows, sigma 0) when that is below half. A lock-bound program at E 0.025 on 128
- * threads (speedup 3.2) was probed at 64 (5.1) and only then sent to its peak
- * near 20 (7.4): probed at the point's peak, it runs there while it is
- * measured, and the two points, far apart, fit its curve as well. Whole
- * chunks, at least two threads (a report from one says nothing of scaling).
+ * Where a shrink probe runs: two thirds of the allocation in whole chunks
+ * (x1.5 below it or more, where the policy fits a curve through the two
+ * points: FAR), or lower where E < SCAF_SHRINK_E_FAST (most of every context
+ * wasted), at the peak of the coherency-only curve through the report (the
+ * largest peak the point allows, sigma 0) when that is lower. A lock-bound
+ * program at E 0.025 on 128 threads (speedup 3.2) was probed at 64 (5.1) and
+ * only then sent to its peak near 20 (7.4): probed at the point's peak, it
+ * runs there while it is measured, and the two points, far apart, fit its
+ * curve as well. Half the allocation (the first rule) cost twice as much
+ * where the curve had not peaked, the common case, for no better fit: a
+ * worker of a pool on 256 contexts at E 0.42 on 15 threads lost 1.9 of its
+ * 6.2 for the 1.25 s of the probe, and its program's last task ended later.
+ * Whole chunks, at least two threads (a report from one says nothing of
+ * scaling).
  */
 static uint32_t shrink_target(const struct scaf_policy_client *cl, uint32_t chunk)
 {
     double e = cl->efficiency, p = cl->eff_team;
-    uint32_t t = cl->prev / 2 / chunk * chunk;
+    uint32_t t = (uint32_t)((uint64_t)cl->prev * 2 / 3 / chunk * chunk);
 
     if (cl->eff_team >= 2 && isfinite(e) && e > 0.0 && e < SCAF_SHRINK_E_FAST && e * p >= 1.0) {
         uint32_t q = (uint32_t)ceil(sqrt(1.0 / coherency_kappa(e, p)));

@@ -53,9 +53,10 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
 /*
  * A client alone, or holding more than it can use, may sit past the peak of
  * its curve, and one point cannot show it: Amdahl through a low E still rises.
- * Only a measurement at a smaller team can. Halving is the cheapest probe that
- * lands far enough away (x2 >= the x1.5 at which the policy fits two points)
- * to bend the curve by more than noise. The gates keep it to clients where a
+ * Only a measurement at a smaller team can. Two thirds of the allocation
+ * (src/policy/marginal.c, shrink_target) is the cheapest probe that lands far
+ * enough away (x1.5, where the policy fits two points) to bend the curve by
+ * more than noise. The gates keep it to clients where a
  * peak is plausible (E < SCAF_SHRINK_E_MAX: more than half of each context
  * wasted) and not already measured (no second point x1.5 away in either
  * direction; the caller's points expire after SCAF_POINTS_MAX_AGE_NS, which

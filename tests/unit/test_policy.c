@@ -225,23 +225,26 @@ static const struct tcase cases[] = {
     {"probe: chunk 2", "speedup", 8, 2, 2, {FP(2, 1.0, 2, 0, 0.3), F(4, 0.9, 4, 0, 0)}, {4, 4}},
     {"probe: never kept by damping", "speedup", 4, 1, 2, {FP(1, 1.0, 1, 0, 0.3), F(2, 0.95, 3, 0, 0)}, {2, 2}},
     {"no probe: the ratchet case stays down", "speedup", 8, 1, 2, {F(1, 1.0, 1, 0, 0.3), F(4, 0.9, 7, 0, 0)}, {1, 7}},
-    /* Shrink probes: halved in whole chunks (at most the equal share), then held; the others take the rest. */
-    {"shrink: alone, halved", "speedup", 32, 1, 1, {{.p = 32, .e = 0.3, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
     /*
-     * Below E 0.05, lower where the coherency-only curve through the report peaks below half: E 0.04 at 32,
-     * peak 6.4. At E 0.12 (peak 11.6), half.
+     * Shrink probes: to two thirds in whole chunks (x1.5 away, where two points are fitted; at most the equal
+     * share), then held; the others take the rest.
      */
-    {"shrink: to the point's peak when below half", "speedup", 32, 1, 1,
+    {"shrink: alone, to two thirds", "speedup", 32, 1, 1, {{.p = 32, .e = 0.3, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {21}},
+    /*
+     * Below E 0.05, lower where the coherency-only curve through the report peaks lower: E 0.04 at 32,
+     * peak 6.4. At E 0.12 (peak 11.6), two thirds.
+     */
+    {"shrink: to the point's peak when lower", "speedup", 32, 1, 1,
      {{.p = 32, .e = 0.04, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {7}},
-    {"shrink: above E 0.05, half though the point's peak is lower", "speedup", 32, 1, 1,
-     {{.p = 32, .e = 0.12, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {16}},
+    {"shrink: above E 0.05, two thirds though the point's peak is lower", "speedup", 32, 1, 1,
+     {{.p = 32, .e = 0.12, .prev = 32, .probe = SCAF_PROBE_SHRINK}}, {21}},
     {"shrink: a lock-bound newcomer at E 0.025 on 128 goes to 21", "speedup", 256, 1, 2,
      {{.p = 128, .e = 0.025, .prev = 128, .probe = SCAF_PROBE_SHRINK}, FN(128, 0.9, 128, 0.01)}, {21, 235}},
-    {"shrink: held at the half", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 16, .probe = SCAF_PROBE_HOLD}}, {16}},
-    {"shrink: chunk 4 halves in whole chunks", "speedup", 32, 4, 1, {{.p = 28, .e = 0.12, .prev = 28, .probe = SCAF_PROBE_SHRINK}}, {12}},
-    {"shrink: the other takes what is freed", "speedup", 16, 1, 2, {{.p = 12, .e = 0.2, .prev = 12, .probe = SCAF_PROBE_SHRINK}, F(4, 0.9, 4, 0, 0)}, {6, 10}},
+    {"shrink: held where it was put", "speedup", 32, 1, 1, {{.p = 32, .e = 0.12, .prev = 16, .probe = SCAF_PROBE_HOLD}}, {16}},
+    {"shrink: chunk 4, two thirds in whole chunks", "speedup", 32, 4, 1, {{.p = 28, .e = 0.12, .prev = 28, .probe = SCAF_PROBE_SHRINK}}, {16}},
+    {"shrink: the other takes what is freed", "speedup", 16, 1, 2, {{.p = 12, .e = 0.2, .prev = 12, .probe = SCAF_PROBE_SHRINK}, F(4, 0.9, 4, 0, 0)}, {8, 8}},
     {"shrink: at most the equal share", "speedup", 12, 1, 3, {{.p = 10, .e = 0.2, .prev = 10, .probe = SCAF_PROBE_SHRINK}, F(0, UNKNOWN, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0)}, {4, 4, 4}},
-    {"shrink: below two chunks it is not halved", "speedup", 8, 2, 1, {{.p = 2, .e = 0.45, .prev = 2, .probe = SCAF_PROBE_SHRINK}}, {8}},
+    {"shrink: below two chunks it is not shrunk", "speedup", 8, 2, 1, {{.p = 2, .e = 0.45, .prev = 2, .probe = SCAF_PROBE_SHRINK}}, {8}},
     /*
      * Damping: the move to {14,2} is followed only if it still gains when the client that gains threads
      * is read at E - 2 sd and the one that loses them at E + 2 sd.
