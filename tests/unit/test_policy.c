@@ -127,6 +127,18 @@ static const struct tcase cases[] = {
       {.p = 4, .e = 0.79, .group = 3}, {.p = 8, .e = 0.6}},
      {5, 5, 5, 5, 4}},
     /*
+     * Equal whole chunks only: what is left over goes where the other curves gain. Greedy gives three workers 17
+     * of 24 (6, 6, 5); 5 each, and the job beside them takes the remainder.
+     */
+    {"a pool's remainder after equal shares goes to the others", "speedup", 24, 1, 4,
+     {{.p = 4, .e = 0.80, .group = 3}, {.p = 4, .e = 0.78, .group = 3}, {.p = 4, .e = 0.82, .group = 3},
+      {.p = 8, .e = 0.7}},
+     {5, 5, 5, 9}},
+    /* Alone, nobody else takes it: back to the pool, one chunk at a time to its first clients. */
+    {"a pool alone keeps its remainder", "speedup", 16, 1, 3,
+     {{.p = 4, .e = 0.80, .group = 3}, {.p = 4, .e = 0.78, .group = 3}, {.p = 4, .e = 0.82, .group = 3}},
+     {6, 5, 5}},
+    /*
      * Five workers of one pool (Amdahl f 0.9: E 0.75 at 4, 0.5625 at 8) and a job (f 0.95, E 0.633 at 12) on
      * 48 contexts; the first worker is back from its shrink probe at 4. Moving it back to its fellows' share
      * gains 0.1 of a summed speedup of 26, under damping's 1%, so damping keeps the previous allocation; the
