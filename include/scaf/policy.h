@@ -297,7 +297,9 @@ int scaf_probe_step(struct scaf_probe *st, uint64_t now_ns, uint32_t prev, uint3
  * none), and in *side_p and *side_e the point nearest the report among
  * the others (*side_p = 0: none; any of the four may be NULL). A report whose E is higher than at a smaller team, or lower than at
  * a larger one, by more than SCAF_POINTS_NOISE, cannot lie on the same curve:
- * the program changed phase, and every other point is forgotten. Points older than max_age_ns are forgotten, so
+ * the program changed phase, and every other point is forgotten; so it is when
+ * E at the team of the last report moves by more than SCAF_POINTS_NOISE from
+ * that report to this one. Points older than max_age_ns are forgotten, so
  * that a phase change is not judged by the last phase's curve.
  */
 #define SCAF_POINTS_MAX 4

@@ -205,15 +205,19 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
             here = pol.curve_at(clients[i], t)
             gain = (pol.curve_at(clients[i], t + step) - here) / step
             s_t, g_t = f"{here:.2f}", f"{gain:+.3f}"
-            notes.append("curve through both points" if kind == 2 else "Amdahl through one point")
+            # One point slower than serial, or below E 0.05, is read with the coherency-only curve (sigma 0).
+            notes.append("curve through both points" if kind == 2 else
+                         "coherency-only curve through one point" if kappa > 0 else "Amdahl through one point")
         else:
             s_t = g_t = "-"
             notes.append("no curve (E unknown or p' < 2): equal share")
         if kind and policy == "consumption" and gain < min_gain:
             notes.append("below min_gain: stops here")
         elif kind and gain <= 0 and t < min(cpus, clients[i].max_threads or cpus):
-            # One point past its peak is a team measured slower than the program's own serial run.
-            notes.append("past its peak: stops here" if kind == 2 else "slower than serial: stops here")
+            # One point past its peak is a team measured slower than the program's own serial run, or below E 0.05.
+            slower = sp.eff is not None and sp.eff * sp.eff_team < 1
+            notes.append("past its peak: stops here" if kind == 2 else
+                         "slower than serial: stops here" if slower else "past the peak its point allows: stops here")
         if sp.eff is not None and sp.eff > 1:
             notes.append("E read as 1")
         if clients[i].max_threads and t == clients[i].max_threads and t < cpus:
