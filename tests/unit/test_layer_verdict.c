@@ -233,8 +233,74 @@ static const struct {
     {"set, the user's word", EV(.verdict = MALL, .forced = 1, .tid_any = 1), 1, MALL, SCAF_WHY_NONE},
 };
 
+/* Whether an ended instance is judged at all (scaf_verdict_may_change): the rows name the cases. */
+static const struct {
+    const char *what;
+    uint32_t site;
+    int tid, nth, tid_any, set;
+    int change;
+} may_change[] = {
+    {"first instance", 0, 0, 0, 0, 0, 1},
+    {"first instance, worksharing", 0, 1, 1, 1, 0, 1},
+    {"seen site, nothing called", SEEN, 0, 0, 0, 0, 0},
+    {"seen site, worksharing, threads numbered before", SEEN, 1, 1, 1, 0, 0},
+    {"seen site, worksharing, the program's first thread numbers", SEEN, 1, 1, 0, 0, 1},
+    {"seen site, worksharing, the program set its count", SEEN, 1, 1, 1, 1, 1},
+    {"seen site, thread numbers alone", SEEN, 1, 0, 1, 0, 1},
+    {"seen site, team size alone (escapes)", SEEN, 0, 1, 1, 0, 1},
+    {"TLS cleared, worksharing", SEEN | TLS | CLEAR, 1, 1, 1, 0, 0},
+    {"held for its TLS check", SEEN | TLS | WAIT, 0, 0, 1, 0, 1},
+    {"remembered, first instance", SEEN | KNOWN, 1, 1, 1, 0, 1},
+};
+
+/* A judgement that changes nothing: what malleable.c may skip. */
+static bool no_op(const struct scaf_judge_in *in)
+{
+    struct scaf_judgement j;
+    uint32_t memo;
+
+    scaf_verdict_judge(in, &j);
+    return j.verdict == in->ev.verdict && j.why == SCAF_WHY_NONE && j.site == in->site && !j.escaped &&
+           !j.tid_only && !j.lower_cap && !j.tls_check_due && (!j.tid_any || in->ev.tid_any) &&
+           !scaf_verdict_memo_learn(in, &j, &memo);
+}
+
+/* Every input judge and memo_learn read, whenever scaf_verdict_may_change says "nothing": they must agree. */
+static void may_change_against_judge(void)
+{
+    static const int modes_all[] = {KEEP, WATCH, STEER, CHECKED}, verdicts[] = {UND, MALL, FIX};
+    unsigned skipped = 0;
+
+    for (uint32_t site = 0; site < 32; site++)
+        for (unsigned bits = 0; bits < (1u << 10); bits++)
+            for (int v = 0; v < 3; v++)
+                for (int m = 0; m < 4; m++)
+                    for (int tc = SCAF_TLS_NONE; tc <= SCAF_TLS_RUNNING; tc++) {
+                        struct scaf_judge_in in = {
+                            .ev = EV(.verdict = (uint32_t)verdicts[v], .forced = bits & 1, .check = bits >> 1 & 1,
+                                     .queried = bits >> 2 & 1, .set = bits >> 3 & 1, .tid_only = bits >> 4 & 1,
+                                     .tid_any = bits >> 5 & 1),
+                            .mode = modes_all[m], .site = site, .tls = bits >> 6 & 1, .tid = bits >> 7 & 1,
+                            .nth = bits >> 8 & 1, .tls_check = tc, .held_elsewhere = bits >> 9 & 1};
+
+                        if (scaf_verdict_may_change(site, in.tid, in.nth, in.ev.tid_any, in.ev.set))
+                            continue;
+                        skipped++;
+                        CHECK(no_op(&in), "may_change: skipped a judgement that changes something: site %#x bits %#x "
+                              "verdict %d mode %d tls_check %d", site, bits, verdicts[v], modes_all[m], tc);
+                    }
+    CHECK(skipped > 0, "may_change: nothing was ever skipped");
+}
+
 int main(void)
 {
+    for (size_t i = 0; i < sizeof may_change / sizeof may_change[0]; i++) {
+        bool got = scaf_verdict_may_change(may_change[i].site, may_change[i].tid != 0, may_change[i].nth != 0,
+                                           may_change[i].tid_any != 0, may_change[i].set != 0);
+        CHECK(got == (may_change[i].change != 0), "may_change %s: got %d, want %d", may_change[i].what, got,
+              may_change[i].change);
+    }
+    may_change_against_judge();
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         int m = scaf_verdict_mode(&modes[i].in);
         CHECK(m == modes[i].mode, "mode %s: got %d, want %d", modes[i].what, m, modes[i].mode);

@@ -103,6 +103,19 @@ void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *o
                in->held_elsewhere ? SCAF_WHY_TLS_HELD : SCAF_WHY_CLEAN);
 }
 
+bool scaf_verdict_may_change(uint32_t site, bool tid, bool nth, bool tid_any, bool set)
+{
+    /* A first instance (or a remembered site's first) and a held site are judged in full. */
+    if (site == 0 || (site & (SCAF_SITE_TLS_WAIT | SCAF_SITE_KNOWN)))
+        return true;
+    /* Neither call: judge's own common case. */
+    if (!tid && !nth)
+        return false;
+    /* Both: no count escapes and none is read alone; what remains is thread numbers in a program that set its
+     * count (fixes it), and the first thread numbers the program shows (remembered program-wide). */
+    return !(tid && nth) || set || !tid_any;
+}
+
 uint32_t scaf_verdict_memo_site(uint32_t memo, bool tls)
 {
     /* Memory never overrides evidence: only a site that settled clean starts settled. */

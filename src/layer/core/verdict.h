@@ -114,6 +114,21 @@ struct scaf_judgement {
 void scaf_verdict_judge(const struct scaf_judge_in *in, struct scaf_judgement *out);
 
 /*
+ * Whether judging an ended instance could change anything (scaf_verdict_judge
+ * and scaf_verdict_memo_learn): false when it surely cannot, so that the
+ * caller skips both. `site`: the site's state before the instance ended;
+ * `tid`, `nth`: what its outermost threads called; `tid_any`, `set`: the
+ * program's evidence of the same names. Nothing may change at a settled site
+ * (seen, neither held for its TLS check nor started from the memory) whose
+ * threads called neither, or called both in a program that numbered threads
+ * before and never set its count: a worksharing loop's every instance
+ * (Cython's prange reads its thread number and team size), which would
+ * otherwise be judged in full at every region. Pure; tested against the two
+ * functions it stands in for, over every input (test_layer_verdict.c).
+ */
+bool scaf_verdict_may_change(uint32_t site, bool tid, bool nth, bool tid_any, bool set);
+
+/*
  * The state a site remembered in the page's known[] starts with, from its
  * memo bits (enum scaf_memo_bits) and whether its object has thread-local
  * storage now: SEEN|KNOWN for a clean site, SEEN|TLS|TLS_CLEAR|KNOWN for one

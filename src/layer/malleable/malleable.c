@@ -556,7 +556,7 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     struct scaf_site *s = m->site;
     char reason[SCAF_REASON_MAX];
     unsigned held;
-    uint32_t memo;
+    uint32_t memo, ev;
 
     if (M.report_path) {
         if (team >= 1 && team <= SCAF_MAX_CPUS)
@@ -571,9 +571,13 @@ void scaf_malleable_region_end(const struct scaf_mall_region *m, unsigned team)
     ji.tid = atomic_load_explicit(&scaf_mall_tid_epoch, memory_order_relaxed) == m->epoch;
     ji.nth = atomic_load_explicit(&scaf_mall_nth_epoch, memory_order_relaxed) == m->epoch;
     ji.site = s ? atomic_load_explicit(&s->verdict, memory_order_relaxed) : 0;
-    /* The common case, a seen site whose threads neither number themselves nor read the team size,
-     * ends here after three loads (the judgement would change nothing). */
-    if (ji.site && !ji.tid && !ji.nth && !(ji.site & (SCAF_SITE_TLS_WAIT | SCAF_SITE_KNOWN)))
+    /* The common cases end here after four loads: a seen site whose threads neither number themselves nor read
+     * the team size, or do both (a worksharing loop) in a program known to number its threads. The judgement
+     * would change nothing (verdict.h); gathering its inputs and making it took about 170 instructions at every
+     * region of a scikit-learn fit, whose Cython loops do both (docs/results.md, "One pool task, in
+     * instructions"). */
+    ev = atomic_load_explicit(&M.ev, memory_order_relaxed);
+    if (!scaf_verdict_may_change(ji.site, ji.tid, ji.nth, (ev & EV_TID_ANY) != 0, (ev & EV_SET) != 0))
         return;
     ji.ev = evidence();
     ji.mode = m->mode;
