@@ -128,7 +128,7 @@ VARIANTS = ("plain", "inert", "scaf", "scaf-noest", "pair", "pair-noest", "worke
 def parse_callgrind(path: Path) -> tuple[collections.Counter, collections.Counter]:
     """Self instructions per (object, function), and calls per (caller object, callee function)."""
     names: dict[str, dict[str, str]] = {"ob": {}, "fn": {}}
-    ob = fn = cob = cfn = ""
+    ob = fn = cfn = ""
     self_cost: collections.Counter = collections.Counter()
     calls: collections.Counter = collections.Counter()
     skip_next = False
@@ -156,9 +156,8 @@ def parse_callgrind(path: Path) -> tuple[collections.Counter, collections.Counte
                 ob = name("ob", rest)
             elif key == "fn":
                 fn = name("fn", rest)
-                cob = ""
             elif key == "cob":
-                cob = name("ob", rest)
+                name("ob", rest)  # the callee's object: the name table only (calls count by the caller's)
             elif key == "cfn":
                 cfn = name("fn", rest)
             elif key == "calls":
@@ -208,7 +207,8 @@ def scaf_run_env(socket: str, threads: int | None, extra: dict[str, str]) -> dic
     env["SCAF_RUN_REPLAY"] = "0"
     dump = "import json, os; print('ENV ' + json.dumps(dict(os.environ)))"
     r = subprocess.run([sys.executable, "-m", "scaf", "run", "--no-start", "--socket", socket, "--",
-                        sys.executable, "-c", dump], env=env, capture_output=True, text=True, timeout=120)
+                        sys.executable, "-c", dump], env=env, capture_output=True, text=True, timeout=120,
+                       check=False)
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("ENV ")), None)
     if r.returncode != 0 or line is None:
         raise SystemExit(f"scaf run failed ({r.returncode}): {r.stderr[-500:]}")
@@ -301,7 +301,7 @@ class Bench:
         out = self.work / f"cg.{tag}"
         argv = ["valgrind", "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={out}.%p",
                 sys.executable, str(self.fit), "cg", str(self.mark), str(self.args.rows), str(self.args.iters)]
-        r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=self.args.timeout)
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=self.args.timeout, check=False)
         line = next((ln for ln in r.stdout.splitlines() if ln.startswith("task-cost ")), None)
         if r.returncode != 0 or line is None:
             raise SystemExit(f"{tag}: valgrind failed ({r.returncode}): {r.stderr[-800:]}")
