@@ -16,7 +16,6 @@
 #include "scaf/policy.h"
 #include "scaf/sockpath.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -120,10 +119,7 @@ static inline uint32_t scafd_available(const struct scafd *d)
 {
     double gone = d->lookout.on ? scaf_foreign_gone_cpu(&d->foreign) : 0.0;
 
-    if (gone <= 0.0)
-        return d->lookout.available;
-    return scaf_foreignload_available(d->capacity.cpus, fmax(0.0, d->lookout.foreign - gone),
-                                  fmax(0.0, d->lookout.foreign_prev - gone));
+    return scaf_foreignload_available(d->capacity.cpus, d->lookout.foreign, d->lookout.foreign_prev, gone);
 }
 
 /* The daemon-wide half of a status object, as of now. */

@@ -93,7 +93,7 @@ int scaf_shrink_step(struct scaf_shrink *st, uint64_t now_ns, uint32_t prev, uin
         return 0; /* the policy already fits its curve through two points far apart */
     /*
      * A smaller team measured slower: the curve still rises into the
-     * allocation, so it is not past a peak, and halving it would only show a
+     * allocation, so it is not past a peak, and shrinking it would only show a
      * shape the two points' slope already bounds. The job beside a pool on
      * 256 contexts (E 0.41 at 144, 0.44 at 128) was halved for 1.5 s, a
      * sixth of the machine's summed speedup lost, to learn that. A larger

@@ -337,18 +337,22 @@ static void available(void)
 {
     static const struct {
         uint32_t cpus;
-        double now, before;
+        double now, before, gone;
         uint32_t want;
     } ROWS[] = {
-        {2, 0.0, 0.0, 2},  {2, 0.5, 0.0, 2},  /* one busy second: nothing taken */
-        {2, 0.75, 0.5, 1}, {2, 0.25, 0.5, 2}, /* a busy loop's second sample; then it stopped */
-        {2, 0.6, 0.62, 1}, {4, 2.0, 1.6, 2},  {4, 1.4, 3.9, 3}, {1, 1.0, 1.0, 1}, {2, 3.0, 3.0, 1},
+        {2, 0.0, 0.0, 0, 2},  {2, 0.5, 0.0, 0, 2},  /* one busy second: nothing taken */
+        {2, 0.75, 0.5, 0, 1}, {2, 0.25, 0.5, 0, 2}, /* a busy loop's second sample; then it stopped */
+        {2, 0.6, 0.62, 0, 1}, {4, 2.0, 1.6, 0, 2},  {4, 1.4, 3.9, 0, 3}, {1, 1.0, 1.0, 0, 1}, {2, 3.0, 3.0, 0, 1},
+        {8, 2.0, 2.0, 1.0, 7},  /* one of two 1-context programs ended since the sample: its context is back */
+        {8, 0.8, 0.9, 1.0, 8},  /* more gone than the average (the list's average lags): never below 0 */
+        {8, 2.0, 2.0, 0.01, 6}, /* gone rounds like the rest */
     };
 
-    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++)
-        CHECK(scaf_foreignload_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before) == ROWS[i].want,
-              "available row %zu: %u, want %u", i, scaf_foreignload_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before),
-              ROWS[i].want);
+    for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++) {
+        uint32_t got = scaf_foreignload_available(ROWS[i].cpus, ROWS[i].now, ROWS[i].before, ROWS[i].gone);
+
+        CHECK(got == ROWS[i].want, "available row %zu: %u, want %u", i, got, ROWS[i].want);
+    }
 }
 
 /* The smoothed foreign load, step by step: a foreign program that ended leaves the average at once. */
@@ -378,11 +382,11 @@ static void smooth(void)
     {
         double prev, now = scaf_foreignload_smooth(1.0, 0.4, 1.0, &prev);
 
-        CHECK(scaf_foreignload_available(2, now, prev) == 2, "2 CPUs after a 1-CPU program ended: %u",
-              scaf_foreignload_available(2, now, prev));
+        CHECK(scaf_foreignload_available(2, now, prev, 0.0) == 2, "2 CPUs after a 1-CPU program ended: %u",
+              scaf_foreignload_available(2, now, prev, 0.0));
         now = scaf_foreignload_smooth(1.0, 0.4, 0.0, &prev);
-        CHECK(scaf_foreignload_available(2, now, prev) == 1, "not known gone: still held: %u",
-              scaf_foreignload_available(2, now, prev));
+        CHECK(scaf_foreignload_available(2, now, prev, 0.0) == 1, "not known gone: still held: %u",
+              scaf_foreignload_available(2, now, prev, 0.0));
     }
 }
 

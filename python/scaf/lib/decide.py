@@ -194,7 +194,7 @@ def _load() -> ctypes.CDLL:
     lib.scaf_foreignload_smooth.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double,
                                             ctypes.POINTER(ctypes.c_double)]
     lib.scaf_foreignload_available.restype = ctypes.c_uint32
-    lib.scaf_foreignload_available.argtypes = [ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
+    lib.scaf_foreignload_available.argtypes = [ctypes.c_uint32, ctypes.c_double, ctypes.c_double, ctypes.c_double]
     lib.scaf_foreignload_gone.restype = ctypes.c_double
     lib.scaf_foreignload_gone.argtypes = [ctypes.c_double]
     _lib = lib
@@ -230,11 +230,8 @@ class Lookout:
 
     def available(self, gone: float = 0.0) -> int:
         """The contexts the referee hands out now (scafd_available): GONE, what has ended since the last sample,
-        is out of both averages at once."""
-        lib = _load()
-        if gone <= 0.0:
-            return int(lib.scaf_foreignload_available(self.cpus, self.foreign, self.prev))
-        return int(lib.scaf_foreignload_available(self.cpus, max(0.0, self.foreign - gone), max(0.0, self.prev - gone)))
+        is out at once."""
+        return int(_load().scaf_foreignload_available(self.cpus, self.foreign, self.prev, gone))
 
     @staticmethod
     def ema(old: float, busy: float) -> float:

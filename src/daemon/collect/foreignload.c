@@ -33,11 +33,14 @@ double scaf_foreignload_smooth(double foreign, double f, double gone, double *pr
     return scaf_foreignload_ema(kept, f);
 }
 
-uint32_t scaf_foreignload_available(uint32_t cpus, double foreign, double foreign_prev)
+uint32_t scaf_foreignload_available(uint32_t cpus, double foreign, double foreign_prev, double gone)
 {
     /* A context goes only to foreign load seen in two samples in a row: one busy second (a command
-     * starting a program, `scaf run`'s own start-up, a bench harness between runs) takes nothing. */
-    int64_t available = (int64_t)cpus - (int64_t)lround(fmin(foreign, foreign_prev));
+     * starting a program, `scaf run`'s own start-up, a bench harness between runs) takes nothing. What has
+     * ended is out at once: until the next sample an arrival (a start team is the program's for its whole run)
+     * or a turn would be sized by a program that is gone. */
+    double kept = gone > 0.0 ? fmax(0.0, fmin(foreign, foreign_prev) - gone) : fmin(foreign, foreign_prev);
+    int64_t available = (int64_t)cpus - (int64_t)lround(kept);
 
     return available < 1 ? 1 : (uint32_t)available;
 }

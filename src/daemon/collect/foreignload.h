@@ -23,8 +23,9 @@ double scaf_foreignload_ema(double old, double f);
  */
 double scaf_foreignload_smooth(double foreign, double f, double gone, double *prev);
 
-/* The contexts left to clients: cpus less the smaller of the foreign load now and one sample earlier, rounded; >= 1. */
-uint32_t scaf_foreignload_available(uint32_t cpus, double foreign, double foreign_prev);
+/* The contexts left to clients: cpus less the smaller of the foreign load now and one sample earlier, each less
+ * GONE (the smoothed load of foreign processes that ended since that sample: scaf_foreign_gone_cpu), rounded; >= 1. */
+uint32_t scaf_foreignload_available(uint32_t cpus, double foreign, double foreign_prev, double gone);
 
 /* What a foreign process that has ended takes out of the average at once: its smoothed load SMOOTHED when that is
  * at least SCAF_FOREIGN_GONE_MIN_CPU, else 0 (it decays with the average). */

@@ -188,7 +188,7 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
     if (lk->have_stat && st.busy >= lk->last_stat.busy && st.total > lk->last_stat.total) {
         uint64_t dself = self_ticks >= lk->last_self_ticks ? self_ticks - lk->last_self_ticks : 0;
         double f = scaf_foreignload_measure(st.busy - lk->last_stat.busy, dclients + dself + lk->departed_ticks,
-                                        st.total - lk->last_stat.total, st.ncpu);
+                                            st.total - lk->last_stat.total, st.ncpu);
         lk->foreign = scaf_foreignload_smooth(lk->foreign, f, gone, &lk->foreign_prev);
     }
     lk->last_stat = st;
@@ -196,5 +196,5 @@ void scaf_lookout_sample(struct scaf_lookout *lk, const struct scaf_capacity *ca
     lk->have_stat = true;
 out:
     lk->departed_ticks = 0;
-    lk->available = scaf_foreignload_available(cap->cpus, lk->foreign, lk->foreign_prev);
+    lk->available = scaf_foreignload_available(cap->cpus, lk->foreign, lk->foreign_prev, 0.0);
 }

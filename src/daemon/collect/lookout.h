@@ -29,7 +29,6 @@ struct scaf_pidstat {
 /* Parses /proc/PID/stat text (comm may hold spaces and parentheses). Returns 0 or -1, errno = EINVAL. */
 int scaf_pidstat_parse(const char *text, struct scaf_pidstat *out);
 
-
 /* One client's CPU time as the lookout last saw it. */
 struct scaf_lookout_client {
     bool have_ticks;

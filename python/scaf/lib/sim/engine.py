@@ -678,7 +678,8 @@ class Simulation:
             done[ended] = self.work[ended]
             self.finish[ended] = t
             present &= ~ended
-            # A client's departure is an event (its socket closes); a foreign program's end is seen at the next turn.
+            # A client's departure is an event (its socket closes); the daemon sees a foreign program's end only at
+            # its next turn. Every other controller (the oracles, the set teams) runs no lookout: any end is one.
             self.event = self.event or bool((ended & ~self.foreign).any()) or self.lookout is None
         pend &= present
         hit = pend & ((done >= nb - EPS * np.maximum(region, 1.0)) | bnd_now)

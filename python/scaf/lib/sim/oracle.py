@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scaf.lib.sim.model import Scenario, fixed_rate, phase_tables
+from scaf.lib.sim.model import Scenario, fixed_rate, oversub_penalty, phase_tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,12 +26,8 @@ def team_rates(tabs: np.ndarray, team: int, k: float) -> np.ndarray:
     slowed by time-slicing inside p contexts when team > p (the engine's own penalty)."""
     import numpy as np
 
-    n = tabs.shape[1] - 1
-    p = np.arange(n + 1, dtype=float)
-    s = tabs[:, np.minimum(np.arange(n + 1), team)]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pen = np.where(p < team, 1.0 / (1.0 + k * (team / np.maximum(p, 1.0) - 1.0)), 1.0)
-    out = s * pen
+    p = np.arange(tabs.shape[1])
+    out = tabs[:, np.minimum(p, team)] * oversub_penalty(team / np.maximum(p, 1), k)
     out[:, 0] = 0.0
     return out
 

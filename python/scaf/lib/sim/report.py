@@ -126,9 +126,11 @@ def pool_bound(sc: Scenario, prog: Program) -> float:
     contexts, whichever is longer."""
     import numpy as np
 
-    n = min(sc.machine.contexts, sc.team(prog))
-    full = float(prog.curve.speedup(np.array([float(n)]))[0])
-    return max(max(prog.task_work()) / full, prog.work_s / sc.machine.contexts)
+    from scaf.lib.bench.pools import bound_span
+
+    one = prog.task_work()
+    full = float(prog.curve.speedup(np.array([float(min(sc.machine.contexts, sc.team(prog)))]))[0])
+    return bound_span(one, [w / full for w in one], sc.machine.contexts)
 
 
 def _achievable(sc: Scenario, prog: Program, ref: float, base: str, results: list[Result]) -> str:
