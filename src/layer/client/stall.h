@@ -31,8 +31,8 @@ void scaf_stall_end(int slot);
 /*
  * From the helper thread, at every tick: a watched region past its limit
  * (SCAF_STALL_S, and ten times what its site's history says it takes at that
- * team) whose opening thread used less than a tenth of a CPU in user time over
- * the last second (it yields, as OpenBLAS's waits do, or sleeps) is said once
+ * team) whose opening thread only yielded or waited over the last second
+ * (scaf_stallrule_idle: OpenBLAS's waits are yield loops) is said once
  * on stderr and fixes the program's team (malleable.h). `now_ns`:
  * CLOCK_MONOTONIC. Reads /proc only for a region past its limit.
  */

@@ -16,12 +16,13 @@ uint64_t scaf_stallrule_limit_ns(uint64_t hist_ns, unsigned hist_team, unsigned 
 
 /*
  * Whether a thread that used `user_ticks` of user time and `sys_ticks` of
- * system time over `wall_ns` only yields or waits: under a tenth of a CPU
- * spent computing, and no more of it in user space than in the kernel. One
- * that calls sched_yield in a loop spends its time in the kernel, and one
- * that waits on a futex spends none. A thread that computes uses a tenth
- * of a CPU or more, or, starved of CPUs by other programs, less but still
- * mostly in user space: a machine loaded twenty-fold is not a stall.
+ * system time over `wall_ns` only yields or waits: at least twice as much
+ * time in the kernel as in user space, or under a tenth of a CPU in user
+ * space and no more of it there than in the kernel. One that calls
+ * sched_yield in a loop spends most of its time in the kernel, and one that
+ * waits on a futex spends none. A thread that computes is mostly in user
+ * space, however little CPU it gets: a machine loaded twenty-fold is not a
+ * stall.
  * `hz`: clock ticks a second. Pure.
  */
 int scaf_stallrule_idle(uint64_t user_ticks, uint64_t sys_ticks, uint64_t wall_ns, long hz);
