@@ -185,3 +185,30 @@ def test_a_new_loans_curves_and_pairs_are_judged_from_a_folder(tmp_path) -> None
     assert rows["xgbhist+xgbhist", "cold"]["predicted"] > 2 * 2.49 * 0.9
     r = run("--from", str(tmp_path / "missing"))
     assert r.returncode == 2 and "scaling.txt" in r.stderr
+
+
+def test_a_programs_own_run_past_the_machine_sets_its_oversubscription_slowdown(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    m = load_script()
+    curve = {1: 5.24, 4: 3.46, 8: 2.87, 16: 2.49}
+    # t_T = t_16 (1 + k (T / 16 - 1)): 32 threads at 1.5 times the 16-thread time is k = 0.5; none past 16 threads
+    # leaves the model's default; a program faster oversubscribed costs nothing, never less.
+    assert m.own_k({**curve, 32: 2.49 * 1.5}) == pytest.approx(0.5)
+    assert m.own_k({**curve, 48: 2.49 * 2.0}) == pytest.approx(0.5)
+    assert m.own_k(curve) is None
+    assert m.own_k({**curve, 32: 2.0}) == 0.0
+    (tmp_path / "scaling.txt").write_text("".join(f"xgbhist alone scale1 T={t}: {s}\n"
+                                                  for t, s in {**curve, 32: 2.49 * 3.0}.items()))
+    (tmp_path / "pairs.txt").write_text(
+        "pair                   plain   dynamic    static      cold      warm\n"
+        "xgbhist+xgbhist       17.22         -      5.74         -         -\n")
+    (tmp_path / "verdicts.txt").write_text(
+        "      2 /tmp/scafb/workloads/xgbhist fixed: started with 8 of 16 contexts: remembered fixed teams [8]\n")
+    r = run("--from", str(tmp_path), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    rows = {row["config"]: row for row in json.loads(r.stdout)["rows"]}
+    # Plain, each copy's 16 threads get 8 contexts: t8 (1 + k) with its own k = 2 (32 threads took 3 times the
+    # 16-thread time), not the default 0.58; and the 32-thread run is no point of its curve (the static split
+    # is still the 8-thread time).
+    assert rows["plain"]["predicted"] == pytest.approx(2 * 2.87 * 3.0, rel=0.02)
+    assert "xgbhist k = 2.00" in rows["plain"]["note"]
+    assert rows["static"]["predicted"] == pytest.approx(2 * 2.87, rel=0.01)

@@ -39,8 +39,13 @@ listed as not compared, with the reason.
 
     build/venv/bin/python tools/experiments/calibrate_sim.py [--commit 3a4be15] [--tolerance 0.10] [--json]
 
+A program's plain pair runs its team time-sliced, and how much that costs is the program's own (its spin waits and
+barriers): dtgroup's first-loan plain pair needs k = 2.04 where the model's default oversub_slowdown is 0.58. The
+first loan never ran a program past 16 threads alone, so that row keeps the default and fails. A solo run past the
+machine (device_curves.sh runs 2N threads) gives the program its own k, t_2N / t_N - 1, and is no point of its curve.
+
 A new loan's figures instead (`--from DIR`): DIR holds what one session of a lent machine wrote, the solo curves
-of tools/experiments/device_curves.sh (scaling.txt) and the pairs of device_pairs.sh (pairs.txt, its table of
+of tools/experiments/device_curves.sh (scaling.txt, with the 2N run) and the pairs of device_pairs.sh (pairs.txt, its table of
 summed seconds; verdicts.txt, the layer's verdict of each program, which makes a program fixed in its scenario
 when the layer kept its team fixed, malleable otherwise), both run by device_session.sh with CURVES set, so on one
 machine: every pair whose programs both have a curve is judged, plain, static, scaf cold and scaf warm.
@@ -189,6 +194,20 @@ def pair_tables(texts: list[tuple[str, str]]) -> dict[str, dict[str, tuple[float
     return out
 
 
+def own_k(times: dict[int, float]) -> float | None:
+    """The program's own oversubscription slowdown, from its solo run with more threads than contexts
+    (device_curves.sh runs 2N): the model runs a team of T on N contexts at S(N) / (1 + k (T / N - 1)), so
+    t_T = t_N (1 + k (T / N - 1)). None where the program never ran past the machine (the model's default k then).
+    A program's threads time-sliced by its own runtime cost it what they cost beside another program's: its spin
+    waits and its barriers, not the other program, decide how much of each slice is lost (device-16core.md,
+    dtgroup plain: k = 2.04 where the default is 0.58)."""
+    over = sorted(p for p in times if p > CONTEXTS)
+    if not over or CONTEXTS not in times or times[CONTEXTS] <= 0:
+        return None
+    big = over[-1]
+    return max(0.0, (times[big] / times[CONTEXTS] - 1.0) / (big / CONTEXTS - 1.0))
+
+
 def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, commit: str = COMMIT,
                   teams: dict[str, str] | None = None, source: str = "") -> scenario.Scenario:
     """The pair as a scenario of CONTEXTS contexts from its programs' solo curves; teams: each program's team kind
@@ -197,8 +216,9 @@ def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, com
     for i, name in enumerate(pair.split("+")):
         times = solo[name]
         t1 = times[1]
-        points = ", ".join(f"[{p}, {t1 / t:.6f}]" for p, t in sorted(times.items()) if p > 1)
+        points = ", ".join(f"[{p}, {t1 / t:.6f}]" for p, t in sorted(times.items()) if 1 < p <= CONTEXTS)
         team = (teams or {}).get(name, "fixed")
+        k = own_k(times)
         progs.append(f"""
 [[program]]
 name = "{name}.{i + 1}"
@@ -207,7 +227,7 @@ team = "{team}"
 memory = "{memory}"
 region_s = 0.05
 curve = {{ kind = "points", points = [{points}] }}
-""")
+""" + (f"oversub_slowdown = {k:.6f}\n" if k is not None else ""))
     text = f"""
 [scenario]
 name = "calibrate-{pair.replace('+', '-')}"
@@ -244,9 +264,22 @@ def implied_k(row: Row, solo: dict[str, dict[int, float]]) -> str:
     half = solo.get(names[0], {}).get(CONTEXTS // 2)
     if row.sim_config != "unmodified" or len(set(names)) != 1 or row.measured is None or half is None:
         return ""
-    return (f"the measurement alone would need k = {row.measured / half - 1.0:.2f} (t{CONTEXTS // 2} (1 + k) = "
-            f"{row.measured:.2f} s) where the model's oversub_slowdown is "
+    k = own_k(solo[names[0]])
+    used = (f"the program's own k = {k:.2f}, from its solo run past {CONTEXTS} threads" if k is not None else
+            f"no solo run past {CONTEXTS} threads, so the model's default oversub_slowdown "
             f"{scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
+    return (f"the measurement alone would need k = {row.measured / half - 1.0:.2f} (t{CONTEXTS // 2} (1 + k) = "
+            f"{row.measured:.2f} s); predicted with {used}")
+
+
+def own_k_note(pair: str, solo: dict[str, dict[int, float]]) -> str:
+    """Which k each program of a plain pair was predicted with."""
+    out = []
+    for name in dict.fromkeys(pair.split("+")):
+        k = own_k(solo[name])
+        out.append(f"{name} k = {k:.2f} (its solo run past {CONTEXTS} threads)" if k is not None else
+                   f"{name}: no solo run past {CONTEXTS} threads, default k {scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
+    return ", ".join(out)
 
 
 def first_loan_rows(commit: str, solo: dict[str, dict[int, float]]) -> tuple[list[Row], list[dict]]:
@@ -347,8 +380,9 @@ def from_rows(d: Path) -> list[Row]:
                 sc = pair_scenario(pair, solo, memory, teams={n: teams.get(n, "malleable") for n in pair.split("+")},
                                    source=str(d / "scaling.txt"))
                 row.predicted = predict(sc, config, "sum")
-                row.note = "did not finish in the simulator" if row.predicted is None else (
-                    f"no verdict of {', '.join(unknown)} in verdicts.txt: malleable assumed" if unknown else "")
+                row.note = "did not finish in the simulator" if row.predicted is None else "; ".join(filter(None, (
+                    f"no verdict of {', '.join(unknown)} in verdicts.txt: malleable assumed" if unknown else "",
+                    own_k_note(pair, solo) if config == "unmodified" else "")))
             out.append(row)
     return out
 
