@@ -212,3 +212,23 @@ def test_a_programs_own_run_past_the_machine_sets_its_oversubscription_slowdown(
     assert rows["plain"]["predicted"] == pytest.approx(2 * 2.87 * 3.0, rel=0.02)
     assert "xgbhist k = 2.00" in rows["plain"]["note"]
     assert rows["static"]["predicted"] == pytest.approx(2 * 2.87, rel=0.01)
+
+
+def test_a_session_on_another_machine_size_is_judged_at_its_own_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # device_pairs.sh names the machine in its first line; a 2-CPU session's curves stop at 2 threads and its
+    # 4-thread run is the program's own k (here 0.5).
+    (tmp_path / "scaling.txt").write_text("".join(f"dtgroup alone scale1 T={t}: {s}\n"
+                                                  for t, s in {1: 6.0, 2: 4.0, 4: 6.0}.items()))
+    (tmp_path / "pairs.txt").write_text(
+        "machine: 2 CPUs,  Some CPU\n"
+        "pair                   plain   dynamic    static      cold      warm\n"
+        "dtgroup+dtgroup       18.00         -     12.00         -         -\n")
+    (tmp_path / "verdicts.txt").write_text(
+        "      2 /b/workloads/dtgroup fixed: started with 1 of 2 contexts: remembered fixed teams [1]\n")
+    r = run("--from", str(tmp_path), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    rows = {row["config"]: row for row in json.loads(r.stdout)["rows"]}
+    # Static: one thread each, t1 each; plain: two threads each on one context, t1 (1 + k).
+    assert rows["static"]["predicted"] == pytest.approx(2 * 6.0, rel=0.01)
+    assert rows["plain"]["predicted"] == pytest.approx(2 * 6.0 * 1.5, rel=0.02)
+    assert "dtgroup k = 0.50 (its solo run past 2 threads)" in rows["plain"]["note"]

@@ -194,31 +194,32 @@ def pair_tables(texts: list[tuple[str, str]]) -> dict[str, dict[str, tuple[float
     return out
 
 
-def own_k(times: dict[int, float]) -> float | None:
+def own_k(times: dict[int, float], contexts: int = CONTEXTS) -> float | None:
     """The program's own oversubscription slowdown, from its solo run with more threads than contexts
     (device_curves.sh runs 2N): the model runs a team of T on N contexts at S(N) / (1 + k (T / N - 1)), so
     t_T = t_N (1 + k (T / N - 1)). None where the program never ran past the machine (the model's default k then).
     A program's threads time-sliced by its own runtime cost it what they cost beside another program's: its spin
     waits and its barriers, not the other program, decide how much of each slice is lost (device-16core.md,
     dtgroup plain: k = 2.04 where the default is 0.58)."""
-    over = sorted(p for p in times if p > CONTEXTS)
-    if not over or CONTEXTS not in times or times[CONTEXTS] <= 0:
+    over = sorted(p for p in times if p > contexts)
+    if not over or contexts not in times or times[contexts] <= 0:
         return None
     big = over[-1]
-    return max(0.0, (times[big] / times[CONTEXTS] - 1.0) / (big / CONTEXTS - 1.0))
+    return max(0.0, (times[big] / times[contexts] - 1.0) / (big / contexts - 1.0))
 
 
 def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, commit: str = COMMIT,
-                  teams: dict[str, str] | None = None, source: str = "") -> scenario.Scenario:
-    """The pair as a scenario of CONTEXTS contexts from its programs' solo curves; teams: each program's team kind
+                  teams: dict[str, str] | None = None, source: str = "",
+                  contexts: int = CONTEXTS) -> scenario.Scenario:
+    """The pair as a scenario of `contexts` contexts from its programs' solo curves; teams: each program's team kind
     (the layer's verdict), "fixed" where not given (the first and third loans' workloads, run1-verdicts.txt)."""
     progs = []
     for i, name in enumerate(pair.split("+")):
         times = solo[name]
         t1 = times[1]
-        points = ", ".join(f"[{p}, {t1 / t:.6f}]" for p, t in sorted(times.items()) if 1 < p <= CONTEXTS)
+        points = ", ".join(f"[{p}, {t1 / t:.6f}]" for p, t in sorted(times.items()) if 1 < p <= contexts)
         team = (teams or {}).get(name, "fixed")
-        k = own_k(times)
+        k = own_k(times, contexts)
         progs.append(f"""
 [[program]]
 name = "{name}.{i + 1}"
@@ -231,12 +232,12 @@ curve = {{ kind = "points", points = [{points}] }}
     text = f"""
 [scenario]
 name = "calibrate-{pair.replace('+', '-')}"
-description = "{pair} on 16 CPUs, from the programs' solo runs"
+description = "{pair} on {contexts} CPUs, from the programs' solo runs"
 source = "tools/experiments/calibrate_sim.py: solo wall seconds of {source or f'{commit}:{SCALING}'}"
 seed = 1
 
 [machine]
-contexts = {CONTEXTS}
+contexts = {contexts}
 smt = 1
 rate_hz = 4
 """ + "".join(progs)
@@ -272,13 +273,13 @@ def implied_k(row: Row, solo: dict[str, dict[int, float]]) -> str:
             f"{row.measured:.2f} s); predicted with {used}")
 
 
-def own_k_note(pair: str, solo: dict[str, dict[int, float]]) -> str:
+def own_k_note(pair: str, solo: dict[str, dict[int, float]], contexts: int) -> str:
     """Which k each program of a plain pair was predicted with."""
     out = []
     for name in dict.fromkeys(pair.split("+")):
-        k = own_k(solo[name])
-        out.append(f"{name} k = {k:.2f} (its solo run past {CONTEXTS} threads)" if k is not None else
-                   f"{name}: no solo run past {CONTEXTS} threads, default k {scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
+        k = own_k(solo[name], contexts)
+        out.append(f"{name} k = {k:.2f} (its solo run past {contexts} threads)" if k is not None else
+                   f"{name}: no solo run past {contexts} threads, default k {scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
     return ", ".join(out)
 
 
@@ -362,7 +363,11 @@ def from_rows(d: Path) -> list[Row]:
     """One session's curves and pairs (--from DIR): every row of one machine."""
     solo = solo_curves(read_dir(d, "scaling.txt"))
     teams = verdicts(read_dir(d, "verdicts.txt", required=False))
-    measured = pair_tables([("pairs.txt", read_dir(d, "pairs.txt"))])
+    table = read_dir(d, "pairs.txt")
+    measured = pair_tables([("pairs.txt", table)])
+    # device_pairs.sh's first line names the machine: a session on another size is judged at its own size.
+    machine = re.search(r"^machine: (\d+) CPUs", table, re.MULTILINE)
+    contexts = int(machine.group(1)) if machine else CONTEXTS
     loan = f"{d.name} (--from)"
     out: list[Row] = []
     for pair, cols in measured.items():
@@ -378,11 +383,11 @@ def from_rows(d: Path) -> list[Row]:
             else:
                 unknown = sorted({n for n in pair.split("+") if n not in teams})
                 sc = pair_scenario(pair, solo, memory, teams={n: teams.get(n, "malleable") for n in pair.split("+")},
-                                   source=str(d / "scaling.txt"))
+                                   source=str(d / "scaling.txt"), contexts=contexts)
                 row.predicted = predict(sc, config, "sum")
                 row.note = "did not finish in the simulator" if row.predicted is None else "; ".join(filter(None, (
                     f"no verdict of {', '.join(unknown)} in verdicts.txt: malleable assumed" if unknown else "",
-                    own_k_note(pair, solo) if config == "unmodified" else "")))
+                    own_k_note(pair, solo, contexts) if config == "unmodified" else "")))
             out.append(row)
     return out
 
