@@ -187,36 +187,9 @@ def test_a_new_loans_curves_and_pairs_are_judged_from_a_folder(tmp_path) -> None
     assert r.returncode == 2 and "scaling.txt" in r.stderr
 
 
-def test_a_programs_own_run_past_the_machine_sets_its_oversubscription_slowdown(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    m = load_script()
-    curve = {1: 5.24, 4: 3.46, 8: 2.87, 16: 2.49}
-    # t_T = t_16 (1 + k (T / 16 - 1)): 32 threads at 1.5 times the 16-thread time is k = 0.5; none past 16 threads
-    # leaves the model's default; a program faster oversubscribed costs nothing, never less.
-    assert m.own_k({**curve, 32: 2.49 * 1.5}) == pytest.approx(0.5)
-    assert m.own_k({**curve, 48: 2.49 * 2.0}) == pytest.approx(0.5)
-    assert m.own_k(curve) is None
-    assert m.own_k({**curve, 32: 2.0}) == 0.0
-    (tmp_path / "scaling.txt").write_text("".join(f"xgbhist alone scale1 T={t}: {s}\n"
-                                                  for t, s in {**curve, 32: 2.49 * 3.0}.items()))
-    (tmp_path / "pairs.txt").write_text(
-        "pair                   plain   dynamic    static      cold      warm\n"
-        "xgbhist+xgbhist       17.22         -      5.74         -         -\n")
-    (tmp_path / "verdicts.txt").write_text(
-        "      2 /tmp/scafb/workloads/xgbhist fixed: started with 8 of 16 contexts: remembered fixed teams [8]\n")
-    r = run("--from", str(tmp_path), "--json")
-    assert r.returncode in (0, 1), r.stderr
-    rows = {row["config"]: row for row in json.loads(r.stdout)["rows"]}
-    # Plain, each copy's 16 threads get 8 contexts: t8 (1 + k) with its own k = 2 (32 threads took 3 times the
-    # 16-thread time), not the default 0.58; and the 32-thread run is no point of its curve (the static split
-    # is still the 8-thread time).
-    assert rows["plain"]["predicted"] == pytest.approx(2 * 2.87 * 3.0, rel=0.02)
-    assert "xgbhist k = 2.00" in rows["plain"]["note"]
-    assert rows["static"]["predicted"] == pytest.approx(2 * 2.87, rel=0.01)
-
-
 def test_a_session_on_another_machine_size_is_judged_at_its_own_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # device_pairs.sh names the machine in its first line; a 2-CPU session's curves stop at 2 threads and its
-    # 4-thread run is the program's own k (here 0.5).
+    # device_pairs.sh names the machine in its first line; a 2-CPU session's curve stops at 2 threads (a run
+    # past the machine is no point of it).
     (tmp_path / "scaling.txt").write_text("".join(f"dtgroup alone scale1 T={t}: {s}\n"
                                                   for t, s in {1: 6.0, 2: 4.0, 4: 6.0}.items()))
     (tmp_path / "pairs.txt").write_text(
@@ -228,7 +201,26 @@ def test_a_session_on_another_machine_size_is_judged_at_its_own_size(tmp_path) -
     r = run("--from", str(tmp_path), "--json")
     assert r.returncode in (0, 1), r.stderr
     rows = {row["config"]: row for row in json.loads(r.stdout)["rows"]}
-    # Static: one thread each, t1 each; plain: two threads each on one context, t1 (1 + k).
+    # Static: one thread each, t1 each; plain: two threads each on one context, t1 (1 + k) with the default k.
     assert rows["static"]["predicted"] == pytest.approx(2 * 6.0, rel=0.01)
-    assert rows["plain"]["predicted"] == pytest.approx(2 * 6.0 * 1.5, rel=0.02)
-    assert "dtgroup k = 0.50 (its solo run past 2 threads)" in rows["plain"]["note"]
+    assert rows["plain"]["predicted"] == pytest.approx(2 * 6.0 * 1.58, rel=0.02)
+    # Each copy took 9 s where one thread alone took 6: the row alone would need k = 0.5.
+    assert "would need k = 0.50 (t1 (1 + k) = 9.00 s)" in rows["plain"]["note"]
+
+
+def test_each_row_is_also_judged_over_its_pairs_static_row() -> None:
+    m = load_script()
+
+    def row(config: str, measured: float | None, predicted: float | None, pair: str = "a+a"):
+        return m.Row("x", m.SAME, pair, config, "sum", measured, predicted, sim_config=config)
+
+    # Both programs ran 20% slower side by side than the model says, in every configuration: over static, the
+    # warm row is right, and the plain row is as wrong as the model's k makes it.
+    table = [row("static", 12.0, 10.0), row("warm", 12.0, 10.0), row("plain", 30.0, 15.0),
+             row("cold", None, 10.0), row("warm", 5.0, 5.0, pair="b+b")]
+    m.over_static(table)
+    static, warm, plain, cold, other = table
+    assert static.error_over_static is None  # itself
+    assert warm.error == pytest.approx(-1 / 6) and warm.error_over_static == pytest.approx(0.0)
+    assert plain.error_over_static == pytest.approx((15 / 10) / (30 / 12) - 1)
+    assert cold.error_over_static is None and other.error_over_static is None  # no figure; no static row

@@ -31,7 +31,9 @@ device_pairs.sh starts them. Then
 - scaf warm: the same with `memory = "warm"` (the run after one that taught the daemon its verdict).
 
 The prediction is the simulator's figure of the same kind as the measurement: the later finish for a makespan,
-the summed finish times for a sum. Rows with no prediction say why: a program never timed alone on 16 CPUs,
+the summed finish times for a sum. Beside its error, each row's error over static: the error on its ratio to the
+same pair's static row, what the configuration changes without what two programs side by side cost each other on
+that machine (the model leaves that out; the exit status is still the absolute error). Rows with no prediction say why: a program never timed alone on 16 CPUs,
 OMP_DYNAMIC (no such configuration in the simulator), and dtgroup after `scaf check` (malleable by check, not
 the fixed-by-evidence model; and the daemon's log shows both started beside foreign load it counted as 13.8
 CPUs, from a dtgroup not under scaf). The first loan's other lines (size x3, spin-count variants, single programs) are
@@ -39,13 +41,8 @@ listed as not compared, with the reason.
 
     build/venv/bin/python tools/experiments/calibrate_sim.py [--commit 3a4be15] [--tolerance 0.10] [--json]
 
-A program's plain pair runs its team time-sliced, and how much that costs is the program's own (its spin waits and
-barriers): dtgroup's first-loan plain pair needs k = 2.04 where the model's default oversub_slowdown is 0.58. The
-first loan never ran a program past 16 threads alone, so that row keeps the default and fails. A solo run past the
-machine (device_curves.sh runs 2N threads) gives the program its own k, t_2N / t_N - 1, and is no point of its curve.
-
 A new loan's figures instead (`--from DIR`): DIR holds what one session of a lent machine wrote, the solo curves
-of tools/experiments/device_curves.sh (scaling.txt, with the 2N run) and the pairs of device_pairs.sh (pairs.txt, its table of
+of tools/experiments/device_curves.sh (scaling.txt) and the pairs of device_pairs.sh (pairs.txt, its table of
 summed seconds; verdicts.txt, the layer's verdict of each program, which makes a program fixed in its scenario
 when the layer kept its team fixed, malleable otherwise), both run by device_session.sh with CURVES set, so on one
 machine: every pair whose programs both have a curve is judged, plain, static, scaf cold and scaf warm.
@@ -130,6 +127,7 @@ class Row:
     note: str = ""
     source: str = ""  # the raw log the measurement came from
     sim_config: str | None = None
+    error_over_static: float | None = None  # over_static
 
     @property
     def error(self) -> float | None:
@@ -194,20 +192,6 @@ def pair_tables(texts: list[tuple[str, str]]) -> dict[str, dict[str, tuple[float
     return out
 
 
-def own_k(times: dict[int, float], contexts: int = CONTEXTS) -> float | None:
-    """The program's own oversubscription slowdown, from its solo run with more threads than contexts
-    (device_curves.sh runs 2N): the model runs a team of T on N contexts at S(N) / (1 + k (T / N - 1)), so
-    t_T = t_N (1 + k (T / N - 1)). None where the program never ran past the machine (the model's default k then).
-    A program's threads time-sliced by its own runtime cost it what they cost beside another program's: its spin
-    waits and its barriers, not the other program, decide how much of each slice is lost (device-16core.md,
-    dtgroup plain: k = 2.04 where the default is 0.58)."""
-    over = sorted(p for p in times if p > contexts)
-    if not over or contexts not in times or times[contexts] <= 0:
-        return None
-    big = over[-1]
-    return max(0.0, (times[big] / times[contexts] - 1.0) / (big / contexts - 1.0))
-
-
 def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, commit: str = COMMIT,
                   teams: dict[str, str] | None = None, source: str = "",
                   contexts: int = CONTEXTS) -> scenario.Scenario:
@@ -219,7 +203,6 @@ def pair_scenario(pair: str, solo: dict[str, dict[int, float]], memory: str, com
         t1 = times[1]
         points = ", ".join(f"[{p}, {t1 / t:.6f}]" for p, t in sorted(times.items()) if 1 < p <= contexts)
         team = (teams or {}).get(name, "fixed")
-        k = own_k(times, contexts)
         progs.append(f"""
 [[program]]
 name = "{name}.{i + 1}"
@@ -228,7 +211,7 @@ team = "{team}"
 memory = "{memory}"
 region_s = 0.05
 curve = {{ kind = "points", points = [{points}] }}
-""" + (f"oversub_slowdown = {k:.6f}\n" if k is not None else ""))
+""")
     text = f"""
 [scenario]
 name = "calibrate-{pair.replace('+', '-')}"
@@ -257,30 +240,19 @@ def missing_solo(pair: str, solo: dict[str, dict[int, float]]) -> list[str]:
     return sorted({n for n in pair.split("+") if n not in solo or 1 not in solo[n]})
 
 
-def implied_k(row: Row, solo: dict[str, dict[int, float]]) -> str:
+def implied_k(row: Row, solo: dict[str, dict[int, float]], contexts: int = CONTEXTS) -> str:
     """For plain two copies of one program: the k the measurement alone would need. In the model each of the
-    2N threads gets half a context, so each copy runs at S(N/2) / (1 + k) and the pair takes t(N/2) (1 + k).
-    Said beside the row, never used to predict it."""
+    2N threads gets half a context, so each copy runs at S(N/2) / (1 + k) and takes t(N/2) (1 + k): the pair's
+    makespan that, its sum twice that. Said beside the row, never used to predict it (nor can a solo run past
+    the machine stand in for it: on the 2-vCPU VM one copy at 4 threads lost 0-7% to its 2-thread time where
+    the same programs' plain pairs needed k = 0.65-1.81, docs/simulator.md)."""
     names = row.pair.split("+")
-    half = solo.get(names[0], {}).get(CONTEXTS // 2)
+    half = solo.get(names[0], {}).get(contexts // 2)
     if row.sim_config != "unmodified" or len(set(names)) != 1 or row.measured is None or half is None:
         return ""
-    k = own_k(solo[names[0]])
-    used = (f"the program's own k = {k:.2f}, from its solo run past {CONTEXTS} threads" if k is not None else
-            f"no solo run past {CONTEXTS} threads, so the model's default oversub_slowdown "
-            f"{scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
-    return (f"the measurement alone would need k = {row.measured / half - 1.0:.2f} (t{CONTEXTS // 2} (1 + k) = "
-            f"{row.measured:.2f} s); predicted with {used}")
-
-
-def own_k_note(pair: str, solo: dict[str, dict[int, float]], contexts: int) -> str:
-    """Which k each program of a plain pair was predicted with."""
-    out = []
-    for name in dict.fromkeys(pair.split("+")):
-        k = own_k(solo[name], contexts)
-        out.append(f"{name} k = {k:.2f} (its solo run past {contexts} threads)" if k is not None else
-                   f"{name}: no solo run past {contexts} threads, default k {scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
-    return ", ".join(out)
+    each = row.measured / 2 if row.figure == "sum" else row.measured
+    return (f"the measurement alone would need k = {each / half - 1.0:.2f} (t{contexts // 2} (1 + k) = "
+            f"{each:.2f} s) where the model's oversub_slowdown is {scenario.DEFAULT_OVERSUB_SLOWDOWN:.2f}")
 
 
 def first_loan_rows(commit: str, solo: dict[str, dict[int, float]]) -> tuple[list[Row], list[dict]]:
@@ -387,7 +359,7 @@ def from_rows(d: Path) -> list[Row]:
                 row.predicted = predict(sc, config, "sum")
                 row.note = "did not finish in the simulator" if row.predicted is None else "; ".join(filter(None, (
                     f"no verdict of {', '.join(unknown)} in verdicts.txt: malleable assumed" if unknown else "",
-                    own_k_note(pair, solo, contexts) if config == "unmodified" else "")))
+                    implied_k(row, solo, contexts))))
             out.append(row)
     return out
 
@@ -396,6 +368,20 @@ def rows(commit: str) -> tuple[list[Row], list[dict]]:
     solo = solo_curves(git_show(commit, SCALING))
     first, skipped = first_loan_rows(commit, solo)
     return first + third_loan_rows(commit, solo), skipped
+
+
+def over_static(table: list[Row]) -> None:
+    """Each row's error on its ratio to the same loan's static row of the same pair: what the configuration
+    changes, without what the machine does to any two programs side by side (on the 2-vCPU VM, each of two
+    one-thread programs ran 12-28% slower than alone, which every row of a pair shares and no solo curve shows).
+    Said beside the absolute error, never instead of it."""
+    static = {(r.loan, r.pair): r for r in table if r.config == "static"}
+    for r in table:
+        s = static.get((r.loan, r.pair))
+        if s is None or s is r or None in (r.measured, r.predicted, s.measured, s.predicted):
+            continue
+        assert r.measured and r.predicted and s.measured and s.predicted
+        r.error_over_static = (r.predicted / s.predicted) / (r.measured / s.measured) - 1.0
 
 
 def verdict(table: list[Row], tolerance: float) -> int:
@@ -421,19 +407,22 @@ def main(argv: list[str] | None = None) -> int:
     except (RawError, scenario.ScenarioError) as e:
         print(f"calibrate_sim: {e}", file=sys.stderr)
         return 2
+    over_static(table)
     status = verdict(table, a.tolerance)
     if a.json:
         print(json.dumps({"rows": [{**asdict(r), "same_machine": r.solo == SAME, "error": r.error,
                                     "judged": r.judged} for r in table],
                           "not_compared": skipped, "tolerance": a.tolerance, "status": status}, indent=1))
         return status
-    print("| loan | solo curve | pair | config | figure | measured (s) | predicted (s) | error | note |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| loan | solo curve | pair | config | figure | measured (s) | predicted (s) | error | error over static "
+          "| note |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in table:
         m = f"{r.measured:.2f}" if r.measured is not None else "-"
         p = f"{r.predicted:.2f}" if r.predicted is not None else "-"
         e = f"{round(100 * r.error, 1) + 0.0:+.1f}%" if r.error is not None else "-"
-        print(f"| {r.loan} | {r.solo} | {r.pair} | {r.config} | {r.figure} | {m} | {p} | {e} | {r.note} |")
+        o = f"{round(100 * r.error_over_static, 1) + 0.0:+.1f}%" if r.error_over_static is not None else "-"
+        print(f"| {r.loan} | {r.solo} | {r.pair} | {r.config} | {r.figure} | {m} | {p} | {e} | {o} | {r.note} |")
     judged = [r for r in table if r.judged]
     bad = [r for r in judged if r.error is None or abs(r.error) > a.tolerance]
     print(f"\nSame-machine rows (they decide the exit status): {len(judged) - len(bad)} of {len(judged)} within "

@@ -1,5 +1,5 @@
 #!/bin/bash
-# device_curves.sh — each program alone at 1, N/4, N/2, N and 2N threads on a many-core machine: the solo curves the simulator's calibration turns pairs into scenarios from.
+# device_curves.sh — each program alone at 1, N/4, N/2 and N threads on a many-core machine: the solo curves the simulator's calibration turns pairs into scenarios from.
 #
 # Run it in the same session as device_pairs.sh, with the same ARGS_<prog> (device_session.sh exports them), so
 # that the curves and the pairs are of one machine and one size: then `calibrate_sim.py --from DIR` judges every
@@ -7,10 +7,8 @@
 # (OMP_NUM_THREADS=T, no layer), in rounds; the median goes to $OUT/scaling.txt as "PROG alone scale1 T=N: S" lines
 # (the first loan's probe-scaling.txt format), the single runs to $OUT/curves-runs.txt. A run past $CAP seconds is
 # killed and left out. A (program, threads) not begun by $DEADLINE (seconds since the epoch) is skipped.
-# The run at 2N threads is no point of the curve: it is what the program's own runtime loses time-sliced (its
-# spin waits and barriers), the oversubscription slowdown calibrate_sim.py gives that program in a plain pair.
 # Programs: the workloads (crit, ep, xgbhist, dtgroup, ...) built in $B, and `xgboost` (needs xgboost in $PY).
-# Usage: B=BUILD OUT=DIR [CURVE_THREADS="1 4 8 16 32"] tools/experiments/device_curves.sh PROG...
+# Usage: B=BUILD OUT=DIR [CURVE_THREADS="1 4 8 16"] tools/experiments/device_curves.sh PROG...
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-/tmp/scafb}
@@ -20,7 +18,7 @@ CAP=${CAP:-120}
 DEADLINE=${DEADLINE:-0}
 ROUNDS=${CURVE_ROUNDS:-1}
 N=$(nproc)
-THREADS=${CURVE_THREADS:-"1 $((N / 4)) $((N / 2)) $N $((2 * N))"}
+THREADS=${CURVE_THREADS:-"1 $((N / 4)) $((N / 2)) $N"}
 [ $# -gt 0 ] || { echo "usage: $0 PROG..." >&2; exit 2; }
 mkdir -p "$OUT"
 command_of() {

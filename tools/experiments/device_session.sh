@@ -8,7 +8,7 @@
 # distributed, partd, locket, tblib, zict, tornado; docs/results.md, "16-CPU device runs"). BUDGET is the seconds the
 # pairs and pools may start within (default 420).
 # SOLO names programs to time alone first (device_solo.sh, SOLO_ROUNDS rounds; default none).
-# CURVES names programs whose solo curves to measure first, at 1, N/4, N/2, N and 2N threads (device_curves.sh,
+# CURVES names programs whose solo curves to measure first, at 1, N/4, N/2 and N threads (device_curves.sh,
 # CURVE_ROUNDS rounds, default 1; within the first quarter of the budget): with the pairs of the same session they
 # are what `calibrate_sim.py --from DIR` judges the simulator by (DIR: this $OUT, its scaling.txt, pairs.txt and
 # verdicts.txt). For the pairs measured so far: CURVES="crit ep xgboost xgbhist dtgroup".

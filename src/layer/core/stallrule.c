@@ -21,7 +21,7 @@ int scaf_stallrule_idle(uint64_t user_ticks, uint64_t sys_ticks, uint64_t wall_n
     if (hz <= 0 || wall_ns == 0 || user_ticks > sys_ticks)
         return 0;
     /* A yield loop with a CPU to itself spends a sixth to a quarter of it in user space on a 2-vCPU VM with
-     * syscall mitigations (11 of 68 ticks a second), more where system calls are cheaper: a tenth of a CPU alone
+     * syscall mitigations (13-18 of 100 ticks a second), more where system calls are cheaper: a tenth of a CPU alone
      * missed it in most windows, so twice as much in the kernel is enough, whatever the amount. */
     if (user_ticks * 2 <= sys_ticks)
         return 1;
