@@ -30,14 +30,14 @@ device_pairs.sh starts them. Then
 - scaf cold: scafd's default policy (speedup) through the daemon's decide stage, memory cold;
 - scaf warm: the same with `memory = "warm"` (the run after one that taught the daemon its verdict).
 
-The prediction is the simulator's figure of the same kind as the measurement: the later finish for a makespan,
-the summed finish times for a sum. Beside its error, each row's error over static: the error on its ratio to the
-same pair's static row, what the configuration changes without what two programs side by side cost each other on
-that machine (the model leaves that out; the exit status is still the absolute error). Rows with no prediction say why: a program never timed alone on 16 CPUs,
-OMP_DYNAMIC (no such configuration in the simulator), and dtgroup after `scaf check` (malleable by check, not
-the fixed-by-evidence model; and the daemon's log shows both started beside foreign load it counted as 13.8
-CPUs, from a dtgroup not under scaf). The first loan's other lines (size x3, spin-count variants, single programs) are
-listed as not compared, with the reason.
+The prediction is the simulator's figure of the same kind as the measurement: the later finish for a makespan, the
+summed finish times for a sum. Beside its error, each row's error over static: the error on its ratio to the same
+pair's static row, what the configuration changes without what two programs side by side cost each other on that
+machine (the model leaves that out; the exit status is still the absolute error). Rows with no prediction say why:
+a program never timed alone on 16 CPUs, OMP_DYNAMIC (no such configuration in the simulator), and dtgroup after
+`scaf check` (malleable by check, not the fixed-by-evidence model; and the daemon's log shows both started beside
+foreign load it counted as 13.8 CPUs, from a dtgroup not under scaf). The first loan's other lines (size x3,
+spin-count variants, single programs) are listed as not compared, with the reason.
 
     build/venv/bin/python tools/experiments/calibrate_sim.py [--commit 3a4be15] [--tolerance 0.10] [--json]
 
@@ -244,8 +244,8 @@ def implied_k(row: Row, solo: dict[str, dict[int, float]], contexts: int = CONTE
     """For plain two copies of one program: the k the measurement alone would need. In the model each of the
     2N threads gets half a context, so each copy runs at S(N/2) / (1 + k) and takes t(N/2) (1 + k): the pair's
     makespan that, its sum twice that. Said beside the row, never used to predict it (nor can a solo run past
-    the machine stand in for it: on the 2-vCPU VM one copy at 4 threads lost 0-7% to its 2-thread time where
-    the same programs' plain pairs needed k = 0.65-1.81, docs/simulator.md)."""
+    the machine stand in for it: on the 2-vCPU VM one copy at 4 threads lost 2-41% to its 2-thread time where
+    the same programs' plain pairs needed k = 1.22-3.40, docs/simulator.md)."""
     names = row.pair.split("+")
     half = solo.get(names[0], {}).get(contexts // 2)
     if row.sim_config != "unmodified" or len(set(names)) != 1 or row.measured is None or half is None:
