@@ -813,7 +813,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
     damp(in, &w, min_gain, shift, prev, share);
     /*
      * Again on what damping kept: a worker back from its shrink probe, held at
-     * half its share, rejoins its program's equal split at once. Its move back
+     * two thirds of its share, rejoins its program's equal split at once. Its move back
      * takes a thread or two from each of its fellows and gains under 1% of the
      * summed speedup, so damping alone kept it at 7 threads where its fellows
      * had 17 (a pool beside a job on 256 contexts) until the pool ended.

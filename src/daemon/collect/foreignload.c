@@ -39,7 +39,7 @@ uint32_t scaf_foreignload_available(uint32_t cpus, double foreign, double foreig
      * starting a program, `scaf run`'s own start-up, a bench harness between runs) takes nothing. What has
      * ended is out at once: until the next sample an arrival (a start team is the program's for its whole run)
      * or a turn would be sized by a program that is gone. */
-    double kept = gone > 0.0 ? fmax(0.0, fmin(foreign, foreign_prev) - gone) : fmin(foreign, foreign_prev);
+    double kept = fmax(0.0, fmin(foreign, foreign_prev) - fmax(gone, 0.0));
     int64_t available = (int64_t)cpus - (int64_t)lround(kept);
 
     return available < 1 ? 1 : (uint32_t)available;
