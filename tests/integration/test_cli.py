@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -336,6 +338,29 @@ def test_run_program_killed_by_forwarded_signal(nosock: str) -> None:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_run_killed_with_sigkill_takes_the_program_with_it(nosock: str) -> None:
+    """A harness's kill() passes nothing on: the program goes too, as if `scaf run` had exec'd it. The
+    program holds the stdout pipe: its end of file says it is gone (the deadline only turns a failure into
+    one instead of a hang)."""
+    p = subprocess.Popen([str(SCAF), "run", "--no-start", "--", "sh", "-c", "echo $$; exec sleep 600"],
+                         stdout=subprocess.PIPE, text=True, env=env_with(SCAF_SOCKET=nosock))
+    pid = 0
+    try:
+        assert p.stdout is not None
+        pid = int(p.stdout.readline())
+        p.kill()
+        assert p.wait(timeout=20) == -signal.SIGKILL
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        assert ready and p.stdout.read() == "", f"the program (pid {pid}) outlived scaf run"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 # Bits of /proc/PID/status's SigBlk and SigIgn masks.

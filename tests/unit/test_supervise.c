@@ -1,13 +1,15 @@
-/* test_supervise.c — the child's supervisor with real programs: exit statuses shell-style, 126 and 127 with their lines, a signal passed on, the mask and dispositions the program starts with, and the blocked variant's refusal when the caller did not block. */
+/* test_supervise.c — the child's supervisor with real programs: exit statuses shell-style, 126 and 127 with their lines, a signal passed on, the program gone with a supervisor killed by SIGKILL, the mask and dispositions the program starts with, and the blocked variant's refusal when the caller did not block. */
 #include "scaf/supervise.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -113,6 +115,52 @@ static void forwards(void)
     CHECK(rc == 128 + SIGTERM, "SIGTERM to the supervisor ended the program: %d", rc);
 }
 
+/*
+ * A supervisor killed with SIGKILL passes nothing on; the program goes with
+ * it, as it would have if the supervisor had exec'd it. The program holds a
+ * pipe's write end: its pid comes through the pipe once it runs, and the end
+ * of file once it is gone. No timing: the deadline only turns a program left
+ * behind into a failure instead of a hang.
+ */
+static void dies_with_supervisor(void)
+{
+    int fds[2];
+    pid_t sup;
+    char line[32] = "";
+    ssize_t n;
+    struct pollfd pfd;
+
+    if (pipe(fds) != 0) {
+        fail("pipe", strerror(errno));
+        return;
+    }
+    sup = fork();
+    if (sup == 0) {
+        char script[64];
+        char *argv[] = {"sh", "-c", script, NULL};
+
+        close(fds[0]);
+        snprintf(script, sizeof script, "echo $$ >&%d; exec sleep 600", fds[1]);
+        _exit(scaf_run_supervise("/bin/sh", argv, environ) == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    if (sup < 0) {
+        fail("fork", strerror(errno));
+        close(fds[0]);
+        return;
+    }
+    n = read(fds[0], line, sizeof line - 1);
+    CHECK(n > 0 && atoi(line) > 0, "the program's pid came through the pipe: '%s'", line);
+    kill(sup, SIGKILL);
+    waitpid(sup, NULL, 0);
+    pfd = (struct pollfd){.fd = fds[0], .events = POLLIN};
+    CHECK(poll(&pfd, 1, 60000) == 1 && read(fds[0], line, sizeof line) == 0,
+          "the program (pid %d) is gone with its supervisor", atoi(line));
+    if (n > 0 && atoi(line) > 0)
+        kill(atoi(line), SIGKILL); /* left behind by a failure: not for the next test to meet */
+    close(fds[0]);
+}
+
 /* The program starts with the caller's mask (not the supervisor's), SIGPIPE at its default, other ignored
  * signals still ignored. */
 static void starts_with(void)
@@ -166,6 +214,7 @@ int main(void)
     statuses();
     cannot_start();
     forwards();
+    dies_with_supervisor();
     starts_with();
     return check_exit("test_supervise");
 }

@@ -137,6 +137,11 @@ socket (first that applies):
 """
 
 EPILOG = """\
+signals:
+  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to scaf run are passed
+  on to CMD (the terminal's Ctrl-C already reaches it). scaf run killed with SIGKILL
+  takes CMD with it (SIGKILL), as if scaf run had been CMD itself.
+
 exit status:
   the program's exit status; 128+N if a signal N killed it (as a shell reports it)
   2    usage error (no command)
