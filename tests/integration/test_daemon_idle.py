@@ -16,11 +16,13 @@ from support import wire
 
 # A client process: registers, says "ready ID", then obeys lines on stdin: `busy` makes its regions counter move
 # every 20 ms (a program running regions), `quiet` stops that, `wake` sends one WAKE, `idle?` prints its page's
-# idle word and threads. It burns next to no CPU either way, unless told: `spin` burns one whole thread without a
-# region (a serial phase), `bursts` 80 ms of that thread's CPU then 170 ms asleep, over and over (at most a
-# third of a context: a pool worker's bookkeeping between tasks), `rest` stops either.
+# idle word and threads. It burns next to no CPU either way, unless told: `spin` burns CPU without a region on
+# eight threads (hashing, which releases the GIL: a serial phase, or BLAS work the layer does not count), so that
+# it passes half a context however loaded the machine is (one thread beside three busy loops on 2 CPUs got less),
+# `bursts` 80 ms of one thread's CPU then 170 ms asleep, over and over (at most a third of a context: a pool
+# worker's bookkeeping between tasks), `rest` stops either.
 CLIENT_PY = r"""
-import sys, threading, time
+import hashlib, sys, threading, time
 sys.path[:0] = [sys.argv[1] + "/python", sys.argv[1] + "/tests"]
 from support import wire
 sock, page, cid = wire.register(sys.argv[2], int(sys.argv[3]))
@@ -36,7 +38,7 @@ def regions():
 def burner():
     while True:
         mode = burn["mode"]
-        if mode == "rest":
+        if mode != "bursts":
             time.sleep(0.01)
             continue
         t = time.thread_time()
@@ -44,8 +46,17 @@ def burner():
             pass
         if mode == "bursts":
             time.sleep(0.17)
+def cruncher():
+    data = b"x" * (1 << 20)
+    while True:
+        if burn["mode"] != "spin":
+            time.sleep(0.01)
+            continue
+        hashlib.sha256(data).digest()
 threading.Thread(target=regions, daemon=True).start()
 threading.Thread(target=burner, daemon=True).start()
+for _ in range(8):
+    threading.Thread(target=cruncher, daemon=True).start()
 print("ready", cid, flush=True)
 for line in sys.stdin:
     cmd = line.strip()
@@ -190,7 +201,7 @@ def test_cpu_without_regions_wakes_an_idle_client_only_past_half_a_context(scafd
     b.say("bursts")
     for st in samples(d, 20):
         assert st[b.pid]["idle"] and st[b.pid]["share"] == 0 and st[a.pid]["share"] == 4, st
-    # A whole thread without a region (a serial phase): busy again, with its share.
+    # CPU without a region past half a context (a serial phase): busy again, with its share.
     b.say("spin")
     st = d.wait_for(lambda s: not by_pid(s)[b.pid]["idle"] and by_pid(s)[b.pid]["share"] == 2, what="b busy")
     assert by_pid(st)[a.pid]["share"] == 2
