@@ -9,8 +9,9 @@
  * SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 on (not those the terminal already sent
  * its whole process group, the program included). The program dies with the
  * caller's thread (PR_SET_PDEATHSIG, SIGKILL): a caller killed with SIGKILL
- * cannot pass that on. The program starts with the caller's signal mask, and with SIGPIPE and SIGXFSZ at their default action
- * (Python ignores both; signals ignored otherwise stay ignored, as with exec).
+ * cannot pass that on. The program starts with the caller's signal mask, and
+ * with SIGPIPE and SIGXFSZ at their default action (Python ignores both;
+ * signals ignored otherwise stay ignored, as with exec).
  * Returns its exit status, 128+N when signal N ended it, 127 when PATH is
  * missing and 126 when it cannot be executed (with one line on stderr:
  * "scaf: ARGV0: REASON", "scaf: ARGV0: cannot execute: REASON").

@@ -37,15 +37,13 @@ def regions():
         time.sleep(0.02)
 def burner():
     while True:
-        mode = burn["mode"]
-        if mode != "bursts":
+        if burn["mode"] != "bursts":
             time.sleep(0.01)
             continue
         t = time.thread_time()
         while time.thread_time() - t < 0.08:
             pass
-        if mode == "bursts":
-            time.sleep(0.17)
+        time.sleep(0.17)
 def cruncher():
     data = b"x" * (1 << 20)
     while True:
