@@ -49,7 +49,29 @@
  */
 #define FAR 1.5
 
+/*
+ * SMT. When contexts come in chunks of SMT siblings, a client given more
+ * contexts than the cores of what is shared (available / chunk) has, by
+ * pigeonhole, threads that share a core with its own; below that its
+ * threads can each have a core of their own beside another program's. A
+ * core's second hardware thread adds 0-30% of the first's work (the
+ * simulator's SMT pair: 20% and 7%), and no Amdahl or USL curve through
+ * points below the core count has a knee there: the compute program of an
+ * SMT pair measured at 8 threads of 8 cores x 2 (E 0.93) read as worth 12.3
+ * on 14 by Amdahl, where it runs at 8.5, and took 4 threads its partner
+ * gained more from. So past the cores, and past every measured point, the
+ * curve grows at SMT_YIELD of what it says. A point measured past the
+ * cores beats this prior up to that point.
+ */
+#define SMT_YIELD 0.25
+
 enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
+
+/* Where a curve's unmeasured stretch starts to grow at SMT_YIELD: the cores of what is available; 0 = no SMT. */
+static double knee_of(const struct scaf_policy_input *in)
+{
+    return in->chunk > 1 ? (double)(in->available / in->chunk) : 0.0;
+}
 
 /* kappa of the coherency-only curve (sigma 0) through E at p >= 2: its peak, sqrt(1 / kappa), is the largest one point allows. */
 static double coherency_kappa(double e, double p)
@@ -72,6 +94,7 @@ struct curve {
     uint32_t n;  /* measured points, 0 to 3, p ascending */
     double p[3]; /* team sizes */
     double r[3]; /* measured speedup (E p) less u's there */
+    double knee; /* knee_of: past it and past p[n - 1] the curve grows at SMT_YIELD; 0 = no SMT */
 };
 
 static int same_curve(const struct curve *a, const struct curve *b)
@@ -84,7 +107,7 @@ static int same_curve(const struct curve *a, const struct curve *b)
     return 1;
 }
 
-static double curve_speedup(const struct curve *c, double p)
+static double curve_fitted(const struct curve *c, double p)
 {
     double r;
 
@@ -103,6 +126,18 @@ static double curve_speedup(const struct curve *c, double p)
     return scaf_usl_speedup(&c->u, p) + r;
 }
 
+/* The curve with SMT's prior (SMT_YIELD). */
+static double curve_speedup(const struct curve *c, double p)
+{
+    double from = c->n ? c->p[c->n - 1] : 0.0;
+
+    if (from < c->knee)
+        from = c->knee;
+    if (c->knee <= 0.0 || p <= from)
+        return curve_fitted(c, p);
+    return curve_fitted(c, from) + SMT_YIELD * (curve_fitted(c, p) - curve_fitted(c, from));
+}
+
 /*
  * The client's curve with its E at p' moved by `shift`. From its report at
  * p' >= 2: through that point and the caller's second point when the larger
@@ -116,11 +151,12 @@ static double curve_speedup(const struct curve *c, double p)
  * sigma alone), no measured point. Probed clients
  * are unknown.
  */
-static enum fit client_model(const struct scaf_policy_client *cl, double shift, struct curve *c)
+static enum fit client_model(const struct scaf_policy_client *cl, double shift, double knee, struct curve *c)
 {
     double e = cl->efficiency;
 
     c->n = 0;
+    c->knee = knee;
     if (cl->probe && cl->probe != SCAF_PROBE_SHRINK && cl->probe != SCAF_PROBE_HOLD)
         return FIT_NONE;
     if (isfinite(e) && e >= 0.0 && cl->eff_team >= 2) {
@@ -212,8 +248,8 @@ static enum fit client_model(const struct scaf_policy_client *cl, double shift, 
 
 int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double *kappa)
 {
-    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
-    enum fit f = cl ? client_model(cl, 0.0, &c) : FIT_NONE;
+    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, 0.0};
+    enum fit f = cl ? client_model(cl, 0.0, 0.0, &c) : FIT_NONE;
 
     if (sigma)
         *sigma = c.u.sigma;
@@ -224,9 +260,9 @@ int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double
 
 double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p)
 {
-    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+    struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, 0.0};
 
-    if (!cl || client_model(cl, 0.0, &c) == FIT_NONE)
+    if (!cl || client_model(cl, 0.0, 0.0, &c) == FIT_NONE)
         return NAN;
     return curve_speedup(&c, p);
 }
@@ -448,7 +484,7 @@ static double objective(const struct scaf_policy_input *in, const enum fit *fit,
     for (uint32_t i = 0; i < in->nclients; i++) {
         struct curve c;
 
-        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, &c) == FIT_NONE)
+        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, knee_of(in), &c) == FIT_NONE)
             continue;
         j += curve_speedup(&c, x[i]) - min_gain * x[i];
     }
@@ -794,7 +830,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         uint32_t most = in->clients[i].max_threads; /* 0 = no bound, defensively */
 
         bound[i] = most && most < in->available ? most : in->available;
-        fit[i] = client_model(&in->clients[i], 0.0, &m[i]);
+        fit[i] = client_model(&in->clients[i], 0.0, knee_of(in), &m[i]);
         if (coef)
             coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma + 2.0 * m[i].u.kappa) : 0.0; /* E(2) */
     }

@@ -101,7 +101,13 @@ static const struct tcase cases[] = {
      */
     {"ep vs crit on 4", "speedup", 4, 1, 2, {F(2, 0.95, 0, 0, 0), F(2, 0.60, 0, 0, 0)}, {3, 1}},
     {"0.9 vs 0.5 at 8 on 16", "speedup", 16, 1, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {14, 2}},
-    {"same, chunk 2", "speedup", 16, 2, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {14, 2}},
+    /*
+     * The same on 8 cores x 2 (chunk 2): past the cores the first one's curve, measured at 8 only, adds a
+     * quarter of what Amdahl says (SMT_YIELD): 0.2 per context, under the second one's 0.25 from 6 to 8.
+     */
+    {"same, chunk 2: unmeasured SMT siblings are worth a quarter", "speedup", 16, 2, 2, {F(8, 0.9, 0, 0, 0), F(8, 0.5, 0, 0, 0)}, {8, 8}},
+    /* Measured past the cores (at 12), its curve stands up to there: the measurement beats the prior. */
+    {"chunk 2, measured past the cores: the curve up to its point", "speedup", 16, 2, 2, {F(12, 0.9, 0, 0, 0), F(4, 0.8, 0, 0, 0)}, {12, 4}},
     {"single client takes all", "speedup", 16, 1, 1, {F(8, 0.3, 0, 0, 0)}, {16}},
     {"single client up to its bound", "speedup", 16, 1, 1, {F(8, 0.9, 0, 5, 0)}, {5}},
     {"k > N gives 1", "speedup", 3, 1, 5, {F(2, 0.9, 0, 0, 0), F(2, 0.1, 0, 0, 0), F(0, UNKNOWN, 0, 0, 0), F(2, 0.5, 0, 0, 0), F(2, 0.7, 0, 0, 0)}, {1, 1, 1, 1, 1}},
