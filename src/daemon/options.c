@@ -91,7 +91,8 @@ static const struct opt_row rows[] = {
      .help = "size of the client table; client number N+1 is refused with a clear reason."},
     {.name = "chunk", .arg = "C", .kind = OPT_U32, .off = AT(chunk), .lo = 1, .hi = SCAF_MAX_CPUS,
      .deftext = "the SMT width of the first CPU, from /sys topology",
-     .help = "allocation granularity in contexts."},
+     .help = "allocation granularity in contexts. Above 1 the model policies also read a client's curve past "
+             "the cores (contexts / C), where it was not measured, at a quarter of its slope: SMT siblings."},
     {.name = "no-lookout", .kind = OPT_FLAG, .off = AT(lookout), .flag = false,
      .help = "ignore load from processes that are not clients."},
     {.name = "gang-quantum", .arg = "MS", .kind = OPT_SECS, .off = AT(gang_quantum_s), .lo = 1, .hi = 60000,
