@@ -175,9 +175,12 @@ int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double
 /*
  * S(p) of that curve as the policies read it: the USL curve corrected to pass
  * through the client's measured points (its report, and its second point
- * unless it contradicts the report). NaN when there is no curve.
+ * unless it contradicts the report), and, where `cores` > 0, past both
+ * `cores` and its last measured point growing at a quarter of that slope
+ * (SMT siblings: docs/policy.md, "SMT's prior"; the policies pass available /
+ * chunk when chunk > 1, else 0). NaN when there is no curve.
  */
-double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p);
+double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p, uint32_t cores);
 
 /*
  * Integer partition of `total` closest to the real shares `exact` (n entries,

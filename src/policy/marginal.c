@@ -258,11 +258,11 @@ int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double
     return f == FIT_TWO ? 2 : f == FIT_ONE ? 1 : 0;
 }
 
-double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p)
+double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p, uint32_t cores)
 {
     struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, 0.0};
 
-    if (!cl || client_model(cl, 0.0, 0.0, &c) == FIT_NONE)
+    if (!cl || client_model(cl, 0.0, (double)cores, &c) == FIT_NONE)
         return NAN;
     return curve_speedup(&c, p);
 }

@@ -123,6 +123,21 @@ def test_verbose_table_shows_the_model() -> None:
     assert "damped (undamped: 14)" in row0
 
 
+def test_verbose_smt_prior_past_the_cores() -> None:
+    """On 8 cores x 2 the next gain past the cores is a quarter of Amdahl's, and the table says so; not on 16
+    cores."""
+    sigma = (1 / 0.9 - 1) / 7  # Amdahl through (8, 0.9)
+    amdahl = (10 / (1 + sigma * 9) - 7.2) / 2  # S(8) -> S(10) per context
+    smt = run("--cpus", "16", "--chunk", "2", "--verbose", "8:0.9", "8:0.8")
+    plain = run("--cpus", "16", "--verbose", "8:0.9", "8:0.8")
+    assert smt.returncode == 0 and plain.returncode == 0, smt.stderr + plain.stderr
+    assert smt.stdout.splitlines()[0] == "8 8" and plain.stdout.splitlines()[0] == "11 5"
+    row0 = next(line for line in smt.stdout.splitlines() if line.startswith("0 "))
+    assert f"{0.25 * amdahl:+.3f}" in row0
+    assert "past the 8 cores: a quarter of the slope" in row0
+    assert "cores" not in plain.stdout
+
+
 @pytest.mark.parametrize("client", ["8", "8:", ":0.9", "x:0.9", "8:abc", "8:-1", "8:nan", "8:inf", "-1:0.5"])
 def test_bad_client_is_exit_2(client: str) -> None:
     r = run("--cpus", "4", "2:0.5", client)

@@ -38,6 +38,10 @@ larger team no faster than a smaller one. It then hands out contexts one
 chunk at a time to the client whose curve rises most per context. Contexts
 no curve gains from go to clients with an unknown E, then equally to those
 with a one-point curve; they stay idle only past a peak that was measured.
+With --chunk C above 1 (SMT siblings), a curve past the N / C cores, where
+it was not measured, rises at a quarter of its slope: a core's second
+hardware thread adds far less than its first, which a curve through points
+below the cores cannot show.
 A client with an unknown E, or measured at p' = 1 with no earlier curve,
 gets an equal share; E above 1 is read as 1. With --prev, the previous
 allocation is kept unless the new one is better even when each client that
@@ -64,7 +68,8 @@ examples:
   scaf allocate --cpus 16 8:0.9 8:0.5
       14 2          the better-scaling client gets more
   scaf allocate --cpus 16 --chunk 2 8:0.9 8:0.8
-      10 6          whole SMT pairs only (11 5 with --chunk 1)
+      8 8           whole SMT pairs; past the 8 cores an unmeasured curve
+                    grows at a quarter of its slope (11 5 with --chunk 1)
   scaf allocate --cpus 16 8:0.9 8:0.5 '0:?'
       10 1 5        a newcomer gets an equal share until it is measured
   scaf allocate --cpus 8 4:0.1 4:0.9
@@ -202,8 +207,8 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
         t = shares[i]
         notes = []
         if kind:
-            here = pol.curve_at(clients[i], t)
-            gain = (pol.curve_at(clients[i], t + step) - here) / step
+            here = pol.curve_at(clients[i], t, cpus, chunk)
+            gain = (pol.curve_at(clients[i], t + step, cpus, chunk) - here) / step
             s_t, g_t = f"{here:.2f}", f"{gain:+.3f}"
             # One point slower than serial, or below E 0.05, is read with the coherency-only curve (sigma 0).
             notes.append("curve through both points" if kind == 2 else
@@ -218,6 +223,9 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
             slower = sp.eff is not None and sp.eff * sp.eff_team < 1
             notes.append("past its peak: stops here" if kind == 2 else
                          "slower than serial: stops here" if slower else "past the peak its point allows: stops here")
+        measured = max(sp.eff_team, sp.alt_team or 0, sp.side_team or 0)
+        if kind and chunk > 1 and t + step > max(cpus // chunk, measured):
+            notes.append(f"past the {cpus // chunk} cores: a quarter of the slope")
         if sp.eff is not None and sp.eff > 1:
             notes.append("E read as 1")
         if clients[i].max_threads and t == clients[i].max_threads and t < cpus:

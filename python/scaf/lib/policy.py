@@ -20,7 +20,8 @@ Stable API (the simulator and `scaf allocate` depend on it)::
 - ``speedup_model(cpus, clients, chunk=1) -> (coef, exact)``: the speedup policy
   before damping (coef = E(2) of each client's curve, exact = the undamped allocation).
 - ``curve(client) -> (kind, sigma, kappa)``: the curve both model policies read from one client;
-  ``curve_at(client, p)``: its S(p), corrected to pass through the measured points.
+  ``curve_at(client, p, cpus, chunk)``: its S(p), corrected to pass through the measured points (and SMT's
+  prior past the cores when chunk > 1).
 - ``Batch(policy, cpus, chunk=1, capacity=1)``: the same decision many times over
   a client array built once and filled through a numpy view (``.clients``), then
   ``.run(k)`` for its first k entries; for callers that decide thousands of times.
@@ -285,14 +286,16 @@ def curve(client: Client) -> tuple[int, float, float]:
     return int(kind), float(sigma.value), float(kappa.value)
 
 
-def curve_at(client: Client, p: float) -> float:
-    """S(p) of the client's curve as the policies read it (through its measured points); nan when none."""
+def curve_at(client: Client, p: float, cpus: int = 0, chunk: int = 1) -> float:
+    """S(p) of the client's curve as the policies read it (through its measured points; on CPUS contexts in SMT
+    chunks of CHUNK > 1, past the cores and its last point at a quarter of the slope); nan when none."""
     lib = _load()
     if not getattr(lib, "_scaf_curve_at_typed", False):
         lib.scaf_policy_curve_at.restype = ctypes.c_double
-        lib.scaf_policy_curve_at.argtypes = [ctypes.POINTER(_CClient), ctypes.c_double]
+        lib.scaf_policy_curve_at.argtypes = [ctypes.POINTER(_CClient), ctypes.c_double, ctypes.c_uint32]
         lib._scaf_curve_at_typed = True
-    return float(lib.scaf_policy_curve_at(_c_clients([client]), float(p)))
+    cores = cpus // chunk if chunk > 1 else 0
+    return float(lib.scaf_policy_curve_at(_c_clients([client]), float(p), cores))
 
 
 def _intpart_args(
