@@ -31,7 +31,7 @@ MEMORY_KINDS = ("cold", "warm")
 
 # Calibrated in docs/simulator.md ("Calibration"): the value that brings the
 # unmodified Σspeedup of cg-lu-36 and three-way-64 closest (least squares on
-# the ratio) to the original's 12.5X and 31.5X. tools/experiments/sim_calibrate.py redoes it.
+# the ratio) to the original's 12.5X and 31.5X. tools/experiments/fit_oversub_k.py redoes it.
 DEFAULT_OVERSUB_SLOWDOWN = 0.58
 
 # The layer's RC filter time constant (SCAF_RC_TAU_S) default.

@@ -4,7 +4,7 @@ Runs the `unmodified` configuration of cg-lu-36 and three-way-64 for k on a
 grid and prints the k that minimises the squared log ratio to the original's
 12.5X and 31.5X, plus the best k for each scenario alone. Not a test.
 
-    build/venv/bin/python tools/experiments/sim_calibrate.py
+    build/venv/bin/python tools/experiments/fit_oversub_k.py
 """
 
 from __future__ import annotations
