@@ -2,6 +2,10 @@
 the distinct threads each round ran on and an exact result, like tests/progs/tbb_probe.h does in C++.
 
     numba_tbb.py N ROUNDS [--stop FILE]
+
+With NUMBA_TBB_KICK=LIB and NUMBA_TBB_GO=FILE it first loads numba's workqueue extension (so that the layer
+finds numba before its tbbpool), prints `found`, waits for FILE, runs LIB's tbb_kick (tests/progs/tbb_kick.cpp:
+another oneTBB user opens the TCM permit first), prints `kicked`, and only then compiles and runs the rounds.
 """
 
 from __future__ import annotations
@@ -29,9 +33,28 @@ def one_round(n: int) -> tuple[np.uint64, np.ndarray]:
     return out.sum(), tid
 
 
+def kick_first(lib: str, go: str) -> None:
+    import ctypes
+    import time
+
+    from numba.np.ufunc import workqueue  # noqa: F401  (its object names numba to the layer)
+
+    print("found", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.05)
+    kick = ctypes.CDLL(lib).tbb_kick
+    kick.restype = ctypes.c_ulong
+    kick.argtypes = [ctypes.c_ulong]
+    n = 1 << 22
+    assert kick(n) == n * (n - 1) // 2
+    print("kicked", flush=True)
+
+
 def main() -> int:
     n, rounds = int(sys.argv[1]), int(sys.argv[2])
     stop = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--stop" else None
+    if os.environ.get("NUMBA_TBB_KICK"):
+        kick_first(os.environ["NUMBA_TBB_KICK"], os.environ["NUMBA_TBB_GO"])
     one_round(1000)  # compile before the first counted round
     print(f"numba_tbb layer={threading_layer()}", flush=True)
     done = 0

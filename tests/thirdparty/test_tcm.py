@@ -420,3 +420,38 @@ def test_numba_on_tbb_follows_the_share(scafd_factory: Callable[..., Daemon], pr
     at(d, [pm], 2, "numba alone again at 2 threads")
     mostly(m.more(4, "numba's rounds alone again"), 2, share=0.5)
     same_results(m.stop(), plain_result)
+
+
+def test_numba_found_before_its_tbbpool_follows_once_it_loads(scafd_factory: Callable[..., Daemon],
+                                                             procs: list[Tbb], tmp_path: Path) -> None:
+    """The order the layer once missed: numba already found (its workqueue extension loaded), then another
+    oneTBB user opens the TCM permit, and only then numba's tbbpool loads. The scan that finds tbbpool adds no
+    runtime, yet it is what makes numba's pool run on a TCM-asking oneTBB: the page must say numba follows its
+    share (before, it said so only when a scan added a runtime or when the first permit opened, and numba was
+    planned as a fixed team until it reconnected)."""
+    kick = tmp_path / "libtbb_kick.so"
+    subprocess.run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-isystem", str(VENV_LIB.parent / "include"),
+                    str(Path(__file__).parents[1] / "progs" / "tbb_kick.cpp"), "-o", str(kick),
+                    f"-L{VENV_LIB}", "-l:libtbb.so.12", f"-Wl,-rpath,{VENV_LIB}", "-pthread"], check=True)
+    go = tmp_path / "go"
+    env = {"NUMBA_THREADING_LAYER": "tbb", "LD_LIBRARY_PATH": str(VENV_LIB), "NUMBA_TBB_KICK": str(kick),
+           "NUMBA_TBB_GO": str(go)}
+    d = scafd_factory("--policy", "equipartition", "--cpus", "2", "--no-lookout")
+    py = Path(os.path.realpath(sys.executable))
+    m = Tbb(py, d.socket, env, argv=[sys.executable, str(NUMBA), NUMBA_N, "3"])
+    procs.append(m)
+    pm = m.pid()
+
+    def numba(st: dict) -> dict | None:
+        c = client_of(st, pm)
+        return next((r for r in (c or {}).get("runtimes") or [] if r.get("name") == "numba"), None)
+
+    st = d.wait_for(lambda st: numba(st) is not None, timeout=60, what="numba found (its workqueue), no permit yet")
+    assert not numba(st)["follows"], "numba's workqueue keeps the count it read"
+    go.touch()
+    m.wait_rounds(lambda rs: len(rs) >= 2, "numba's rounds on tbb after another oneTBB user's permit")
+    assert "kicked" in Path(m.out).read_text()
+    d.wait_for(lambda st: (r := numba(st)) is not None and r["follows"], timeout=60,
+               what="numba following its share once its tbbpool loaded")
+    m.stop()
+

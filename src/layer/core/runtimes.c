@@ -18,6 +18,8 @@ static _Atomic uint32_t found;
 static _Atomic uint32_t on_openmp, on_tbb;
 /* A oneTBB of the process opened a TCM permit (core/permit.c says so): it asks TCM for its workers. */
 static _Atomic int tcm_asked;
+/* Bumped by every change of what the page says of the runtimes, before it is published (publish()). */
+static _Atomic uint32_t changes;
 struct seen {
     uint32_t bits, on_openmp, on_tbb;
 };
@@ -80,19 +82,25 @@ static int by_name(struct dl_phdr_info *info, size_t size, void *arg)
 uint32_t scaf_runtimes_scan(void)
 {
     struct seen seen = {0, 0, 0};
-    uint32_t before, added;
+    uint32_t before, added, carried;
     char names[160];
 
     dl_iterate_phdr(by_name, &seen);
-    atomic_fetch_or(&on_openmp, seen.on_openmp);
-    atomic_fetch_or(&on_tbb, seen.on_tbb);
+    /*
+     * A carrier is news too: numba found by its workqueue, a TCM permit opened by another oneTBB user, and
+     * only then numba's tbbpool loaded, adds no runtime, yet from then on numba's pool follows the share.
+     */
+    carried = seen.on_openmp & ~atomic_fetch_or(&on_openmp, seen.on_openmp);
+    carried |= seen.on_tbb & ~atomic_fetch_or(&on_tbb, seen.on_tbb);
     before = atomic_fetch_or(&found, seen.bits);
     added = seen.bits & ~before;
     if (added) {
         scaf_startenv_names(added, names, sizeof names);
         scaf_layer_log("parallel runtime found: %s", names);
-        if (scaf_page_get())
-            scaf_runtimes_publish(scaf_page_get());
+    }
+    if (added || carried) {
+        atomic_fetch_add(&changes, 1);
+        scaf_runtimes_publish(scaf_page_get());
     }
     return added;
 }
@@ -100,11 +108,11 @@ uint32_t scaf_runtimes_scan(void)
 uint32_t scaf_runtimes_follow(void)
 {
     const struct scaf_startenv_runtime *t = scaf_startenv_table();
-    uint32_t bits = scaf_runtimes_bits(), out = atomic_load_explicit(&on_openmp, memory_order_relaxed);
+    uint32_t bits = atomic_load(&found), out = atomic_load(&on_openmp);
 
     /* A oneTBB that never opened a permit is one that does not ask TCM (Debian's 2021.8): it keeps its count. */
-    if (atomic_load_explicit(&tcm_asked, memory_order_relaxed))
-        out |= atomic_load_explicit(&on_tbb, memory_order_relaxed);
+    if (atomic_load(&tcm_asked))
+        out |= atomic_load(&on_tbb);
     for (int i = 0; i < SCAF_RT_COUNT; i++)
         if (t[i].follow == SCAF_FOLLOW_LAYER)
             out |= 1u << i;
@@ -114,8 +122,10 @@ uint32_t scaf_runtimes_follow(void)
 void scaf_runtimes_tcm_asked(void)
 {
     /* Once: the team the page plans around may lose a pool that runs on this oneTBB. */
-    if (!atomic_exchange_explicit(&tcm_asked, 1, memory_order_relaxed))
+    if (!atomic_exchange(&tcm_asked, 1)) {
+        atomic_fetch_add(&changes, 1);
         scaf_runtimes_publish(scaf_page_get());
+    }
 }
 
 unsigned scaf_runtimes_team(void)
@@ -140,6 +150,18 @@ unsigned scaf_runtimes_team(void)
 
 void scaf_runtimes_publish(struct scaf_page *page)
 {
-    if (page)
+    uint32_t seen;
+
+    if (!page)
+        return;
+    /*
+     * The scan (the helper) and the first permit (a oneTBB thread) publish concurrently: one that read the
+     * state before the other's change may write after it. Written again until no change came in between,
+     * so the last write is of the last state. Sequentially consistent with the changes' stores (the flags
+     * above, then `changes`): a writer that misses a flag sees its bump.
+     */
+    do {
+        seen = atomic_load(&changes);
         scaf_page_set_runtimes(page, scaf_runtimes_bits(), scaf_runtimes_follow(), scaf_runtimes_team());
+    } while (atomic_load(&changes) != seen);
 }
