@@ -18,7 +18,7 @@ static _Atomic uint32_t found;
 static _Atomic uint32_t on_openmp, on_tbb;
 /* A oneTBB of the process opened a TCM permit (core/permit.c says so): it asks TCM for its workers. */
 static _Atomic int tcm_asked;
-/* Bumped by every change of what the page says of the runtimes, before it is published (publish()). */
+/* Bumped by every change of what the page says of the runtimes, before it is published (scaf_runtimes_publish). */
 static _Atomic uint32_t changes;
 struct seen {
     uint32_t bits, on_openmp, on_tbb;
@@ -157,8 +157,8 @@ void scaf_runtimes_publish(struct scaf_page *page)
     /*
      * The scan (the helper) and the first permit (a oneTBB thread) publish concurrently: one that read the
      * state before the other's change may write after it. Written again until no change came in between,
-     * so the last write is of the last state. Sequentially consistent with the changes' stores (the flags
-     * above, then `changes`): a writer that misses a flag sees its bump.
+     * so the last write is of the last state. Every access is sequentially consistent, and a change sets
+     * its flag before it bumps `changes`: a writer that read a flag's old value sees the bump after it.
      */
     do {
         seen = atomic_load(&changes);
