@@ -175,12 +175,13 @@ int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double
 /*
  * S(p) of that curve as the policies read it: the USL curve corrected to pass
  * through the client's measured points (its report, and its second point
- * unless it contradicts the report), and, where `cores` > 0, past both
- * `cores` and its last measured point growing at a quarter of that slope
- * (SMT siblings: docs/policy.md, "SMT's prior"; the policies pass available /
- * chunk when chunk > 1, else 0). NaN when there is no curve.
+ * unless it contradicts the report), and, on `available` contexts in SMT
+ * chunks of `chunk` > 1, past both the cores (available / chunk) and its last
+ * measured point growing at a quarter of that slope (docs/policy.md, "SMT's
+ * prior"): the curve a decision on that input reads. NaN when there is no
+ * curve.
  */
-double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p, uint32_t cores);
+double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p, uint32_t available, uint32_t chunk);
 
 /*
  * Integer partition of `total` closest to the real shares `exact` (n entries,

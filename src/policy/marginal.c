@@ -68,9 +68,9 @@
 enum fit { FIT_NONE, FIT_ONE, FIT_TWO };
 
 /* Where a curve's unmeasured stretch starts to grow at SMT_YIELD: the cores of what is available; 0 = no SMT. */
-static double knee_of(const struct scaf_policy_input *in)
+static double knee_of(uint32_t available, uint32_t chunk)
 {
-    return in->chunk > 1 ? (double)(in->available / in->chunk) : 0.0;
+    return chunk > 1 ? (double)(available / chunk) : 0.0;
 }
 
 /* kappa of the coherency-only curve (sigma 0) through E at p >= 2: its peak, sqrt(1 / kappa), is the largest one point allows. */
@@ -258,11 +258,11 @@ int scaf_policy_curve(const struct scaf_policy_client *cl, double *sigma, double
     return f == FIT_TWO ? 2 : f == FIT_ONE ? 1 : 0;
 }
 
-double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p, uint32_t cores)
+double scaf_policy_curve_at(const struct scaf_policy_client *cl, double p, uint32_t available, uint32_t chunk)
 {
     struct curve c = {{0.0, 0.0}, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, 0.0};
 
-    if (!cl || client_model(cl, 0.0, (double)cores, &c) == FIT_NONE)
+    if (!cl || client_model(cl, 0.0, knee_of(available, chunk), &c) == FIT_NONE)
         return NAN;
     return curve_speedup(&c, p);
 }
@@ -484,7 +484,7 @@ static double objective(const struct scaf_policy_input *in, const enum fit *fit,
     for (uint32_t i = 0; i < in->nclients; i++) {
         struct curve c;
 
-        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, knee_of(in), &c) == FIT_NONE)
+        if (fit[i] == FIT_NONE || client_model(&in->clients[i], shift ? shift[i] : 0.0, knee_of(in->available, in->chunk), &c) == FIT_NONE)
             continue;
         j += curve_speedup(&c, x[i]) - min_gain * x[i];
     }
@@ -830,7 +830,7 @@ int scaf_marginal_decide(const struct scaf_policy_input *in, double min_gain, ui
         uint32_t most = in->clients[i].max_threads; /* 0 = no bound, defensively */
 
         bound[i] = most && most < in->available ? most : in->available;
-        fit[i] = client_model(&in->clients[i], 0.0, knee_of(in), &m[i]);
+        fit[i] = client_model(&in->clients[i], 0.0, knee_of(in->available, in->chunk), &m[i]);
         if (coef)
             coef[i] = fit[i] != FIT_NONE ? 1.0 / (1.0 + m[i].u.sigma + 2.0 * m[i].u.kappa) : 0.0; /* E(2) */
     }

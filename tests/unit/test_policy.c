@@ -383,31 +383,31 @@ static void run_curve_at(void)
 
     if (scaf_policy_curve(&knee, &sigma, &kappa) != 2 || sigma != 0.0 || !(kappa > 0.0))
         fail("curve: knee", "want a two-point fit on the sigma = 0 boundary");
-    if (!near(scaf_policy_curve_at(&knee, 8, 0), 0.925 * 8) || !near(scaf_policy_curve_at(&knee, 12, 0), 0.679 * 12)) {
+    if (!near(scaf_policy_curve_at(&knee, 8, 16, 1), 0.925 * 8) || !near(scaf_policy_curve_at(&knee, 12, 16, 1), 0.679 * 12)) {
         snprintf(msg, sizeof(msg), "S(8) %.4f, S(12) %.4f: want the measured 7.4 and 8.148",
-                 scaf_policy_curve_at(&knee, 8, 0), scaf_policy_curve_at(&knee, 12, 0));
+                 scaf_policy_curve_at(&knee, 8, 16, 1), scaf_policy_curve_at(&knee, 12, 16, 1));
         fail("curve: through the measured points", msg);
     }
     /* Beyond the larger point: the USL shape, shifted by the residual at 12. */
     u16 = 16.0 / (1.0 + kappa * 16 * 15);
     s16 = u16 + 0.679 * 12 - 12.0 / (1.0 + kappa * 12 * 11);
-    if (!near(scaf_policy_curve_at(&knee, 16, 0), s16))
+    if (!near(scaf_policy_curve_at(&knee, 16, 16, 1), s16))
         fail("curve: beyond the points", "not the USL shape from the last point");
-    if (!near(scaf_policy_curve_at(&one, 8, 0), 7.2) || !near(scaf_policy_curve_at(&one, 16, 0), 16.0 / (1.0 + 15.0 / 63)))
+    if (!near(scaf_policy_curve_at(&one, 8, 16, 1), 7.2) || !near(scaf_policy_curve_at(&one, 16, 16, 1), 16.0 / (1.0 + 15.0 / 63)))
         fail("curve: one point", "want Amdahl through (8, 7.2)");
-    if (!isnan(scaf_policy_curve_at(&none, 4, 0)) || !isnan(scaf_policy_curve_at(NULL, 4, 0)))
+    if (!isnan(scaf_policy_curve_at(&none, 4, 16, 1)) || !isnan(scaf_policy_curve_at(NULL, 4, 16, 1)))
         fail("curve: none", "want NaN");
     /*
-     * SMT's prior, 8 cores: up to the cores and the last measured point as without it, past both a quarter of
+     * SMT's prior, 16 contexts in chunks of 2 (8 cores): up to the cores and the last measured point as without it, past both a quarter of
      * the slope. The one-point curve measured at 8 grows from 7.2 at 8 at a quarter of Amdahl's rate; the knee
      * curve, measured at 12, from its point at 12.
      */
-    if (!near(scaf_policy_curve_at(&one, 6, 8), scaf_policy_curve_at(&one, 6, 0)) ||
-        !near(scaf_policy_curve_at(&one, 8, 8), 7.2) ||
-        !near(scaf_policy_curve_at(&one, 16, 8), 7.2 + 0.25 * (16.0 / (1.0 + 15.0 / 63) - 7.2)))
+    if (!near(scaf_policy_curve_at(&one, 6, 16, 2), scaf_policy_curve_at(&one, 6, 16, 1)) ||
+        !near(scaf_policy_curve_at(&one, 8, 16, 2), 7.2) ||
+        !near(scaf_policy_curve_at(&one, 16, 16, 2), 7.2 + 0.25 * (16.0 / (1.0 + 15.0 / 63) - 7.2)))
         fail("curve: SMT's prior, one point", "want Amdahl to the cores, a quarter of its slope past them");
-    if (!near(scaf_policy_curve_at(&knee, 12, 8), 0.679 * 12) ||
-        !near(scaf_policy_curve_at(&knee, 16, 8), 0.679 * 12 + 0.25 * (s16 - 0.679 * 12)))
+    if (!near(scaf_policy_curve_at(&knee, 12, 16, 2), 0.679 * 12) ||
+        !near(scaf_policy_curve_at(&knee, 16, 16, 2), 0.679 * 12 + 0.25 * (s16 - 0.679 * 12)))
         fail("curve: SMT's prior, measured past the cores", "want the curve to its point at 12, a quarter past it");
 }
 

@@ -223,8 +223,7 @@ def _verbose(policy: str, cpus: int, chunk: int, specs: list[Spec], clients: lis
             slower = sp.eff is not None and sp.eff * sp.eff_team < 1
             notes.append("past its peak: stops here" if kind == 2 else
                          "slower than serial: stops here" if slower else "past the peak its point allows: stops here")
-        measured = max(sp.eff_team, sp.alt_team or 0, sp.side_team or 0)
-        if kind and chunk > 1 and t + step > max(cpus // chunk, measured):
+        if kind and pol.curve_at(clients[i], t + step, cpus, chunk) != pol.curve_at(clients[i], t + step):
             notes.append(f"past the {cpus // chunk} cores: a quarter of the slope")
         if sp.eff is not None and sp.eff > 1:
             notes.append("E read as 1")

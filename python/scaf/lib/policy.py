@@ -292,10 +292,11 @@ def curve_at(client: Client, p: float, cpus: int = 0, chunk: int = 1) -> float:
     lib = _load()
     if not getattr(lib, "_scaf_curve_at_typed", False):
         lib.scaf_policy_curve_at.restype = ctypes.c_double
-        lib.scaf_policy_curve_at.argtypes = [ctypes.POINTER(_CClient), ctypes.c_double, ctypes.c_uint32]
+        lib.scaf_policy_curve_at.argtypes = [ctypes.POINTER(_CClient), ctypes.c_double, ctypes.c_uint32,
+                                             ctypes.c_uint32]
         lib._scaf_curve_at_typed = True
-    cores = cpus // chunk if chunk > 1 else 0
-    return float(lib.scaf_policy_curve_at(_c_clients([client]), float(p), cores))
+    return float(lib.scaf_policy_curve_at(_c_clients([client]), float(p), _u32(cpus, "cpus"),
+                                          _u32(chunk, "chunk", 1)))
 
 
 def _intpart_args(
